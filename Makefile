@@ -1,0 +1,71 @@
+# clrmux build. `make` builds build/libclrmux.so and the fake child profilers,
+# `make test` runs the unit tests under ASan/UBSan and the real-runtime tests,
+# `make demo` runs a .NET app under clrmux with loader.conf.example.
+CC      ?= gcc
+BUILD   ?= build
+WARN    := -Wall -Wextra -Werror
+CSTD    := -std=c11 -D_GNU_SOURCE
+CFLAGS_COMMON := $(CSTD) $(WARN) -Iinclude -Isrc -I$(BUILD)/gen -g -fPIC -pthread
+CFLAGS  ?= -O2
+SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+# libclrmux.so: the loader. src/tracer and src/profiler join it when their builtin
+# children are wired in; until then their code is built and unit-tested on its own.
+LIB_SRCS  := $(shell find src/common src/loader -name '*.c' | sort)
+ALL_SRCS  := $(shell find src -name '*.c' | sort)
+GEN       := $(BUILD)/gen/profile.pb-c.c
+HDRS      := $(shell find include src -name '*.h') $(BUILD)/gen/profile.pb-c.h
+OBJS      := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+ASAN_OBJS := $(ALL_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/asan/gen/profile.pb-c.o
+FAKES     := $(patsubst fake_profilers/%.c,$(BUILD)/fake/lib%.so,$(wildcard fake_profilers/*.c))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
+# Libraries linked statically into libclrmux.so so that ldd shows only libc's parts.
+STATIC_LIBS := -Wl,-Bstatic -linih $(EXTRA_STATIC_LIBS) -Wl,-Bdynamic
+LIBS      := -ldl -lpthread -lm
+
+.PHONY: all test unit abi-check clr-test demo bench clean
+all: $(BUILD)/libclrmux.so $(FAKES)
+
+$(BUILD)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/asan/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -DCLRMUX_TESTING -c $< -o $@
+
+$(BUILD)/libclrmux.so: $(OBJS)
+	$(CC) -shared -o $@ $(OBJS) $(STATIC_LIBS) $(LIBS) -Wl,--no-undefined -Wl,-z,defs -Wl,--exclude-libs,ALL
+
+# pprof's profile.proto -> protobuf-c code, generated at build time (not committed)
+$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: src/profiler/profile.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen --proto_path=src/profiler src/profiler/profile.proto
+
+$(BUILD)/asan/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -I$(BUILD)/gen -g -fPIC -O1 $(SAN) -c $< -o $@
+
+$(BUILD)/fake/lib%.so: fake_profilers/%.c fake_profilers/fake_common.h $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -shared -o $@ $< $(LIBS)
+
+$(BUILD)/unit/%: tests/unit/%.c $(ASAN_OBJS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -DCLRMUX_TESTING -o $@ $< $(ASAN_OBJS) -lcmocka -linih -lprotobuf-c -lz $(LIBS)
+
+unit: $(UNIT_BINS) $(FAKES)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CLRMUX_FAKE_DIR=$(BUILD)/fake $$t; done
+
+test: all unit
+	@tests/clr/run.sh
+
+demo: all
+	@tests/clr/demo.sh
+
+bench: all
+	@bench/run.sh
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,2 @@
+/* The recorder: counts every callback it receives and writes the counts at Shutdown. */
+#include "fake_common.h"

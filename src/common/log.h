@@ -1,0 +1,51 @@
+/* Logging for clrmux: one line per event, to a file or stderr, never blocking for long.
+ *
+ * Line format: "clrmux[<pid>] <UTC time> <LEVEL> <message>\n". Thread-safe: each line is
+ * written with one write(2) call. Before clrmux_log_open() lines go to stderr. */
+#ifndef CLRMUX_LOG_H
+#define CLRMUX_LOG_H
+
+#include <stdarg.h>
+
+enum clrmux_log_level {
+    CLRMUX_LOG_ERROR = 0,
+    CLRMUX_LOG_WARN = 1,
+    CLRMUX_LOG_INFO = 2,
+    CLRMUX_LOG_DEBUG = 3,
+    CLRMUX_LOG_TRACE = 4,
+};
+
+/* Parses "error|warn|info|debug|trace" (case-insensitive). Returns the level, or -1. */
+int clrmux_log_level_parse(const char *s);
+/* The upper-case name of a level ("ERROR"...). */
+const char *clrmux_log_level_name(int level);
+
+/* Sets the threshold: messages above it are dropped. Default CLRMUX_LOG_INFO. */
+void clrmux_log_set_level(int level);
+int clrmux_log_get_level(void);
+
+/* Directs log lines to `path_template` (appended to, created 0644), where "%p" expands to
+ * the process id and "%%" to "%"; NULL or "" means stderr. Returns 0, or -1 (errno set)
+ * when the file cannot be opened, in which case logging stays on stderr. */
+int clrmux_log_open(const char *path_template);
+
+/* Expands "%p" (pid) and "%%" in `tmpl` into `out` (size `outsz`, always NUL-terminated).
+ * Returns 0, or -1 when the result does not fit. */
+int clrmux_expand_pid(const char *tmpl, char *out, unsigned long outsz);
+
+void clrmux_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void clrmux_vlog(int level, const char *fmt, va_list ap);
+
+/* Routes every line also to `sink` (tests capture log lines this way); NULL removes it. */
+typedef void (*clrmux_log_sink)(int level, const char *line, void *ctx);
+void clrmux_log_set_sink(clrmux_log_sink sink, void *ctx);
+
+#define LOG_ERROR(...) clrmux_log(CLRMUX_LOG_ERROR, __VA_ARGS__)
+#define LOG_WARN(...) clrmux_log(CLRMUX_LOG_WARN, __VA_ARGS__)
+#define LOG_INFO(...) clrmux_log(CLRMUX_LOG_INFO, __VA_ARGS__)
+#define LOG_DEBUG(...) \
+    do { if (clrmux_log_get_level() >= CLRMUX_LOG_DEBUG) clrmux_log(CLRMUX_LOG_DEBUG, __VA_ARGS__); } while (0)
+#define LOG_TRACE(...) \
+    do { if (clrmux_log_get_level() >= CLRMUX_LOG_TRACE) clrmux_log(CLRMUX_LOG_TRACE, __VA_ARGS__); } while (0)
+
+#endif

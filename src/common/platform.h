@@ -1,0 +1,24 @@
+/* The small platform interface: dynamic libraries and process identity.
+ * Linux/macOS use dlfcn (platform_posix.c); Windows would use LoadLibrary/GetProcAddress
+ * behind the same four functions. */
+#ifndef CLRMUX_PLATFORM_H
+#define CLRMUX_PLATFORM_H
+
+#include <stddef.h>
+
+/* Opens a shared library by absolute path. Returns a handle, or NULL with a
+ * human-readable reason (the loader's own message) copied into err[errsz]. */
+void *clrmux_lib_open(const char *path, char *err, size_t errsz);
+/* Looks a symbol up in a handle from clrmux_lib_open. Returns NULL when absent. */
+void *clrmux_lib_sym(void *lib, const char *name);
+/* The absolute path of the shared object that contains `addr` (e.g. a function of
+ * libclrmux.so itself), found with dladdr, never from environment variables. Returns 0, or
+ * -1 when it cannot be found or does not fit in out[outsz]. */
+int clrmux_module_path_of(const void *addr, char *out, size_t outsz);
+/* The process's name as filters match it: the executable's base name ("dotnet", "MyApp")
+ * into exe[exesz], and, when the executable is the `dotnet` host running an app
+ * (`dotnet [options] path/App.dll`), the app's base name without ".dll" into app[appsz]
+ * (else ""). Returns 0, or -1 when /proc (or the OS equivalent) cannot be read. */
+int clrmux_process_names(char *exe, size_t exesz, char *app, size_t appsz);
+
+#endif

@@ -1,0 +1,119 @@
+/* Loading child profilers exactly as the runtime loads a profiler (profilinghelper.cpp):
+ * dlopen -> DllGetClassObject(clsid, IID_IClassFactory) -> CreateInstance(NULL,
+ * IID_ICorProfilerCallback2) -> QueryInterface for ICorProfilerCallback11 down to 3 ->
+ * Initialize(its own ICorProfilerInfo proxy). Children are never unloaded. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/guid.h"
+#include "common/log.h"
+#include "common/platform.h"
+#include "loader/builtin.h"
+#include "loader/mux.h"
+#include "loader/versions.h"
+
+/* Creates the child's callback object. Returns it (one reference) with its version, or
+ * NULL after logging why. */
+static ICorProfilerCallback11 *create_library_child(const struct clrmux_child_conf *cc, int *version)
+{
+    char clsid[CLRMUX_GUID_STRLEN];
+    clrmux_guid_format(&cc->clsid, clsid);
+    struct stat st;
+    if (stat(cc->path, &st) != 0) {
+        LOG_ERROR("child '%s': %s: %s; child skipped", cc->name, cc->path, strerror(errno));
+        return NULL;
+    }
+    char err[512];
+    void *lib = clrmux_lib_open(cc->path, err, sizeof err);
+    if (!lib) {
+        LOG_ERROR("child '%s': cannot load %s as a shared library: %s; child skipped", cc->name, cc->path, err);
+        return NULL;
+    }
+    clrmux_DllGetClassObject_fn get = (clrmux_DllGetClassObject_fn)clrmux_lib_sym(lib, "DllGetClassObject");
+    if (!get) {
+        LOG_ERROR("child '%s': %s exports no DllGetClassObject; child skipped", cc->name, cc->path);
+        return NULL;
+    }
+    IClassFactory *factory = NULL;
+    HRESULT hr = get(&cc->clsid, &IID_IClassFactory, (void **)&factory);
+    if (FAILED(hr) || !factory) {
+        LOG_ERROR("child '%s': DllGetClassObject(%s) failed with HRESULT 0x%08X; child skipped", cc->name, clsid, (unsigned)hr);
+        return NULL;
+    }
+    IUnknown *obj = NULL;
+    hr = factory->lpVtbl->CreateInstance(factory, NULL, &IID_ICorProfilerCallback2, (void **)&obj);
+    if (FAILED(hr) || !obj) {
+        IUnknown *v1 = NULL;
+        if (SUCCEEDED(factory->lpVtbl->CreateInstance(factory, NULL, &IID_ICorProfilerCallback, (void **)&v1)) && v1) {
+            LOG_ERROR("child '%s': implements only ICorProfilerCallback (version 1); the runtime requires "
+                      "ICorProfilerCallback2 or later; child skipped", cc->name);
+            v1->lpVtbl->Release(v1);
+        } else {
+            LOG_ERROR("child '%s': CreateInstance(IID_ICorProfilerCallback2) failed with HRESULT 0x%08X; child skipped",
+                      cc->name, (unsigned)hr);
+        }
+        factory->lpVtbl->Release(factory);
+        return NULL;
+    }
+    factory->lpVtbl->Release(factory);
+    static const IID *const iids[] = CLRMUX_CALLBACK_IIDS;
+    for (int v = CLRMUX_CALLBACK_MAX_VERSION; v >= 3; v--) {
+        void *p = NULL;
+        if (SUCCEEDED(obj->lpVtbl->QueryInterface(obj, iids[v], &p)) && p) {
+            obj->lpVtbl->Release(obj);
+            *version = v;
+            return p;
+        }
+    }
+    *version = 2;
+    return (ICorProfilerCallback11 *)obj;
+}
+
+int clrmux_load_children(struct clrmux_mux *m)
+{
+    const struct clrmux_config *cfg = &m->cfg;
+    m->children = calloc(cfg->nchildren ? cfg->nchildren : 1, sizeof *m->children);
+    if (!m->children)
+        return 0;
+    int active = 0;
+    for (size_t i = 0; i < cfg->nchildren; i++) {
+        const struct clrmux_child_conf *cc = &cfg->children[i];
+        if (cc->invalid)
+            continue;
+        if (!cc->enabled) {
+            LOG_INFO("child '%s': disabled (enabled = false)", cc->name);
+            continue;
+        }
+        struct clrmux_child *c = &m->children[m->nchildren];
+        snprintf(c->name, sizeof c->name, "%s", cc->name);
+        c->index = m->nchildren;
+        int version = 0;
+        ICorProfilerCallback11 *cb = cc->builtin[0] ? clrmux_builtin_create(cc, &version)
+                                                    : create_library_child(cc, &version);
+        if (!cb)
+            continue;
+        c->cb = cb;
+        c->version = version;
+        clrmux_proxy_init(&c->proxy, m, c);
+        m->nchildren++; /* visible to the mask union from here on */
+        atomic_store(&c->active, 1);
+        HRESULT hr = cb->lpVtbl->Initialize(cb, (IUnknown *)&c->proxy.iface);
+        if (FAILED(hr)) {
+            atomic_store(&c->active, 0);
+            LOG_ERROR("child '%s': Initialize failed with HRESULT 0x%08X; child skipped", cc->name, (unsigned)hr);
+            atomic_store(&c->mask_low, 0);
+            atomic_store(&c->mask_high, 0);
+            clrmux_apply_union(m);
+            cb->lpVtbl->Release(cb);
+            continue;
+        }
+        active++;
+        LOG_INFO("child '%s': loaded (%s, ICorProfilerCallback%d), event mask low=0x%08X high=0x%08X", cc->name,
+                 cc->builtin[0] ? cc->builtin : cc->path, version, (unsigned)atomic_load(&c->mask_low),
+                 (unsigned)atomic_load(&c->mask_high));
+    }
+    return active;
+}

@@ -1,0 +1,519 @@
+/* The mux object: clrmux's ICorProfilerCallback11. Fan-out functions are generated from the
+ * callback list in gen/corprof_list.h; lifecycle, out-parameter merges, ReJIT and EventPipe
+ * routing are written by hand below. */
+#include "loader/mux.h"
+
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/guid.h"
+#include "common/log.h"
+#include "common/platform.h"
+#include "common/utf16.h"
+#include "loader/versions.h"
+
+struct clrmux_mux *clrmux_the_mux;
+
+static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
+{
+    return (struct clrmux_mux *)((char *)iface - offsetof(struct clrmux_mux, iface));
+}
+
+static inline int child_live(const struct clrmux_child *c, int version)
+{
+    return c->version >= version && atomic_load_explicit(&c->active, memory_order_acquire);
+}
+
+/* ---- generated fan-out ---------------------------------------------------------------- */
+
+/* MASK: every live child whose own mask has one of the route's bits. */
+#define GEN_MASK(I, D, R, N, P, A, L, H)                                                     \
+    static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
+    {                                                                                      \
+        struct clrmux_mux *m = impl(This);                                                 \
+        for (int i = 0; i < m->nchildren; i++) {                                           \
+            struct clrmux_child *c = &m->children[i];                                      \
+            if (child_live(c, CLRMUX_VER_##D) && clrmux_route_match(c, (DWORD)(L), (DWORD)(H))) \
+                c->cb->lpVtbl->N(c->cb CLRMUX_EXPAND A);                                   \
+        }                                                                                  \
+        return S_OK;                                                                       \
+    }
+/* ALL: every live child (attach/detach notifications). */
+#define GEN_ALL(I, D, R, N, P, A, L, H)                                                      \
+    static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
+    {                                                                                      \
+        struct clrmux_mux *m = impl(This);                                                 \
+        for (int i = 0; i < m->nchildren; i++)                                             \
+            if (child_live(&m->children[i], CLRMUX_VER_##D))                               \
+                m->children[i].cb->lpVtbl->N(m->children[i].cb CLRMUX_EXPAND A);           \
+        return S_OK;                                                                       \
+    }
+/* The other kinds are written by hand below. */
+#define GEN_NONE(I, D, R, N, P, A, L, H)
+#define GEN_SELF(I, D, R, N, P, A, L, H)
+#define GEN_MERGE(I, D, R, N, P, A, L, H)
+#define GEN_REJIT(I, D, R, N, P, A, L, H)
+#define GEN_EVENTPIPE(I, D, R, N, P, A, L, H)
+#define GEN(I, D, R, N, P, A, ROUTE) CLRMUX_ROUTE_APPLY(GEN_, I, D, R, N, P, A, ROUTE)
+CLRMUX_ALL_ICorProfilerCallback11(GEN, ICorProfilerCallback11)
+
+/* ---- IUnknown ------------------------------------------------------------------------- */
+
+static HRESULT STDMETHODCALLTYPE mux_QueryInterface(ICorProfilerCallback11 *This, REFIID riid, void **ppv)
+{
+    static const IID *const iids[] = CLRMUX_CALLBACK_IIDS;
+    if (!ppv)
+        return E_POINTER;
+    *ppv = NULL;
+    int ok = IsEqualIID(riid, &IID_IUnknown);
+    for (int v = 1; !ok && v <= CLRMUX_CALLBACK_MAX_VERSION; v++)
+        ok = IsEqualIID(riid, iids[v]);
+    if (!ok)
+        return E_NOINTERFACE;
+    *ppv = This;
+    This->lpVtbl->AddRef(This);
+    return S_OK;
+}
+
+static ULONG STDMETHODCALLTYPE mux_AddRef(ICorProfilerCallback11 *This)
+{
+    return (ULONG)atomic_fetch_add(&impl(This)->refs, 1) + 1;
+}
+
+static ULONG STDMETHODCALLTYPE mux_Release(ICorProfilerCallback11 *This)
+{
+    struct clrmux_mux *m = impl(This);
+    LONG n = atomic_fetch_sub(&m->refs, 1) - 1;
+    /* The mux is never freed: children may hold their proxies (which point at it) and
+     * profiler threads may still run after the runtime's last Release. */
+    return (ULONG)(n < 0 ? 0 : n);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------ */
+
+static void config_path(char *out, size_t outsz)
+{
+    const char *env = getenv("CLRMUX_CONFIG");
+    if (env && *env) {
+        snprintf(out, outsz, "%s", env);
+        return;
+    }
+    char self[4096];
+    if (clrmux_module_path_of((const void *)&config_path, self, sizeof self) == 0) {
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = 0;
+        snprintf(out, outsz, "%s/loader.conf", self);
+    } else {
+        snprintf(out, outsz, "loader.conf");
+    }
+}
+
+static void setup_logging(const struct clrmux_config *cfg)
+{
+    int level = cfg->log_level >= 0 ? cfg->log_level : CLRMUX_LOG_INFO;
+    const char *env = getenv("CLRMUX_LOG_LEVEL");
+    if (env && *env) {
+        int l = clrmux_log_level_parse(env);
+        if (l >= 0)
+            level = l;
+        else
+            LOG_WARN("CLRMUX_LOG_LEVEL='%s' is not one of error|warn|info|debug|trace; ignored", env);
+    }
+    clrmux_log_set_level(level);
+    const char *file = cfg->has_log_file ? cfg->log_file : NULL;
+    const char *envf = getenv("CLRMUX_LOG_FILE");
+    if (envf)
+        file = envf;
+    if (file && *file && clrmux_log_open(file) != 0)
+        LOG_WARN("cannot open log file '%s'; logging to stderr", file);
+}
+
+static HRESULT get_runtime_info(struct clrmux_mux *m, IUnknown *unk)
+{
+    static const IID *const iids[] = CLRMUX_INFO_IIDS;
+    for (int v = CLRMUX_INFO_MAX_VERSION; v >= 1; v--) {
+        void *p = NULL;
+        if (SUCCEEDED(unk->lpVtbl->QueryInterface(unk, iids[v], &p)) && p) {
+            m->info = p;
+            m->info_version = v;
+            break;
+        }
+    }
+    if (!m->info)
+        return E_NOINTERFACE;
+    m->immutable_low = COR_PRF_MONITOR_IMMUTABLE;
+    m->immutable_high = COR_PRF_HIGH_MONITOR_IMMUTABLE;
+    if (m->info_version >= 3) {
+        USHORT clr_id = 0, major = 0, minor = 0, build = 0, qfe = 0;
+        COR_PRF_RUNTIME_TYPE type = 0;
+        WCHAR ver[64];
+        ULONG len = 0;
+        if (SUCCEEDED(m->info->lpVtbl->GetRuntimeInformation(m->info, &clr_id, &type, &major, &minor,
+                                                              &build, &qfe, 64, &len, ver)))
+            m->runtime_major = major;
+    }
+    /* .NET 10 made DISABLE_INLINING / DISABLE_OPTIMIZATIONS mutable (dotnet/runtime#113924) */
+    if (m->runtime_major > 0 && m->runtime_major < 10)
+        m->immutable_low = CLRMUX_PRF_MONITOR_IMMUTABLE_BEFORE_NET10;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IUnknown *pInfoUnk)
+{
+    struct clrmux_mux *m = impl(This);
+    char path[4096];
+    config_path(path, sizeof path);
+    clrmux_config_load(path, &m->cfg);
+    setup_logging(&m->cfg);
+    LOG_INFO("clrmux starting: config %s", path);
+    for (size_t i = 0; i < m->cfg.ndiags; i++) {
+        const struct clrmux_diag *d = &m->cfg.diags[i];
+        if (d->line)
+            clrmux_log(d->level, "%s:%d: %s", path, d->line, d->msg);
+        else
+            clrmux_log(d->level, "%s: %s", path, d->msg);
+    }
+    if (m->cfg.dropped_diags)
+        LOG_WARN("%s: %zu more problems not shown", path, m->cfg.dropped_diags);
+
+    char exe[256] = "", app[256] = "";
+    clrmux_process_names(exe, sizeof exe, app, sizeof app);
+    const char *why = "";
+    if (!clrmux_config_process_allowed(&m->cfg, exe, app, &why)) {
+        LOG_INFO("process '%s'%s%s not profiled: %s", exe, app[0] ? " running " : "", app, why);
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    }
+    if (!m->cfg.found || clrmux_config_active_children(&m->cfg) == 0) {
+        LOG_WARN("no enabled child profiler in %s; the application runs unprofiled", path);
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    }
+    if (FAILED(get_runtime_info(m, pInfoUnk))) {
+        LOG_ERROR("the runtime answered no ICorProfilerInfo interface; the application runs unprofiled");
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    }
+    LOG_INFO("runtime: .NET %d, ICorProfilerInfo%d", m->runtime_major, m->info_version);
+    atomic_store(&m->initializing, 1);
+    int n = clrmux_load_children(m);
+    atomic_store(&m->initializing, 0);
+    if (n == 0) {
+        LOG_WARN("no child profiler could be loaded; the application runs unprofiled");
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    }
+    LOG_INFO("%d child profiler(s) active; event mask low=0x%08X high=0x%08X", n,
+             (unsigned)m->applied_low, (unsigned)m->applied_high);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_InitializeForAttach(ICorProfilerCallback11 *This, IUnknown *pCorProfilerInfoUnk,
+                                                         void *pvClientData, UINT cbClientData)
+{
+    (void)This, (void)pCorProfilerInfoUnk, (void)pvClientData, (void)cbClientData;
+    LOG_ERROR("attaching to a running process is not supported; clrmux must be loaded at start-up");
+    return CORPROF_E_PROFILER_NOT_ATTACHABLE;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_Shutdown(ICorProfilerCallback11 *This)
+{
+    struct clrmux_mux *m = impl(This);
+    for (int i = 0; i < m->nchildren; i++)
+        if (child_live(&m->children[i], 1))
+            m->children[i].cb->lpVtbl->Shutdown(m->children[i].cb);
+    m->shut_down = 1;
+    LOG_INFO("shutdown: %d child profiler(s) notified", m->nchildren);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_LoadAsNotificationOnly(ICorProfilerCallback11 *This, BOOL *pbNotificationOnly)
+{
+    (void)This;
+    /* clrmux is the main profiler: its children may rewrite IL, ReJIT and hook functions. */
+    if (pbNotificationOnly)
+        *pbNotificationOnly = FALSE;
+    return S_OK;
+}
+
+/* ---- out-parameter merges ------------------------------------------------------------- */
+
+static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
+                                                 FunctionID calleeId, BOOL *pfShouldInline)
+{
+    struct clrmux_mux *m = impl(This);
+    BOOL result = pfShouldInline ? *pfShouldInline : TRUE;
+    const BOOL incoming = result;
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (!child_live(c, 1) || !clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+            continue;
+        BOOL mine = incoming; /* each child answers as if it were alone */
+        c->cb->lpVtbl->JITInlining(c->cb, callerId, calleeId, &mine);
+        if (!mine)
+            result = FALSE; /* inline only if every child allows it */
+    }
+    if (pfShouldInline)
+        *pfShouldInline = result;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                                    BOOL *pbUseCachedFunction)
+{
+    struct clrmux_mux *m = impl(This);
+    BOOL result = pbUseCachedFunction ? *pbUseCachedFunction : TRUE;
+    const BOOL incoming = result;
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (!child_live(c, 1) || !clrmux_route_match(c, COR_PRF_MONITOR_CACHE_SEARCHES, 0))
+            continue;
+        BOOL mine = incoming;
+        c->cb->lpVtbl->JITCachedFunctionSearchStarted(c->cb, functionId, &mine);
+        if (!mine)
+            result = FALSE; /* use precompiled code only if every child agrees */
+    }
+    if (pbUseCachedFunction)
+        *pbUseCachedFunction = result;
+    return S_OK;
+}
+
+/* ---- ReJIT: only the children that asked for ReJIT of the method ---------------------- */
+
+static uint64_t owners_of_function(struct clrmux_mux *m, FunctionID fid)
+{
+    ClassID cls = 0;
+    ModuleID mod = 0;
+    mdToken tok = 0;
+    if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
+        return 0;
+    return clrmux_rejit_owners(m, mod, tok);
+}
+
+#define FOR_OWNERS(m, owners, c)                                                 \
+    for (int i_ = 0; i_ < (m)->nchildren; i_++)                                  \
+        for (struct clrmux_child *c = &(m)->children[i_]; c; c = NULL)           \
+            if (((owners) >> (i_ & 63) & 1) && child_live(c, 4))
+
+static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                             ReJITID rejitId, BOOL fIsSafeToBlock)
+{
+    struct clrmux_mux *m = impl(This);
+    uint64_t owners = owners_of_function(m, functionId);
+    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITCompilationStarted(c->cb, functionId, rejitId, fIsSafeToBlock);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_GetReJITParameters(ICorProfilerCallback11 *This, ModuleID moduleId,
+                                                        mdMethodDef methodId, ICorProfilerFunctionControl *pFunctionControl)
+{
+    struct clrmux_mux *m = impl(This);
+    uint64_t owners = clrmux_rejit_owners(m, moduleId, methodId);
+    if (!owners)
+        LOG_DEBUG("GetReJITParameters for module 0x%lx method 0x%08x that no child requested",
+                  (unsigned long)moduleId, (unsigned)methodId);
+    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->GetReJITParameters(c->cb, moduleId, methodId, pFunctionControl);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                              ReJITID rejitId, HRESULT hrStatus, BOOL fIsSafeToBlock)
+{
+    struct clrmux_mux *m = impl(This);
+    uint64_t owners = owners_of_function(m, functionId);
+    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITCompilationFinished(c->cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_ReJITError(ICorProfilerCallback11 *This, ModuleID moduleId, mdMethodDef methodId,
+                                                FunctionID functionId, HRESULT hrStatus)
+{
+    struct clrmux_mux *m = impl(This);
+    uint64_t owners = clrmux_rejit_owners(m, moduleId, methodId);
+    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITError(c->cb, moduleId, methodId, functionId, hrStatus);
+    return S_OK;
+}
+
+/* ---- EventPipe: delivered events go to the children whose sessions enabled the provider -- */
+
+static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
+    ICorProfilerCallback11 *This, EVENTPIPE_PROVIDER provider, DWORD eventId, DWORD eventVersion,
+    ULONG cbMetadataBlob, LPCBYTE metadataBlob, ULONG cbEventData, LPCBYTE eventData, LPCGUID pActivityId,
+    LPCGUID pRelatedActivityId, ThreadID eventThread, ULONG numStackFrames, UINT_PTR *stackFrames)
+{
+    struct clrmux_mux *m = impl(This);
+    int nsess = atomic_load(&m->n_ep_sessions);
+    uint64_t targets = 0;
+    char name[128] = "";
+    int have_name = 0;
+    for (int s = 0; s < nsess; s++) {
+        const struct clrmux_ep_session *es = &m->ep_sessions[s];
+        if (es->child < 0)
+            continue;
+        if (!have_name && m->info_version >= 12) {
+            WCHAR wname[128];
+            ULONG len = 0;
+            if (SUCCEEDED(m->info->lpVtbl->EventPipeGetProviderInfo(m->info, provider, 128, &len, wname)))
+                clrmux_utf16_to_utf8(wname, len, name, sizeof name);
+            have_name = 1;
+        }
+        for (int p = 0; p < es->nproviders; p++)
+            if (!name[0] || strcasecmp(es->providers[p], name) == 0)
+                targets |= 1ull << (es->child & 63);
+    }
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if ((targets >> (i & 63) & 1) && child_live(c, 10) &&
+            clrmux_route_match(c, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE))
+            c->cb->lpVtbl->EventPipeEventDelivered(c->cb, provider, eventId, eventVersion, cbMetadataBlob, metadataBlob,
+                                                   cbEventData, eventData, pActivityId, pRelatedActivityId, eventThread,
+                                                   numStackFrames, stackFrames);
+    }
+    return S_OK;
+}
+
+/* ---- vtable --------------------------------------------------------------------------- */
+
+#define VT(I, D, R, N, P, A, ROUTE) .N = mux_##N,
+static const ICorProfilerCallback11Vtbl mux_vtbl = {CLRMUX_ALL_ICorProfilerCallback11(VT, ICorProfilerCallback11)};
+
+struct clrmux_mux *clrmux_mux_create(void)
+{
+    struct clrmux_mux *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->rejit = calloc(CLRMUX_REJIT_SLOTS, sizeof *m->rejit);
+    if (!m->rejit) {
+        free(m);
+        return NULL;
+    }
+    m->iface.lpVtbl = &mux_vtbl;
+    atomic_store(&m->refs, 1);
+    pthread_mutex_init(&m->mask_lock, NULL);
+    pthread_mutex_init(&m->ep_lock, NULL);
+    m->cfg.log_level = -1;
+    clrmux_the_mux = m;
+    return m;
+}
+
+/* ---- masks ---------------------------------------------------------------------------- */
+
+static HRESULT set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high)
+{
+    if (low == m->applied_low && high == m->applied_high)
+        return S_OK;
+    HRESULT hr;
+    if (m->info_version >= 5)
+        hr = m->info->lpVtbl->SetEventMask2(m->info, low, high);
+    else if (high == 0)
+        hr = m->info->lpVtbl->SetEventMask(m->info, low);
+    else
+        hr = E_INVALIDARG;
+    if (SUCCEEDED(hr)) {
+        m->applied_low = low;
+        m->applied_high = high;
+    }
+    return hr;
+}
+
+static void union_masks(struct clrmux_mux *m, struct clrmux_child *except, DWORD *low, DWORD *high)
+{
+    *low = *high = 0;
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (c == except || !atomic_load(&c->active))
+            continue;
+        *low |= atomic_load(&c->mask_low);
+        *high |= atomic_load(&c->mask_high);
+    }
+}
+
+HRESULT clrmux_set_child_mask(struct clrmux_mux *m, struct clrmux_child *child, DWORD low, DWORD high)
+{
+    pthread_mutex_lock(&m->mask_lock);
+    DWORD old_low = atomic_load(&child->mask_low), old_high = atomic_load(&child->mask_high);
+    HRESULT hr = S_OK;
+    if (!atomic_load(&m->initializing) &&
+        (((old_low ^ low) & m->immutable_low) || ((old_high ^ high) & m->immutable_high))) {
+        LOG_WARN("child '%s': SetEventMask changes an immutable flag after Initialize (0x%08X/0x%08X -> 0x%08X/0x%08X); refused",
+                 child->name, (unsigned)old_low, (unsigned)old_high, (unsigned)low, (unsigned)high);
+        hr = CORPROF_E_IMMUTABLE_FLAGS_SET;
+    } else {
+        DWORD ul, uh;
+        union_masks(m, child, &ul, &uh);
+        hr = set_runtime_mask(m, ul | low, uh | high);
+        if (SUCCEEDED(hr)) {
+            atomic_store(&child->mask_low, low);
+            atomic_store(&child->mask_high, high);
+            LOG_DEBUG("child '%s': event mask low=0x%08X high=0x%08X (union low=0x%08X high=0x%08X)", child->name,
+                      (unsigned)low, (unsigned)high, (unsigned)m->applied_low, (unsigned)m->applied_high);
+        } else {
+            LOG_WARN("child '%s': the runtime refused event mask low=0x%08X high=0x%08X: HRESULT 0x%08X", child->name,
+                     (unsigned)low, (unsigned)high, (unsigned)hr);
+        }
+    }
+    pthread_mutex_unlock(&m->mask_lock);
+    return hr;
+}
+
+HRESULT clrmux_apply_union(struct clrmux_mux *m)
+{
+    pthread_mutex_lock(&m->mask_lock);
+    DWORD ul, uh;
+    union_masks(m, NULL, &ul, &uh);
+    HRESULT hr = set_runtime_mask(m, ul, uh);
+    pthread_mutex_unlock(&m->mask_lock);
+    return hr;
+}
+
+/* ---- ReJIT ownership table ------------------------------------------------------------ */
+
+static size_t rejit_hash(ModuleID module, mdMethodDef method)
+{
+    uint64_t h = (uint64_t)module * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)method * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(h >> 32) & (CLRMUX_REJIT_SLOTS - 1);
+}
+
+void clrmux_rejit_add(struct clrmux_mux *m, ModuleID module, mdMethodDef method, int child)
+{
+    if (!module)
+        return;
+    size_t i = rejit_hash(module, method);
+    for (size_t n = 0; n < CLRMUX_REJIT_SLOTS; n++, i = (i + 1) & (CLRMUX_REJIT_SLOTS - 1)) {
+        struct clrmux_rejit_slot *s = &m->rejit[i];
+        uint64_t cur = atomic_load(&s->module);
+        if (cur == 0) {
+            /* claim the slot: method first, then publish the module */
+            uint64_t expected = 0;
+            if (atomic_compare_exchange_strong(&s->module, &expected, (uint64_t)-1)) {
+                atomic_store(&s->method, (uint32_t)method);
+                atomic_fetch_or(&s->owners, 1ull << (child & 63));
+                atomic_store(&s->module, (uint64_t)module);
+                return;
+            }
+            cur = expected;
+        }
+        while (cur == (uint64_t)-1) /* being claimed by another thread */
+            cur = atomic_load(&s->module);
+        if (cur == (uint64_t)module && atomic_load(&s->method) == (uint32_t)method) {
+            atomic_fetch_or(&s->owners, 1ull << (child & 63));
+            return;
+        }
+    }
+    LOG_ERROR("ReJIT table full: ReJIT of method 0x%08x not routed", (unsigned)method);
+}
+
+uint64_t clrmux_rejit_owners(struct clrmux_mux *m, ModuleID module, mdMethodDef method)
+{
+    size_t i = rejit_hash(module, method);
+    for (size_t n = 0; n < CLRMUX_REJIT_SLOTS; n++, i = (i + 1) & (CLRMUX_REJIT_SLOTS - 1)) {
+        struct clrmux_rejit_slot *s = &m->rejit[i];
+        uint64_t cur = atomic_load(&s->module);
+        while (cur == (uint64_t)-1)
+            cur = atomic_load(&s->module);
+        if (cur == 0)
+            return 0;
+        if (cur == (uint64_t)module && atomic_load(&s->method) == (uint32_t)method)
+            return atomic_load(&s->owners);
+    }
+    return 0;
+}

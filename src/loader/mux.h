@@ -1,0 +1,114 @@
+/* The mux: clrmux's ICorProfilerCallback11, its children and their ICorProfilerInfo proxies.
+ *
+ *   runtime --callback--> mux --for each child whose own mask asks--> child callback
+ *   child --Info call--> proxy (one per child) --> records mask / ReJIT / ELT ownership
+ *                                              \-> forwards everything else to the runtime
+ *
+ * Threads: the child array is written only during the mux's Initialize and is read-only
+ * afterwards; each child's mask is an atomic read on the callback path, which takes no
+ * lock. Mask changes are serialised by mux->mask_lock. */
+#ifndef CLRMUX_MUX_H
+#define CLRMUX_MUX_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "clrmux/corprof.h"
+#include "loader/config.h"
+
+struct clrmux_mux;
+
+/* A child's view of ICorProfilerInfo: one COM object answering ICorProfilerInfo..15 (each
+ * version the runtime answers). */
+struct clrmux_proxy {
+    ICorProfilerInfo15 iface;
+    _Atomic LONG refs;
+    struct clrmux_mux *mux;
+    struct clrmux_child *child;
+};
+
+struct clrmux_child {
+    char name[CLRMUX_NAME_MAX];
+    int index;                /* position in mux->children: bit in ReJIT ownership masks */
+    ICorProfilerCallback11 *cb; /* the highest interface the child answered (a prefix of 11) */
+    int version;              /* 2..11: the highest ICorProfilerCallbackN it answered */
+    struct clrmux_proxy proxy;
+    _Atomic DWORD mask_low;   /* the child's own event mask (COR_PRF_MONITOR) */
+    _Atomic DWORD mask_high;  /* and COR_PRF_HIGH_MONITOR */
+    _Atomic int active;       /* 1 once its Initialize succeeded */
+    _Atomic unsigned long calls; /* callbacks delivered (statistics) */
+};
+
+/* ReJIT ownership: which children asked for ReJIT of (module, methodDef).
+ * Insert-only open addressing, lock-free. */
+#define CLRMUX_REJIT_SLOTS 65536
+struct clrmux_rejit_slot {
+    _Atomic uint64_t module; /* 0 = empty */
+    _Atomic uint32_t method;
+    _Atomic uint64_t owners; /* bit per child index */
+};
+
+#define CLRMUX_MAX_EP_SESSIONS 16
+#define CLRMUX_MAX_EP_PROVIDERS 8
+struct clrmux_ep_session {
+    EVENTPIPE_SESSION session;
+    int child;
+    int nproviders;
+    char providers[CLRMUX_MAX_EP_PROVIDERS][128]; /* UTF-8 provider names */
+};
+
+struct clrmux_mux {
+    ICorProfilerCallback11 iface;
+    _Atomic LONG refs;
+    ICorProfilerInfo15 *info; /* the runtime's Info, highest version answered */
+    int info_version;         /* 0 until Initialize; 1..15 */
+    int runtime_major;        /* from ICorProfilerInfo3::GetRuntimeInformation; 0 = unknown */
+    struct clrmux_child *children;
+    int nchildren;
+    _Atomic int initializing; /* 1 while the children's Initialize run */
+    pthread_mutex_t mask_lock;
+    DWORD applied_low, applied_high; /* the union last set on the runtime */
+    DWORD immutable_low, immutable_high;
+    _Atomic(struct clrmux_child *) elt_owner;    /* SetEnterLeaveFunctionHooks* */
+    _Atomic(struct clrmux_child *) mapper_owner; /* SetFunctionIDMapper* */
+    struct clrmux_rejit_slot *rejit;             /* CLRMUX_REJIT_SLOTS entries */
+    pthread_mutex_t ep_lock;
+    struct clrmux_ep_session ep_sessions[CLRMUX_MAX_EP_SESSIONS];
+    _Atomic int n_ep_sessions;
+    struct clrmux_config cfg;
+    int shut_down;
+};
+
+/* Creates a mux with one reference (the class factory's CreateInstance). NULL on OOM. */
+struct clrmux_mux *clrmux_mux_create(void);
+
+/* Gives `child` its proxy's starting state. */
+void clrmux_proxy_init(struct clrmux_proxy *p, struct clrmux_mux *mux, struct clrmux_child *child);
+
+/* Sets child's mask and applies the union of every active child's mask (plus `child`, even
+ * while it is still initialising) on the runtime. After the mux's Initialize, a change of
+ * an immutable flag is refused with CORPROF_E_IMMUTABLE_FLAGS_SET, as the runtime refuses
+ * it; a union the runtime refuses is refused with the runtime's HRESULT and nothing changes. */
+HRESULT clrmux_set_child_mask(struct clrmux_mux *mux, struct clrmux_child *child, DWORD low, DWORD high);
+/* Recomputes the union (e.g. after a child was dropped) and sets it. */
+HRESULT clrmux_apply_union(struct clrmux_mux *mux);
+
+/* ReJIT ownership table. */
+void clrmux_rejit_add(struct clrmux_mux *mux, ModuleID module, mdMethodDef method, int child);
+uint64_t clrmux_rejit_owners(struct clrmux_mux *mux, ModuleID module, mdMethodDef method);
+
+/* Loads every enabled child of mux->cfg (file order) and calls its Initialize with its
+ * proxy. Children that fail are logged and dropped. Returns the number of active children. */
+int clrmux_load_children(struct clrmux_mux *mux);
+
+/* Whether a child with these masks receives a callback routed by (low, high). */
+static inline int clrmux_route_match(const struct clrmux_child *c, DWORD low, DWORD high)
+{
+    return (atomic_load_explicit(&c->mask_low, memory_order_relaxed) & low) ||
+           (atomic_load_explicit(&c->mask_high, memory_order_relaxed) & high);
+}
+
+/* The live mux (NULL before the runtime creates one). Builtin children and tests use it. */
+extern struct clrmux_mux *clrmux_the_mux;
+
+#endif
