@@ -98,6 +98,14 @@ int clrmux_load_children(struct clrmux_mux *m)
         c->cb = cb;
         c->version = version;
         clrmux_proxy_init(&c->proxy, m, c);
+        if (version >= 11) {
+            /* the runtime asks every profiler this before Initialize; the answer does not
+             * matter in the main slot, but a child sees the call as it would alone */
+            BOOL notification_only = FALSE;
+            cb->lpVtbl->LoadAsNotificationOnly(cb, &notification_only);
+            if (notification_only)
+                LOG_INFO("child '%s': asks to load as a notification-only profiler; clrmux loads it as a full child", cc->name);
+        }
         m->nchildren++; /* visible to the mask union from here on */
         atomic_store(&c->active, 1);
         HRESULT hr = cb->lpVtbl->Initialize(cb, (IUnknown *)&c->proxy.iface);
