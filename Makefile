@@ -62,10 +62,11 @@ test: all unit
 	@tests/clr/run.sh
 
 demo: all
-	@tests/clr/demo.sh
+	@scripts/demo.sh
 
 bench: all
 	@bench/run.sh
 
 clean:
 	rm -rf $(BUILD)
+.SECONDARY:

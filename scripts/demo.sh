@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# make demo: runs the sample .NET app under clrmux with loader.conf.example and prints, per
+# child, the callbacks it received.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+command -v dotnet >/dev/null || { echo "make demo needs the .NET SDK (dotnet) on PATH"; exit 1; }
+tests/clr/build-apps.sh
+OUT=build/demo
+mkdir -p "$OUT"
+rm -f "$OUT"/*.txt "$OUT"/clrmux.log
+echo "== running build/clr/sample/sample.dll under clrmux with loader.conf.example"
+env CORECLR_ENABLE_PROFILING=1 \
+    CORECLR_PROFILER='{EE712634-5BBB-4C28-8E6A-45180A97AD0B}' \
+    CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+    CLRMUX_CONFIG="$ROOT/loader.conf.example" \
+    CLRMUX_LOG_FILE="$ROOT/$OUT/clrmux.log" \
+    RECORDER_MASK_A0000001=0x24C RECORDER_OUT_A0000001="$ROOT/$OUT/recorder-a.txt" \
+    RECORDER_MASK_B0000002=0x4 RECORDER_OUT_B0000002="$ROOT/$OUT/recorder-b.txt" \
+    dotnet build/clr/sample/sample.dll | sed 's/^/   app | /'
+echo
+echo "== clrmux log ($OUT/clrmux.log)"
+sed 's/^/   /' "$OUT/clrmux.log"
+for c in recorder-a recorder-b; do
+    echo
+    echo "== child $c received:"
+    grep -v '^#' "$OUT/$c.txt" | awk '{printf "   %-32s %6d\n", $1, $2}'
+done
