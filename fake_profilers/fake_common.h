@@ -14,6 +14,7 @@
  * Compile-time switches:
  *   FAKE_MAX_VERSION   highest ICorProfilerCallbackN answered (default 11; 1 = only v1)
  *   FAKE_INIT_HR       what Initialize returns (default S_OK)
+ *   FAKE_CREATE_HR     when defined, what IClassFactory::CreateInstance returns
  *   FAKE_LATE_MASK     after the first ModuleLoadFinished, try an immutable and a mutable
  *                      mask change and record both HRESULTs
  *   FAKE_NOOP          count nothing (for benchmarks) */
@@ -223,6 +224,10 @@ static ULONG STDMETHODCALLTYPE ff_AddRef(IClassFactory *This) { return 2; }
 static ULONG STDMETHODCALLTYPE ff_Release(IClassFactory *This) { free(This); return 0; }
 static HRESULT STDMETHODCALLTYPE ff_CreateInstance(IClassFactory *This, IUnknown *outer, REFIID riid, void **ppv)
 {
+#ifdef FAKE_CREATE_HR
+    *ppv = NULL;
+    return FAKE_CREATE_HR;
+#endif
     struct fake *f = calloc(1, sizeof *f);
     f->iface.lpVtbl = &fk_vtbl;
     f->clsid = ((struct fake_factory *)This)->clsid;

@@ -109,6 +109,25 @@ grep -q "^# GetEventMask2 low=0x0000024C high=0x00000000" "$WORK/two_a.rec" && g
 grep -q "union low=0x0000024C" "$WORK/two.log" && ok "the runtime gets the union of the children's masks" \
     || bad "the runtime gets the union of the children's masks" "$(grep union "$WORK/two.log")"
 
+# GC and JIT callbacks reach a child that asks for them (counts vary with the runtime's own
+# GCs and tiering, so they are checked for presence, not equality)
+cat >"$WORK/gcjit.conf" <<EOF
+[child a]
+path = $FAKE/librecorder.so
+clsid = $REC_A
+[child b]
+path = $FAKE/librecorder.so
+clsid = $REC_B
+EOF
+under_clrmux gcjit "$WORK/gcjit.conf" sample RECORDER_MASK_A0000001=0xA0 RECORDER_OUT_A0000001="$WORK/gcjit_a.rec" \
+    RECORDER_MASK_B0000002=0x8 RECORDER_OUT_B0000002="$WORK/gcjit_b.rec"
+gcs=$(awk '$1=="GarbageCollectionStarted" {print $2}' "$WORK/gcjit_a.rec" 2>/dev/null)
+jits=$(awk '$1=="JITCompilationStarted" {print $2}' "$WORK/gcjit_a.rec" 2>/dev/null)
+if [ "${gcs:-0}" -ge 3 ] && [ "${jits:-0}" -ge 10 ] && grep -q '^AssemblyLoadFinished [1-9]' "$WORK/gcjit_b.rec" \
+    && ! grep -qE '^(GarbageCollection|JIT)' "$WORK/gcjit_b.rec" && cmp -s "$WORK/base.out" "$WORK/gcjit.out"; then
+    ok "GC ($gcs collections) and JIT ($jits compilations) callbacks reach only the child that asked"
+else bad "GC and JIT callbacks" "$(cat "$WORK/gcjit_a.rec" "$WORK/gcjit_b.rec" 2>/dev/null | head -20)"; fi
+
 # ---- fault cases, each in a real process: the app runs on, the log names the fault ----------
 printf 'this is not an ELF file\n' >"$WORK/notelf.so"
 fault_case() { # fault_case NAME "SECTION-TEXT" LOG-REGEX
@@ -142,6 +161,9 @@ clsid = $REC_B" "child 'noexport': .* exports no DllGetClassObject"
 fault_case bad_clsid "[child badclsid]
 path = $FAKE/librecorder.so
 clsid = {not-a-guid}" "f_bad_clsid.conf:[0-9]+: \[child badclsid\]: clsid '\{not-a-guid\}' is not a GUID"
+fault_case create_fails "[child nocreate]
+path = $FAKE/libfailcreate.so
+clsid = $REC_B" "child 'nocreate': CreateInstance\\(IID_ICorProfilerCallback2\\) failed with HRESULT 0x8007000E"
 fault_case init_fails "[child failing]
 path = $FAKE/libfailinit.so
 clsid = $REC_B" "child 'failing': Initialize failed with HRESULT 0x80004005"
