@@ -20,8 +20,11 @@ struct parser {
     FILE *f;
     int line;              /* physical line most recently handed to inih */
     int handled;           /* last line on which the handler ran */
+    int checked;           /* last line check_previous_line looked at */
+    int after_key;         /* inih's prev_name is set: an indented line continues a value */
     char text[INI_MAX_LINE];
     int line_too_long;
+    int long_section;      /* the too-long line was a section header */
     /* current section as the reader saw it */
     enum { SEC_NONE, SEC_LOADER, SEC_CHILD, SEC_UNKNOWN } sec;
     struct clrmux_child_conf *child; /* when sec == SEC_CHILD and the child is kept */
@@ -85,6 +88,7 @@ static void begin_section(struct parser *p, char *t)
         return;
     }
     *close = 0;
+    p->after_key = 0; /* inih forgets the previous key at a complete header */
     char *name = trim(t + 1);
     if (strcasecmp(name, "loader") == 0) {
         p->sec = SEC_LOADER;
@@ -126,23 +130,33 @@ static void begin_section(struct parser *p, char *t)
 /* Called before inih reads the next line: reports the previous line if inih rejected it. */
 static void check_previous_line(struct parser *p)
 {
-    if (p->line == 0 || p->handled == p->line)
+    if (p->line == 0 || p->handled == p->line || p->checked == p->line)
         return;
+    p->checked = p->line; /* the reader and parse_file both call this after the last line */
     if (p->line_too_long) {
+        if (p->long_section) {
+            /* keys up to the next header must not land in the previous section */
+            p->sec = SEC_UNKNOWN;
+            p->child = NULL;
+            diag(p->cfg, CLRMUX_LOG_ERROR, p->line,
+                 "line longer than %d characters; section header ignored with its keys", LINE_MAX_CHARS);
+            return;
+        }
         diag(p->cfg, CLRMUX_LOG_ERROR, p->line, "line longer than %d characters; ignored", LINE_MAX_CHARS);
         return;
     }
     char buf[INI_MAX_LINE];
     snprintf(buf, sizeof buf, "%s", p->text);
-    char *t = trim(buf);
-    if (*t == 0 || *t == ';' || *t == '#' || (p->line == 1 && (unsigned char)*t == 0xEF))
+    char *t = buf;
+    if (p->line == 1 && strncmp(t, "\xEF\xBB\xBF", 3) == 0)
+        t += 3; /* UTF-8 BOM, skipped by inih too */
+    t = trim(t);
+    if (*t == 0 || *t == ';' || *t == '#')
         return;
     if (*t == '[') {
         begin_section(p, t);
         return;
     }
-    if (isspace((unsigned char)p->text[0]))
-        return; /* an indented continuation line that inih folded into nothing */
     diag(p->cfg, CLRMUX_LOG_ERROR, p->line, "malformed line (expected 'key = value', '[section]' or a comment): '%.60s'", t);
 }
 
@@ -162,6 +176,10 @@ static char *reader(char *str, int num, void *stream)
         while ((c = fgetc(p->f)) != EOF && c != '\n') {
         }
         p->line_too_long = 1;
+        const char *t = s;
+        if (p->line == 1 && strncmp(t, "\xEF\xBB\xBF", 3) == 0) t += 3;
+        while (isspace((unsigned char)*t)) t++;
+        p->long_section = *t == '[';
         snprintf(str, (size_t)num, ";\n");
     }
     snprintf(p->text, sizeof p->text, "%s", str);
@@ -200,8 +218,11 @@ static int handler(void *user, const char *section, const char *name, const char
     struct parser *p = user;
     struct clrmux_config *cfg = p->cfg;
     (void)section;
-    int continuation = p->handled == p->line - 1 && isspace((unsigned char)p->text[0]);
+    /* inih folds an indented line into the previous key's value, even after blank or
+     * comment lines; right after a header it is an ordinary key */
+    int continuation = p->after_key && isspace((unsigned char)p->text[0]);
     p->handled = p->line;
+    p->after_key = 1;
     if (continuation) {
         diag(cfg, CLRMUX_LOG_ERROR, p->line, "continuation lines are not supported; line ignored");
         return 1;
