@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# bench/run.sh (make bench): clrmux's benchmarks, each printing ratios measured side by side
+# in this one run. Not a timed test: nothing passes or fails on speed. See bench/README.md.
+#
+#   1. dispatch: ns per callback through clrmux (k = 1, 2, 4, 8 no-op children) vs directly
+#      on one no-op child, in-process (bench/dispatch.c)
+#   2. callgrind (if valgrind is installed): instructions per dispatched callback
+#   3. startup: median wall time of a hello-world .NET app (bench/startup.sh)
+#
+# Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
+# BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+N=${BENCH_N:-10}
+ROUNDS=${BENCH_ROUNDS:-5}
+CG_N=${BENCH_CG_N:-200000}
+
+for f in build/libclrmux.so build/fake/libnoop.so build/fake/librecorder.so; do
+    [ -f "$f" ] || { echo "bench: $f missing: run 'make all' (or 'make bench')" >&2; exit 1; }
+done
+mkdir -p build/bench
+BIN=build/bench/dispatch
+gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -o "$BIN" bench/dispatch.c -ldl -lpthread
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+echo "== 1. dispatch cost, in-process ($BIN -n $N -r $ROUNDS table)"
+"$BIN" -n "$N" -r "$ROUNDS" --summary "$WORK/dispatch.sum" table
+echo
+
+echo "== 2. instructions per dispatched callback (callgrind)"
+if command -v valgrind >/dev/null 2>&1; then
+    # Ir counted only inside loop_thread / loop_inline (--toggle-collect), for N calls minus
+    # the same run with 0 calls, divided by N.
+    ir() { # ir MODE K CB CALLS
+        local out="$WORK/cg.$1.$2.$3.$4"
+        valgrind --tool=callgrind --toggle-collect="loop_$3" --callgrind-out-file="$out" \
+            "$BIN" one "$1" "$2" "$3" "$4" >/dev/null 2>"$out.err" \
+            || { echo "bench: callgrind run failed:" >&2; cat "$out.err" >&2; exit 1; }
+        awk '/^(summary|totals):/ {print $2; exit}' "$out"
+    }
+    printf '%-14s %-14s %14s %16s\n' callback configuration "instr/call" "ratio vs direct"
+    for cb in thread inline; do
+        name=$([ "$cb" = thread ] && echo ThreadCreated || echo JITInlining)
+        base=
+        for cfg in "direct 1" "clrmux 1" "clrmux 4"; do
+            set -- $cfg
+            a=$(ir "$1" "$2" "$cb" 0)
+            b=$(ir "$1" "$2" "$cb" "$CG_N")
+            per=$(awk -v a="$a" -v b="$b" -v n="$CG_N" 'BEGIN {printf "%.1f", (b - a) / n}')
+            [ -z "$base" ] && base=$per
+            ratio=$(awk -v p="$per" -v d="$base" 'BEGIN {printf "%.2f", p / d}')
+            label=$([ "$1" = direct ] && echo direct || echo "clrmux k=$2")
+            printf '%-14s %-14s %14s %16s\n' "$name" "$label" "$per" "$ratio"
+            echo "$cb ${label// /_} $per $ratio" >>"$WORK/cg.sum"
+        done
+    done
+    echo "(N = $CG_N calls per run; Ir(N) - Ir(0) inside the dispatch loop, / N)"
+else
+    echo "valgrind is not installed: skipped"
+fi
+echo
+
+echo "== 3. start-up of a hello-world app (bench/startup.sh)"
+bench/startup.sh --summary "$WORK/startup.sum" "${BENCH_STARTUP_RUNS:-10}"
+echo
+
+# ---- summary ----------------------------------------------------------------------------------
+get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
+echo "== summary (ratios are clrmux / direct unless stated)"
+printf '%-34s %12s %12s %12s %12s\n' "" direct "clrmux k=1" "clrmux k=2" "clrmux k=4" 
+for cb in thread inline; do
+    name=$([ "$cb" = thread ] && echo ThreadCreated || echo JITInlining)
+    printf '%-34s %12s %12s %12s %12s   (k=8: %s ns, x%s)\n' "$name ns/call" \
+        "$(get "$WORK/dispatch.sum" $cb direct 3)" "$(get "$WORK/dispatch.sum" $cb k1 3)" \
+        "$(get "$WORK/dispatch.sum" $cb k2 3)" "$(get "$WORK/dispatch.sum" $cb k4 3)" \
+        "$(get "$WORK/dispatch.sum" $cb k8 3)" "$(get "$WORK/dispatch.sum" $cb k8 4)"
+    printf '%-34s %12s %12s %12s %12s\n' "$name ratio" "1.00" \
+        "$(get "$WORK/dispatch.sum" $cb k1 4)" "$(get "$WORK/dispatch.sum" $cb k2 4)" "$(get "$WORK/dispatch.sum" $cb k4 4)"
+    if [ -f "$WORK/cg.sum" ]; then
+        printf '%-34s %12s %12s %12s %12s\n' "$name instr/call" "$(get "$WORK/cg.sum" $cb direct 3)" \
+            "$(get "$WORK/cg.sum" $cb clrmux_k=1 3)" "-" "$(get "$WORK/cg.sum" $cb clrmux_k=4 3)"
+        printf '%-34s %12s %12s %12s %12s\n' "$name instr ratio" "1.00" \
+            "$(get "$WORK/cg.sum" $cb clrmux_k=1 4)" "-" "$(get "$WORK/cg.sum" $cb clrmux_k=4 4)"
+    fi
+done
+if [ -f "$WORK/startup.sum" ]; then
+    s() { awk -v k="$1" '$1 == k {print $2}' "$WORK/startup.sum"; }
+    printf 'hello start-up, median of %s: none %s ms, clrmux %s ms, direct %s ms; clrmux/none %s, clrmux/direct %s\n' \
+        "$(s runs)" "$(s none)" "$(s clrmux)" "$(s direct)" "$(s clrmux/none)" "$(s clrmux/direct)"
+fi

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# bench/startup.sh [--summary FILE] [R]: start-up cost of a hello-world .NET app.
+#
+# Runs build/clr/hello/hello.dll R times (default 10, or BENCH_STARTUP_RUNS) in each of
+#   none    no profiler
+#   clrmux  clrmux with one no-op child (build/fake/libnoop.so) in its loader.conf
+#   direct  the same no-op child loaded directly as CORECLR_PROFILER
+# interleaved (none, clrmux, direct, none, ...) so that drift hits all three alike, and prints
+# the median wall time of each and the ratios clrmux/none and clrmux/direct. The child asks
+# for BENCH_STARTUP_MASK (hex low event mask, default 0x224: module loads, JIT, threads) in
+# both profiled configurations, so the runtime delivers the same callbacks to it either way.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+
+SUMMARY=
+if [ "${1:-}" = "--summary" ]; then SUMMARY=$2; shift 2; fi
+R=${1:-${BENCH_STARTUP_RUNS:-10}}
+MASK=${BENCH_STARTUP_MASK:-0x224}
+APP=build/clr/hello/hello.dll
+LIB="$ROOT/build/libclrmux.so"
+NOOP="$ROOT/build/fake/libnoop.so"
+CLRMUX_CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+NOOP_CLSID="{C0000001-0000-0000-0000-000000000001}"
+
+if ! command -v dotnet >/dev/null 2>&1; then
+    echo "startup: dotnet is not on PATH: start-up benchmark skipped"
+    exit 0
+fi
+[ -f "$LIB" ] && [ -f "$NOOP" ] || { echo "startup: build/libclrmux.so or build/fake/libnoop.so missing (make all)" >&2; exit 1; }
+tests/clr/build-apps.sh >/dev/null || { echo "startup: building the C# test apps failed" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-startup.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cat >"$WORK/loader.conf" <<EOF
+[loader]
+log_level = warn
+[child noop]
+path = $NOOP
+clsid = $NOOP_CLSID
+EOF
+
+# The three configurations as env(1) arguments; every run goes through env(1) alike.
+CLEAN=(-u CORECLR_ENABLE_PROFILING -u CORECLR_PROFILER -u CORECLR_PROFILER_PATH -u CLRMUX_CONFIG
+       -u CLRMUX_LOG_FILE -u CLRMUX_LOG_LEVEL -u RECORDER_MASK -u RECORDER_OUT)
+cfg_none=("${CLEAN[@]}")
+cfg_clrmux=("${CLEAN[@]}" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLRMUX_CLSID" CORECLR_PROFILER_PATH="$LIB"
+            CLRMUX_CONFIG="$WORK/loader.conf" RECORDER_MASK="$MASK")
+cfg_direct=("${CLEAN[@]}" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$NOOP_CLSID" CORECLR_PROFILER_PATH="$NOOP"
+            RECORDER_MASK="$MASK")
+CONFIGS=(none clrmux direct)
+
+# Microseconds since the epoch, without forking (bash 5's EPOCHREALTIME), else date(1).
+now_us() {
+    if [ -n "${EPOCHREALTIME:-}" ]; then echo "${EPOCHREALTIME//[!0-9]/}"
+    else echo $(( $(date +%s%N) / 1000 )); fi
+}
+
+# Pre-flight (also the warm-up): each configuration prints "hello", and the profiled ones
+# really load libnoop.so (the dynamic loader's log), clrmux with its one child active.
+for c in "${CONFIGS[@]}"; do
+    declare -n cfg="cfg_$c"
+    out=$(env "${cfg[@]}" LD_DEBUG=files LD_DEBUG_OUTPUT="$WORK/ld.$c" CLRMUX_LOG_LEVEL=info \
+          CLRMUX_LOG_FILE="$WORK/clrmux.$c.log" dotnet "$APP" 2>"$WORK/err.$c") \
+        || { echo "startup: '$c' run failed:" >&2; cat "$WORK/err.$c" >&2; exit 1; }
+    [ "$out" = hello ] || { echo "startup: '$c' printed '$out', not 'hello'" >&2; exit 1; }
+    loaded=$(cat "$WORK/ld.$c".* 2>/dev/null | grep -c "file=$NOOP" || true)
+    if [ "$c" = none ] && [ "$loaded" -ne 0 ]; then echo "startup: libnoop.so loaded without a profiler?" >&2; exit 1; fi
+    if [ "$c" != none ] && [ "$loaded" -eq 0 ]; then
+        echo "startup: '$c': the runtime did not load libnoop.so" >&2; cat "$WORK/err.$c" "$WORK/clrmux.$c.log" 2>/dev/null >&2; exit 1
+    fi
+    unset -n cfg
+done
+grep -q "1 child profiler(s) active" "$WORK/clrmux.clrmux.log" \
+    || { echo "startup: clrmux did not activate its child:" >&2; cat "$WORK/clrmux.clrmux.log" >&2; exit 1; }
+
+for ((i = 0; i < R; i++)); do
+    for c in "${CONFIGS[@]}"; do
+        declare -n cfg="cfg_$c"
+        t0=$(now_us)
+        env "${cfg[@]}" dotnet "$APP" >/dev/null 2>&1 || { echo "startup: '$c' run $i failed" >&2; exit 1; }
+        t1=$(now_us)
+        echo $((t1 - t0)) >>"$WORK/t.$c"
+        unset -n cfg
+    done
+done
+
+median_ms() { sort -n "$1" | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f", m / 1000}'; }
+none=$(median_ms "$WORK/t.none")
+clrmux=$(median_ms "$WORK/t.clrmux")
+direct=$(median_ms "$WORK/t.direct")
+r_none=$(awk -v a="$clrmux" -v b="$none" 'BEGIN {printf "%.3f", a / b}')
+r_direct=$(awk -v a="$clrmux" -v b="$direct" 'BEGIN {printf "%.3f", a / b}')
+
+range_ms() { sort -n "$1" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo / 1000, hi / 1000}'; }
+echo "startup: dotnet $APP, $R runs per configuration (interleaved), child event mask $MASK"
+printf '  %-40s %8s    %s\n' "" "median" "(min-max)"
+printf '  %-40s %8s ms (%s)\n' "no profiler" "$none" "$(range_ms "$WORK/t.none")" \
+    "clrmux + 1 no-op child (libnoop.so)" "$clrmux" "$(range_ms "$WORK/t.clrmux")" \
+    "no-op child alone as CORECLR_PROFILER" "$direct" "$(range_ms "$WORK/t.direct")"
+printf '  %-40s %8s\n' "ratio clrmux/none" "$r_none" "ratio clrmux/direct" "$r_direct"
+if [ -n "$SUMMARY" ]; then
+    printf 'none %s\nclrmux %s\ndirect %s\nclrmux/none %s\nclrmux/direct %s\nruns %s\n' \
+        "$none" "$clrmux" "$direct" "$r_none" "$r_direct" "$R" >"$SUMMARY"
+fi
