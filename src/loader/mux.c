@@ -432,7 +432,11 @@ HRESULT clrmux_set_child_mask(struct clrmux_mux *m, struct clrmux_child *child, 
     pthread_mutex_lock(&m->mask_lock);
     DWORD old_low = atomic_load(&child->mask_low), old_high = atomic_load(&child->mask_high);
     HRESULT hr = S_OK;
-    if (!atomic_load(&m->initializing) &&
+    if (!atomic_load(&child->active)) {
+        /* a child whose Initialize failed is out: its mask no longer reaches the runtime */
+        LOG_WARN("child '%s': SetEventMask after its Initialize failed; refused", child->name);
+        hr = CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
+    } else if (!atomic_load(&m->initializing) &&
         (((old_low ^ low) & m->immutable_low) || ((old_high ^ high) & m->immutable_high))) {
         LOG_WARN("child '%s': SetEventMask changes an immutable flag after Initialize (0x%08X/0x%08X -> 0x%08X/0x%08X); refused",
                  child->name, (unsigned)old_low, (unsigned)old_high, (unsigned)low, (unsigned)high);

@@ -3,6 +3,7 @@
  * ReJIT requests, enter/leave hooks and function-ID mappers, and EventPipe sessions. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/log.h"
 #include "common/utf16.h"
@@ -141,6 +142,9 @@ static HRESULT claim(struct clrmux_proxy *p, _Atomic(struct clrmux_child *) *own
     struct clrmux_child *expected = NULL;
     if (atomic_compare_exchange_strong(owner, &expected, p->child) || expected == p->child)
         return S_OK;
+    /* a child whose Initialize failed owns nothing any more: the next child may take them */
+    if (!atomic_load(&expected->active) && atomic_compare_exchange_strong(owner, &expected, p->child))
+        return S_OK;
     LOG_ERROR("child '%s': %s refused: child '%s' already owns them (clrmux gives enter/leave hooks to one child)",
               p->child->name, what, expected->name);
     return CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
@@ -196,6 +200,39 @@ static HRESULT STDMETHODCALLTYPE pxo_EventPipeStartSession(ICorProfilerInfo15 *T
     return hr;
 }
 
+/* A provider added to a session later is routed like the session's first ones. */
+static HRESULT STDMETHODCALLTYPE pxo_EventPipeAddProviderToSession(ICorProfilerInfo15 *This, EVENTPIPE_SESSION session,
+                                                                   COR_PRF_EVENTPIPE_PROVIDER_CONFIG providerConfig)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    struct clrmux_mux *m = p->mux;
+    HRESULT hr = m->info->lpVtbl->EventPipeAddProviderToSession(m->info, session, providerConfig);
+    if (FAILED(hr) || !providerConfig.providerName)
+        return hr;
+    char name[128];
+    clrmux_utf16_to_utf8(providerConfig.providerName, 1024, name, sizeof name);
+    pthread_mutex_lock(&m->ep_lock);
+    for (int i = 0; i < atomic_load(&m->n_ep_sessions); i++) {
+        struct clrmux_ep_session *s = &m->ep_sessions[i];
+        if (s->session != session || s->child != p->child->index)
+            continue;
+        int n = s->nproviders, known = 0;
+        for (int k = 0; k < n; k++)
+            known |= strcasecmp(s->providers[k], name) == 0;
+        if (!known && n < CLRMUX_MAX_EP_PROVIDERS) {
+            memcpy(s->providers[n], name, sizeof name);
+            atomic_thread_fence(memory_order_release); /* the name before the count */
+            s->nproviders = n + 1;
+        } else if (!known) {
+            LOG_WARN("child '%s': more than %d providers in an EventPipe session; events of '%s' are not routed",
+                     p->child->name, CLRMUX_MAX_EP_PROVIDERS, name);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&m->ep_lock);
+    return hr;
+}
+
 static HRESULT STDMETHODCALLTYPE pxo_EventPipeStopSession(ICorProfilerInfo15 *This, EVENTPIPE_SESSION session)
 {
     struct clrmux_proxy *p = px_impl(This);
@@ -236,6 +273,7 @@ static const ICorProfilerInfo15Vtbl proxy_vtbl = {
     .SetFunctionIDMapper = pxo_SetFunctionIDMapper,
     .SetFunctionIDMapper2 = pxo_SetFunctionIDMapper2,
     .EventPipeStartSession = pxo_EventPipeStartSession,
+    .EventPipeAddProviderToSession = pxo_EventPipeAddProviderToSession,
     .EventPipeStopSession = pxo_EventPipeStopSession,
 };
 #pragma GCC diagnostic pop

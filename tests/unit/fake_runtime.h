@@ -1,0 +1,633 @@
+/* An in-process fake .NET runtime and fake child profilers for the mux's unit tests.
+ *
+ * struct fake_runtime: an ICorProfilerInfo15 object whose vtable is generated from the
+ * X-macro lists (every method E_NOTIMPL) with a few methods overridden:
+ *   QueryInterface   answers IUnknown and ICorProfilerInfo1..max_version only
+ *   SetEventMask/2   records the last mask and counts calls; refuses (refuse_hr) any mask
+ *                    containing a bit of refuse_low / refuse_high
+ *   GetEventMask/2   the mask last set (so a proxy that forwards these is caught)
+ *   GetRuntimeInformation  CoreCLR, version `major`.0.0
+ *   GetFunctionInfo  FunctionID -> (class, module, token) from funcs[]
+ *   RequestReJIT / RequestReJITWithInliners  recorded
+ *   SetEnterLeaveFunctionHooks*, SetFunctionIDMapper*  counted
+ *   EventPipeStartSession / StopSession / AddProviderToSession  session ids, counted
+ *   EventPipeGetProviderInfo  name by provider handle from providers[]
+ *
+ * struct fake_child: an ICorProfilerCallback11 object answering QueryInterface up to
+ * max_version, counting every callback by name (FC_CALLS(fc, Name)), setting its mask
+ * (init_low/init_high) through the ICorProfilerInfo it receives in Initialize, with
+ * configurable JITInlining / JITCachedFunctionSearchStarted answers.
+ *
+ * fake_mux_*: builds a mux with in-process children the way mux_Initialize and
+ * clrmux_load_children do, without dlopen. */
+#ifndef CLRMUX_TESTS_FAKE_RUNTIME_H
+#define CLRMUX_TESTS_FAKE_RUNTIME_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clrmux/corprof.h"
+#include "common/utf16.h"
+#include "loader/mux.h"
+#include "loader/versions.h"
+
+/* ======================================================================================
+ * The fake runtime
+ * ====================================================================================== */
+
+#define FAKE_RT_MAX_FUNCS 16
+#define FAKE_RT_MAX_PROVIDERS 16
+#define FAKE_RT_MAX_REJIT 16
+
+struct fake_runtime {
+    ICorProfilerInfo15 iface;
+    int refs;
+    int max_version;  /* highest ICorProfilerInfoN answered by QueryInterface (1..15) */
+    USHORT major;     /* GetRuntimeInformation's major version */
+    /* SetEventMask / SetEventMask2 */
+    DWORD mask_low, mask_high; /* the mask in force (last one accepted) */
+    int set_mask_calls;        /* SetEventMask + SetEventMask2 calls, refused ones included */
+    int set_mask_accepted;
+    DWORD refuse_low, refuse_high; /* refuse any mask with one of these bits... */
+    HRESULT refuse_hr;             /* ...with this HRESULT (E_INVALIDARG when 0) */
+    /* GetFunctionInfo */
+    struct { FunctionID fid; ClassID cls; ModuleID mod; mdToken tok; } funcs[FAKE_RT_MAX_FUNCS];
+    int nfuncs;
+    /* RequestReJIT / RequestReJITWithInliners */
+    int rejit_calls;
+    ULONG rejit_last_count;
+    ModuleID rejit_mods[FAKE_RT_MAX_REJIT];
+    mdMethodDef rejit_methods[FAKE_RT_MAX_REJIT];
+    /* enter/leave hooks and mappers */
+    int elt_calls;    /* SetEnterLeaveFunctionHooks, 2, 3, 3WithInfo */
+    int mapper_calls; /* SetFunctionIDMapper, 2 */
+    /* EventPipe */
+    EVENTPIPE_SESSION next_session;
+    int sessions_started, sessions_stopped, providers_added;
+    struct { EVENTPIPE_PROVIDER handle; const char *name; } providers[FAKE_RT_MAX_PROVIDERS];
+    int nproviders;
+};
+
+static inline struct fake_runtime *fr_impl(ICorProfilerInfo15 *i)
+{
+    return (struct fake_runtime *)((char *)i - offsetof(struct fake_runtime, iface));
+}
+
+/* Defaults: every method E_NOTIMPL. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define FR_DEFAULT(I, D, R, N, P, A, ROUTE)                                                     \
+    __attribute__((unused)) static R STDMETHODCALLTYPE frd_##N(ICorProfilerInfo15 *This CLRMUX_EXPAND P) \
+    {                                                                                           \
+        return E_NOTIMPL;                                                                       \
+    }
+CLRMUX_METHODS_ICorProfilerInfo(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo2(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo3(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo4(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo5(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo6(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo7(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo8(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo9(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo10(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo11(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo12(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo13(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo14(FR_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerInfo15(FR_DEFAULT, x)
+#undef FR_DEFAULT
+#pragma GCC diagnostic pop
+
+static const IID *const fr_info_iids[] = CLRMUX_INFO_IIDS;
+
+static HRESULT STDMETHODCALLTYPE fr_QueryInterface(ICorProfilerInfo15 *This, REFIID riid, void **ppv)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    if (!ppv)
+        return E_POINTER;
+    *ppv = NULL;
+    int ok = IsEqualIID(riid, &IID_IUnknown);
+    for (int v = 1; !ok && v <= rt->max_version && v <= CLRMUX_INFO_MAX_VERSION; v++)
+        ok = IsEqualIID(riid, fr_info_iids[v]);
+    if (!ok)
+        return E_NOINTERFACE;
+    rt->refs++;
+    *ppv = This;
+    return S_OK;
+}
+static ULONG STDMETHODCALLTYPE fr_AddRef(ICorProfilerInfo15 *This) { return (ULONG)++fr_impl(This)->refs; }
+static ULONG STDMETHODCALLTYPE fr_Release(ICorProfilerInfo15 *This) { return (ULONG)--fr_impl(This)->refs; }
+
+static HRESULT fr_set_mask(struct fake_runtime *rt, DWORD low, DWORD high)
+{
+    rt->set_mask_calls++;
+    if ((low & rt->refuse_low) || (high & rt->refuse_high))
+        return rt->refuse_hr ? rt->refuse_hr : E_INVALIDARG;
+    rt->mask_low = low;
+    rt->mask_high = high;
+    rt->set_mask_accepted++;
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE fr_SetEventMask(ICorProfilerInfo15 *This, DWORD low)
+{
+    return fr_set_mask(fr_impl(This), low, 0);
+}
+static HRESULT STDMETHODCALLTYPE fr_SetEventMask2(ICorProfilerInfo15 *This, DWORD low, DWORD high)
+{
+    return fr_set_mask(fr_impl(This), low, high);
+}
+static HRESULT STDMETHODCALLTYPE fr_GetEventMask(ICorProfilerInfo15 *This, DWORD *low)
+{
+    *low = fr_impl(This)->mask_low;
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE fr_GetEventMask2(ICorProfilerInfo15 *This, DWORD *low, DWORD *high)
+{
+    *low = fr_impl(This)->mask_low;
+    *high = fr_impl(This)->mask_high;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fr_GetRuntimeInformation(ICorProfilerInfo15 *This, USHORT *pClrInstanceId,
+                                                         COR_PRF_RUNTIME_TYPE *pRuntimeType, USHORT *pMajorVersion,
+                                                         USHORT *pMinorVersion, USHORT *pBuildNumber,
+                                                         USHORT *pQFEVersion, ULONG cchVersionString,
+                                                         ULONG *pcchVersionString, WCHAR *szVersionString)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    char ver[32];
+    snprintf(ver, sizeof ver, "%u.0.0", (unsigned)rt->major);
+    if (pClrInstanceId) *pClrInstanceId = 0;
+    if (pRuntimeType) *pRuntimeType = COR_PRF_CORE_CLR;
+    if (pMajorVersion) *pMajorVersion = rt->major;
+    if (pMinorVersion) *pMinorVersion = 0;
+    if (pBuildNumber) *pBuildNumber = 0;
+    if (pQFEVersion) *pQFEVersion = 0;
+    if (pcchVersionString) *pcchVersionString = (ULONG)strlen(ver) + 1;
+    if (szVersionString && cchVersionString)
+        clrmux_utf8_to_utf16(ver, szVersionString, cchVersionString);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fr_GetFunctionInfo(ICorProfilerInfo15 *This, FunctionID fid, ClassID *pClassId,
+                                                   ModuleID *pModuleId, mdToken *pToken)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    for (int i = 0; i < rt->nfuncs; i++) {
+        if (rt->funcs[i].fid == fid) {
+            if (pClassId) *pClassId = rt->funcs[i].cls;
+            if (pModuleId) *pModuleId = rt->funcs[i].mod;
+            if (pToken) *pToken = rt->funcs[i].tok;
+            return S_OK;
+        }
+    }
+    return E_INVALIDARG;
+}
+
+static void fr_record_rejit(struct fake_runtime *rt, ULONG n, ModuleID *mods, mdMethodDef *methods)
+{
+    rt->rejit_calls++;
+    rt->rejit_last_count = n;
+    for (ULONG i = 0; i < n && i < FAKE_RT_MAX_REJIT; i++) {
+        rt->rejit_mods[i] = mods[i];
+        rt->rejit_methods[i] = methods[i];
+    }
+}
+static HRESULT STDMETHODCALLTYPE fr_RequestReJIT(ICorProfilerInfo15 *This, ULONG n, ModuleID *mods, mdMethodDef *methods)
+{
+    fr_record_rejit(fr_impl(This), n, mods, methods);
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE fr_RequestReJITWithInliners(ICorProfilerInfo15 *This, DWORD flags, ULONG n,
+                                                            ModuleID *mods, mdMethodDef *methods)
+{
+    (void)flags;
+    fr_record_rejit(fr_impl(This), n, mods, methods);
+    return S_OK;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+static HRESULT STDMETHODCALLTYPE fr_SetEnterLeaveFunctionHooks(ICorProfilerInfo15 *This, FunctionEnter *a,
+                                                              FunctionLeave *b, FunctionTailcall *c)
+{ fr_impl(This)->elt_calls++; return S_OK; }
+static HRESULT STDMETHODCALLTYPE fr_SetEnterLeaveFunctionHooks2(ICorProfilerInfo15 *This, FunctionEnter2 *a,
+                                                               FunctionLeave2 *b, FunctionTailcall2 *c)
+{ fr_impl(This)->elt_calls++; return S_OK; }
+static HRESULT STDMETHODCALLTYPE fr_SetEnterLeaveFunctionHooks3(ICorProfilerInfo15 *This, FunctionEnter3 *a,
+                                                               FunctionLeave3 *b, FunctionTailcall3 *c)
+{ fr_impl(This)->elt_calls++; return S_OK; }
+static HRESULT STDMETHODCALLTYPE fr_SetEnterLeaveFunctionHooks3WithInfo(ICorProfilerInfo15 *This,
+                                                                       FunctionEnter3WithInfo *a,
+                                                                       FunctionLeave3WithInfo *b,
+                                                                       FunctionTailcall3WithInfo *c)
+{ fr_impl(This)->elt_calls++; return S_OK; }
+static HRESULT STDMETHODCALLTYPE fr_SetFunctionIDMapper(ICorProfilerInfo15 *This, FunctionIDMapper *a)
+{ fr_impl(This)->mapper_calls++; return S_OK; }
+static HRESULT STDMETHODCALLTYPE fr_SetFunctionIDMapper2(ICorProfilerInfo15 *This, FunctionIDMapper2 *a, void *b)
+{ fr_impl(This)->mapper_calls++; return S_OK; }
+
+static HRESULT STDMETHODCALLTYPE fr_EventPipeStartSession(ICorProfilerInfo15 *This, UINT32 n,
+                                                         COR_PRF_EVENTPIPE_PROVIDER_CONFIG *cfgs, BOOL rundown,
+                                                         EVENTPIPE_SESSION *pSession)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    if (!pSession)
+        return E_INVALIDARG;
+    rt->sessions_started++;
+    *pSession = rt->next_session ? rt->next_session++ : (rt->next_session = 0x1001, 0x1000);
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE fr_EventPipeStopSession(ICorProfilerInfo15 *This, EVENTPIPE_SESSION s)
+{ fr_impl(This)->sessions_stopped++; return S_OK; }
+static HRESULT STDMETHODCALLTYPE fr_EventPipeAddProviderToSession(ICorProfilerInfo15 *This, EVENTPIPE_SESSION s,
+                                                                 COR_PRF_EVENTPIPE_PROVIDER_CONFIG cfg)
+{ fr_impl(This)->providers_added++; return S_OK; }
+#pragma GCC diagnostic pop
+
+static HRESULT STDMETHODCALLTYPE fr_EventPipeGetProviderInfo(ICorProfilerInfo15 *This, EVENTPIPE_PROVIDER provider,
+                                                            ULONG cchName, ULONG *pcchName, WCHAR *providerName)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    for (int i = 0; i < rt->nproviders; i++) {
+        if (rt->providers[i].handle != provider)
+            continue;
+        ULONG need = (ULONG)strlen(rt->providers[i].name) + 1; /* ASCII names: one unit per byte */
+        if (pcchName)
+            *pcchName = need;
+        if (!providerName || cchName < need)
+            return E_INVALIDARG; /* as HRESULT_FROM_WIN32(ERROR_INSUFFICIENT_BUFFER) */
+        clrmux_utf8_to_utf16(rt->providers[i].name, providerName, cchName);
+        return S_OK;
+    }
+    return E_INVALIDARG;
+}
+
+#define frd_QueryInterface fr_QueryInterface
+#define frd_AddRef fr_AddRef
+#define frd_Release fr_Release
+#define FR_VT(I, D, R, N, P, A, ROUTE) .N = frd_##N,
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+static const ICorProfilerInfo15Vtbl fake_runtime_vtbl = {
+    CLRMUX_ALL_ICorProfilerInfo15(FR_VT, x)
+    .SetEventMask = fr_SetEventMask,
+    .SetEventMask2 = fr_SetEventMask2,
+    .GetEventMask = fr_GetEventMask,
+    .GetEventMask2 = fr_GetEventMask2,
+    .GetRuntimeInformation = fr_GetRuntimeInformation,
+    .GetFunctionInfo = fr_GetFunctionInfo,
+    .RequestReJIT = fr_RequestReJIT,
+    .RequestReJITWithInliners = fr_RequestReJITWithInliners,
+    .SetEnterLeaveFunctionHooks = fr_SetEnterLeaveFunctionHooks,
+    .SetEnterLeaveFunctionHooks2 = fr_SetEnterLeaveFunctionHooks2,
+    .SetEnterLeaveFunctionHooks3 = fr_SetEnterLeaveFunctionHooks3,
+    .SetEnterLeaveFunctionHooks3WithInfo = fr_SetEnterLeaveFunctionHooks3WithInfo,
+    .SetFunctionIDMapper = fr_SetFunctionIDMapper,
+    .SetFunctionIDMapper2 = fr_SetFunctionIDMapper2,
+    .EventPipeStartSession = fr_EventPipeStartSession,
+    .EventPipeStopSession = fr_EventPipeStopSession,
+    .EventPipeAddProviderToSession = fr_EventPipeAddProviderToSession,
+    .EventPipeGetProviderInfo = fr_EventPipeGetProviderInfo,
+};
+#pragma GCC diagnostic pop
+#undef FR_VT
+
+/* A runtime answering ICorProfilerInfo1..max_version and reporting .NET `major`. */
+static inline void fake_runtime_init(struct fake_runtime *rt, int max_version, int major)
+{
+    memset(rt, 0, sizeof *rt);
+    rt->iface.lpVtbl = &fake_runtime_vtbl;
+    rt->refs = 1;
+    rt->max_version = max_version;
+    rt->major = (USHORT)major;
+}
+
+static inline void fake_runtime_add_function(struct fake_runtime *rt, FunctionID fid, ModuleID mod, mdToken tok)
+{
+    if (rt->nfuncs < FAKE_RT_MAX_FUNCS) {
+        rt->funcs[rt->nfuncs].fid = fid;
+        rt->funcs[rt->nfuncs].cls = 0xC1A55;
+        rt->funcs[rt->nfuncs].mod = mod;
+        rt->funcs[rt->nfuncs].tok = tok;
+        rt->nfuncs++;
+    }
+}
+
+static inline void fake_runtime_add_provider(struct fake_runtime *rt, EVENTPIPE_PROVIDER handle, const char *name)
+{
+    if (rt->nproviders < FAKE_RT_MAX_PROVIDERS) {
+        rt->providers[rt->nproviders].handle = handle;
+        rt->providers[rt->nproviders].name = name;
+        rt->nproviders++;
+    }
+}
+
+static inline IUnknown *fake_runtime_unknown(struct fake_runtime *rt) { return (IUnknown *)&rt->iface; }
+
+/* ======================================================================================
+ * The fake child profiler
+ * ====================================================================================== */
+
+#define FC_ENUM(I, D, R, N, P, A, ROUTE) FC_##N,
+enum { CLRMUX_ALL_ICorProfilerCallback11(FC_ENUM, x) FC_COUNT };
+#undef FC_ENUM
+#define FC_NAME(I, D, R, N, P, A, ROUTE) #N,
+static const char *const fc_names[] __attribute__((unused)) = {CLRMUX_ALL_ICorProfilerCallback11(FC_NAME, x)};
+#undef FC_NAME
+
+/* Calls of callback `Name` a fake child received. */
+#define FC_CALLS(fc, Name) ((fc)->counts[FC_##Name])
+
+struct fake_child;
+typedef HRESULT (*fake_child_init_hook)(struct fake_child *fc, ICorProfilerInfo15 *info);
+
+struct fake_child {
+    ICorProfilerCallback11 iface;
+    int refs;
+    int max_version;          /* highest ICorProfilerCallbackN answered (1..11) */
+    /* Initialize */
+    DWORD init_low, init_high; /* mask set through the received Info in Initialize */
+    int no_mask;               /* 1: Initialize does not call SetEventMask2 */
+    HRESULT init_hr;           /* Initialize's return value */
+    fake_child_init_hook init_hook; /* called last in Initialize (its HRESULT is ignored) */
+    HRESULT init_mask_hr;      /* what SetEventMask2 answered in Initialize */
+    ICorProfilerInfo15 *info;  /* what Initialize received, after QueryInterface(Info5) */
+    /* out-parameter callbacks */
+    int set_inline;  /* 1: JITInlining writes inline_answer */
+    BOOL inline_answer;
+    BOOL inline_seen; /* *pfShouldInline as the child received it */
+    int set_cache;   /* 1: JITCachedFunctionSearchStarted writes cache_answer */
+    BOOL cache_answer;
+    BOOL cache_seen;
+    /* arguments of interest */
+    ModuleID last_module;
+    mdMethodDef last_method;
+    FunctionID last_function;
+    EVENTPIPE_PROVIDER last_provider;
+    unsigned long counts[FC_COUNT];
+};
+
+static inline struct fake_child *fc_impl(ICorProfilerCallback11 *i)
+{
+    return (struct fake_child *)((char *)i - offsetof(struct fake_child, iface));
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+/* Every callback: count it, answer S_OK. */
+#define FC_DEFAULT(I, D, R, N, P, A, ROUTE)                                                        \
+    __attribute__((unused)) static HRESULT STDMETHODCALLTYPE fcd_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
+    {                                                                                              \
+        fc_impl(This)->counts[FC_##N]++;                                                           \
+        return S_OK;                                                                               \
+    }
+CLRMUX_METHODS_ICorProfilerCallback(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback2(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback3(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback4(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback5(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback6(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback7(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback8(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback9(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback10(FC_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback11(FC_DEFAULT, x)
+#undef FC_DEFAULT
+
+static const IID *const fc_cb_iids[] = CLRMUX_CALLBACK_IIDS;
+
+static HRESULT STDMETHODCALLTYPE fc_QueryInterface(ICorProfilerCallback11 *This, REFIID riid, void **ppv)
+{
+    struct fake_child *fc = fc_impl(This);
+    if (!ppv)
+        return E_POINTER;
+    *ppv = NULL;
+    int ok = IsEqualIID(riid, &IID_IUnknown);
+    for (int v = 1; !ok && v <= fc->max_version && v <= CLRMUX_CALLBACK_MAX_VERSION; v++)
+        ok = IsEqualIID(riid, fc_cb_iids[v]);
+    if (!ok)
+        return E_NOINTERFACE;
+    fc->refs++;
+    *ppv = This;
+    return S_OK;
+}
+static ULONG STDMETHODCALLTYPE fc_AddRef(ICorProfilerCallback11 *This) { return (ULONG)++fc_impl(This)->refs; }
+static ULONG STDMETHODCALLTYPE fc_Release(ICorProfilerCallback11 *This) { return (ULONG)--fc_impl(This)->refs; }
+
+static HRESULT STDMETHODCALLTYPE fc_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
+{
+    struct fake_child *fc = fc_impl(This);
+    fc->counts[FC_Initialize]++;
+    void *p = NULL;
+    if (FAILED(unk->lpVtbl->QueryInterface(unk, &IID_ICorProfilerInfo5, &p)) || !p)
+        return E_FAIL;
+    fc->info = p;
+    if (!fc->no_mask)
+        fc->init_mask_hr = fc->info->lpVtbl->SetEventMask2(fc->info, fc->init_low, fc->init_high);
+    if (fc->init_hook)
+        fc->init_hook(fc, fc->info);
+    return fc->init_hr;
+}
+
+static HRESULT STDMETHODCALLTYPE fc_JITInlining(ICorProfilerCallback11 *This, FunctionID caller, FunctionID callee,
+                                               BOOL *pfShouldInline)
+{
+    struct fake_child *fc = fc_impl(This);
+    fc->counts[FC_JITInlining]++;
+    fc->inline_seen = *pfShouldInline;
+    if (fc->set_inline)
+        *pfShouldInline = fc->inline_answer;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fc_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID fid,
+                                                                  BOOL *pbUseCachedFunction)
+{
+    struct fake_child *fc = fc_impl(This);
+    fc->counts[FC_JITCachedFunctionSearchStarted]++;
+    fc->cache_seen = *pbUseCachedFunction;
+    if (fc->set_cache)
+        *pbUseCachedFunction = fc->cache_answer;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fc_GetReJITParameters(ICorProfilerCallback11 *This, ModuleID mod, mdMethodDef method,
+                                                      ICorProfilerFunctionControl *ctl)
+{
+    struct fake_child *fc = fc_impl(This);
+    fc->counts[FC_GetReJITParameters]++;
+    fc->last_module = mod;
+    fc->last_method = method;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fc_ReJITCompilationStarted(ICorProfilerCallback11 *This, FunctionID fid, ReJITID id,
+                                                           BOOL safe)
+{
+    struct fake_child *fc = fc_impl(This);
+    fc->counts[FC_ReJITCompilationStarted]++;
+    fc->last_function = fid;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fc_EventPipeEventDelivered(
+    ICorProfilerCallback11 *This, EVENTPIPE_PROVIDER provider, DWORD eventId, DWORD eventVersion,
+    ULONG cbMetadataBlob, LPCBYTE metadataBlob, ULONG cbEventData, LPCBYTE eventData, LPCGUID pActivityId,
+    LPCGUID pRelatedActivityId, ThreadID eventThread, ULONG numStackFrames, UINT_PTR *stackFrames)
+{
+    struct fake_child *fc = fc_impl(This);
+    fc->counts[FC_EventPipeEventDelivered]++;
+    fc->last_provider = provider;
+    return S_OK;
+}
+#pragma GCC diagnostic pop
+
+#define fcd_QueryInterface fc_QueryInterface
+#define fcd_AddRef fc_AddRef
+#define fcd_Release fc_Release
+#define FC_VT(I, D, R, N, P, A, ROUTE) .N = fcd_##N,
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+static const ICorProfilerCallback11Vtbl fake_child_vtbl = {
+    CLRMUX_ALL_ICorProfilerCallback11(FC_VT, x)
+    .Initialize = fc_Initialize,
+    .JITInlining = fc_JITInlining,
+    .JITCachedFunctionSearchStarted = fc_JITCachedFunctionSearchStarted,
+    .GetReJITParameters = fc_GetReJITParameters,
+    .ReJITCompilationStarted = fc_ReJITCompilationStarted,
+    .EventPipeEventDelivered = fc_EventPipeEventDelivered,
+};
+#pragma GCC diagnostic pop
+#undef FC_VT
+
+/* A child answering ICorProfilerCallback1..max_version that sets (low, high) in Initialize. */
+static inline void fake_child_init(struct fake_child *fc, int max_version, DWORD low, DWORD high)
+{
+    memset(fc, 0, sizeof *fc);
+    fc->iface.lpVtbl = &fake_child_vtbl;
+    fc->refs = 1;
+    fc->max_version = max_version;
+    fc->init_low = low;
+    fc->init_high = high;
+    fc->init_hr = S_OK;
+}
+
+/* Sum of all callbacks received except Initialize. */
+static inline unsigned long fake_child_total_calls(const struct fake_child *fc)
+{
+    unsigned long n = 0;
+    for (int i = 0; i < FC_COUNT; i++)
+        if (i != FC_Initialize)
+            n += fc->counts[i];
+    return n;
+}
+
+/* ======================================================================================
+ * A mux with in-process children
+ * ====================================================================================== */
+
+#define FAKE_MUX_MAX_CHILDREN 8
+
+/* Every mux fake_mux_new made and fake_mux_free has not freed: keeps them reachable when a
+ * failing assertion leaves a test early (no leak report), and lets a teardown free them. */
+static struct clrmux_mux *fake_muxes[64];
+static int fake_nmuxes;
+
+/* A mux as mux_Initialize leaves it just before loading children: the runtime's highest
+ * Info, its version and major version, the immutable sets, and initializing = 1. */
+static inline struct clrmux_mux *fake_mux_new(struct fake_runtime *rt)
+{
+    struct clrmux_mux *m = clrmux_mux_create();
+    if (!m)
+        return NULL;
+    void *info = NULL;
+    for (int v = CLRMUX_INFO_MAX_VERSION; v >= 1 && !info; v--) {
+        if (SUCCEEDED(rt->iface.lpVtbl->QueryInterface(&rt->iface, fr_info_iids[v], &info)) && info)
+            m->info_version = v;
+    }
+    m->info = info;
+    m->runtime_major = rt->major;
+    m->immutable_low = (rt->major > 0 && rt->major < 10) ? CLRMUX_PRF_MONITOR_IMMUTABLE_BEFORE_NET10
+                                                        : (DWORD)COR_PRF_MONITOR_IMMUTABLE;
+    m->immutable_high = COR_PRF_HIGH_MONITOR_IMMUTABLE;
+    m->children = calloc(FAKE_MUX_MAX_CHILDREN, sizeof *m->children);
+    atomic_store(&m->initializing, 1);
+    if (fake_nmuxes < 64)
+        fake_muxes[fake_nmuxes++] = m;
+    return m;
+}
+
+/* Adds an in-process child exactly as clrmux_load_children does (version from
+ * QueryInterface 11..3, proxy, active, Initialize; a failed Initialize drops the child's
+ * mask and leaves it inactive). Returns the child's slot. */
+static inline struct clrmux_child *fake_mux_add_child(struct clrmux_mux *m, struct fake_child *fc, const char *name)
+{
+    if (m->nchildren >= FAKE_MUX_MAX_CHILDREN)
+        return NULL;
+    struct clrmux_child *c = &m->children[m->nchildren];
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->index = m->nchildren;
+    int version = 2;
+    ICorProfilerCallback11 *cb = &fc->iface;
+    for (int v = CLRMUX_CALLBACK_MAX_VERSION; v >= 3; v--) {
+        void *p = NULL;
+        if (SUCCEEDED(fc->iface.lpVtbl->QueryInterface(&fc->iface, fc_cb_iids[v], &p)) && p) {
+            fc->iface.lpVtbl->Release(&fc->iface);
+            version = v;
+            break;
+        }
+    }
+    c->cb = cb;
+    c->version = version;
+    clrmux_proxy_init(&c->proxy, m, c);
+    m->nchildren++;
+    atomic_store(&c->active, 1);
+    HRESULT hr = cb->lpVtbl->Initialize(cb, (IUnknown *)&c->proxy.iface);
+    if (FAILED(hr)) {
+        atomic_store(&c->active, 0);
+        atomic_store(&c->mask_low, 0);
+        atomic_store(&c->mask_high, 0);
+        clrmux_apply_union(m);
+    }
+    return c;
+}
+
+/* The end of the mux's Initialize: immutable flags are fixed from here on. */
+static inline void fake_mux_end_init(struct clrmux_mux *m) { atomic_store(&m->initializing, 0); }
+
+/* The mux's own callback interface (what the runtime calls). */
+static inline ICorProfilerCallback11 *fake_mux_cb(struct clrmux_mux *m) { return &m->iface; }
+
+/* The ICorProfilerInfo15 a child calls (its proxy). */
+static inline ICorProfilerInfo15 *fake_child_info(struct clrmux_child *c) { return &c->proxy.iface; }
+
+/* Frees a mux built with fake_mux_new / clrmux_mux_create whose children are in-process. */
+static inline void fake_mux_free(struct clrmux_mux *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < fake_nmuxes; i++)
+        if (fake_muxes[i] == m)
+            fake_muxes[i] = fake_muxes[--fake_nmuxes];
+    if (clrmux_the_mux == m)
+        clrmux_the_mux = NULL;
+    clrmux_config_free(&m->cfg);
+    pthread_mutex_destroy(&m->mask_lock);
+    pthread_mutex_destroy(&m->ep_lock);
+    free(m->children);
+    free(m->rejit);
+    free(m);
+}
+
+/* Frees every mux fake_mux_new made that is still alive. */
+static inline void fake_mux_free_all(void)
+{
+    while (fake_nmuxes > 0)
+        fake_mux_free(fake_muxes[fake_nmuxes - 1]);
+}
+
+#endif
