@@ -9,9 +9,9 @@ CFLAGS_COMMON := $(CSTD) $(WARN) -Iinclude -Isrc -I$(BUILD)/gen -g -fPIC -pthrea
 CFLAGS  ?= -O2
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-# libclrmux.so: the loader. src/tracer and src/profiler join it when their builtin
-# children are wired in; until then their code is built and unit-tested on its own.
-LIB_SRCS  := $(shell find src/common src/loader -name '*.c' | sort)
+# libclrmux.so: the loader and the built-in tracer. The built-in profiler is a companion
+# library (below); every src file is also compiled with ASan/UBSan for the unit tests.
+LIB_SRCS  := $(shell find src/common src/loader src/tracer -name '*.c' | sort)
 ALL_SRCS  := $(shell find src -name '*.c' | sort)
 GEN       := $(BUILD)/gen/profile.pb-c.c
 HDRS      := $(shell find include src -name '*.h') $(BUILD)/gen/profile.pb-c.h
@@ -47,6 +47,24 @@ $(BUILD)/asan/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profi
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -I$(BUILD)/gen -g -fPIC -O1 $(SAN) -c $< -o $@
 
+# libclrmux_profiler.so: the built-in profiler (`builtin = profiler`), a companion library that
+# libclrmux.so dlopens from its own folder. protobuf-c and zlib are linked dynamically here
+# (Debian's .a are not PIC), which keeps libclrmux.so itself self-contained.
+PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c
+PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/pobj/%.o) $(BUILD)/pobj/gen/profile.pb-c.o
+all: $(BUILD)/libclrmux_profiler.so
+
+$(BUILD)/pobj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -fvisibility=hidden -DCLRMUX_PROFILER_COMPANION -c $< -o $@
+
+$(BUILD)/pobj/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -I$(BUILD)/gen -g -fPIC $(CFLAGS) -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/libclrmux_profiler.so: $(PROF_OBJS)
+	$(CC) -shared -o $@ $(PROF_OBJS) -lprotobuf-c -lz $(LIBS) -Wl,--no-undefined -Wl,-z,defs
+
 $(BUILD)/fake/lib%.so: fake_profilers/%.c fake_profilers/fake_common.h $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -shared -o $@ $< $(LIBS)
@@ -60,6 +78,7 @@ unit: $(UNIT_BINS) $(FAKES)
 
 test: all unit
 	@tests/clr/run.sh
+	@tests/clr/tracer.sh
 
 demo: all
 	@scripts/demo.sh

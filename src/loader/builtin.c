@@ -1,11 +1,54 @@
 #include "loader/builtin.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "common/log.h"
+#include "loader/mux.h"
+#include "common/platform.h"
+#include "profiler/companion.h"
+#include "tracer/tracer.h"
+
+/* ---- builtin = profiler: the companion library libclrmux_profiler.so ------------------
+ * Kept out of libclrmux.so (it needs libprotobuf-c and libz); dlopened from the folder of
+ * libclrmux.so. A missing library or dependency is one log line and the child is skipped. */
+static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, int *version)
+{
+    char path[4096], err[512];
+    if (clrmux_module_path_of((const void *)&create_profiler, path, sizeof path) != 0) {
+        LOG_ERROR("child '%s': cannot find the folder of libclrmux.so to load %s; child skipped", cc->name,
+                  CLRMUX_PROFILER_LIBRARY);
+        return NULL;
+    }
+    char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) : 0;
+    if (dir_len + 1 + sizeof CLRMUX_PROFILER_LIBRARY > sizeof path)
+        return NULL;
+    snprintf(path + dir_len, sizeof path - dir_len, "%s%s", dir_len ? "/" : "", CLRMUX_PROFILER_LIBRARY);
+    void *lib = clrmux_lib_open(path, err, sizeof err);
+    if (!lib) {
+        LOG_ERROR("child '%s': builtin 'profiler' needs %s, which cannot be loaded (%s); child skipped", cc->name,
+                  path, err);
+        return NULL;
+    }
+    clrmux_profiler_create_fn create = (clrmux_profiler_create_fn)clrmux_lib_sym(lib, CLRMUX_PROFILER_CREATE_SYMBOL);
+    static const struct clrmux_profiler_host host = {CLRMUX_PROFILER_HOST_ABI, clrmux_vlog, clrmux_log_get_level};
+    ICorProfilerCallback11 *cb =
+        create ? create(cc, clrmux_the_mux ? clrmux_the_mux->cfg.dir : ".", &host, version) : NULL;
+    if (!cb)
+        LOG_ERROR("child '%s': %s %s; child skipped", cc->name, path,
+                  create ? "did not create the profiler (a library from another clrmux build?)"
+                         : "exports no " CLRMUX_PROFILER_CREATE_SYMBOL);
+    return cb; /* the library stays loaded, as children are never unloaded */
+}
 
 ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc, int *version)
 {
-    (void)version;
-    /* The IL-rewriting tracer and the continuous profiler are not part of this build yet. */
+    if (strcmp(cc->builtin, "profiler") == 0)
+        return create_profiler(cc, version);
+    if (strcmp(cc->builtin, "tracer") == 0)
+        return clrmux_tracer_create(cc, clrmux_the_mux ? clrmux_the_mux->cfg.path : NULL,
+                                    clrmux_the_mux ? clrmux_the_mux->cfg.dir : ".", version);
     LOG_ERROR("child '%s': builtin '%s' is not available in this build of clrmux; child skipped", cc->name,
               cc->builtin);
     return NULL;

@@ -1,0 +1,38 @@
+/* The built-in profiler's companion library, build/libclrmux_profiler.so.
+ *
+ * libclrmux.so must stay self-contained (ldd shows only libc's parts), while the profiler
+ * needs protobuf-c and zlib, whose Debian static archives are not PIC. So the profiler is
+ * built as a companion shared library beside libclrmux.so, linked with -lprotobuf-c -lz
+ * dynamically, and `builtin = profiler` (src/loader/builtin.c) dlopens it from the folder
+ * of libclrmux.so and calls its one export, CLRMUX_PROFILER_CREATE_SYMBOL.
+ *
+ * The companion logs through the host's logger (one log file, one level): it does not
+ * link src/common/log.c but forwards clrmux_log() to the functions given in `host`. */
+#ifndef CLRMUX_PROFILER_COMPANION_H
+#define CLRMUX_PROFILER_COMPANION_H
+
+#include <stdarg.h>
+
+#include "clrmux/corprof.h"
+#include "loader/config.h"
+
+#define CLRMUX_PROFILER_LIBRARY "libclrmux_profiler.so"
+#define CLRMUX_PROFILER_CREATE_SYMBOL "clrmux_profiler_create"
+/* Bumped whenever struct clrmux_profiler_host or struct clrmux_child_conf changes. */
+#define CLRMUX_PROFILER_HOST_ABI 1
+
+struct clrmux_profiler_host {
+    int abi;                                                /* CLRMUX_PROFILER_HOST_ABI */
+    void (*vlog)(int level, const char *fmt, va_list ap);   /* clrmux_vlog of the host */
+    int (*log_level)(void);                                 /* clrmux_log_get_level of the host */
+};
+
+/* Creates the profiler child for section `cc` (keys in cc->kvs; relative output_dir resolved
+ * against config_dir, the folder of loader.conf). Returns its callback object (one
+ * reference) and sets *version to 11, or logs why and returns NULL. */
+typedef ICorProfilerCallback11 *(*clrmux_profiler_create_fn)(const struct clrmux_child_conf *cc,
+                                                           const char *config_dir,
+                                                           const struct clrmux_profiler_host *host,
+                                                           int *version);
+
+#endif

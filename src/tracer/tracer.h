@@ -1,0 +1,32 @@
+/* The built-in IL-rewriting tracer (`builtin = tracer` in loader.conf).
+ *
+ * A child like any other: it reaches the runtime only through the ICorProfilerInfo proxy it
+ * gets in Initialize and receives only the callbacks its own mask asks for:
+ *   ModuleLoadFinished  find the configured targets' MethodDefs (IMetaDataImport2) and hand
+ *                       them to a native thread that calls RequestReJIT (never the callback
+ *                       thread); the callback waits, bounded, until the request is made so
+ *                       that the first call of a method is traced too
+ *   GetReJITParameters  wrap the original IL (tracer/il.h): entry probe, exception filter,
+ *                       exit probe in a finally; the probes are `calli`s to native functions
+ *                       (tracer/spans.h) through an unmanaged cdecl StandAloneSig
+ *   JITInlining / JITCachedFunctionSearchStarted  refuse inlining and precompiled
+ *                       (ReadyToRun) code of traced methods
+ *   ExceptionThrown     remembers the exception's type name for the error status
+ * Spans go to a bounded ring that a background thread writes as OTLP JSON lines.
+ *
+ * Section keys: trace (repeatable), output, service_name, buffer_spans, flush_interval_ms
+ * (loader.conf.example documents them). */
+#ifndef CLRMUX_TRACER_TRACER_H
+#define CLRMUX_TRACER_TRACER_H
+
+#include "clrmux/corprof.h"
+#include "loader/config.h"
+
+/* Creates the tracer from its section (`cfg_path`: the file, for messages; `cfg_dir`: the
+ * folder relative paths resolve from).
+ * Returns its callback object (one reference) and sets *version = 11, or logs why and
+ * returns NULL. Only one tracer may exist in a process. */
+ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir,
+                                             int *version);
+
+#endif

@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# Real-runtime tests of the built-in IL-rewriting tracer (`builtin = tracer`): the tracee app
+# (tests/clr/apps/tracee, whose header lists the expected call count of each method) runs
+# without a profiler and under clrmux with the tracer tracing every method of that table;
+# the app's output must not change and the exported OTLP JSON spans must have the right
+# names, counts, nesting, threads and error status. Prints one line per check and a closing
+# "tracer: N passed, N failed" line. Without dotnet: a loud skip, or a failure under CI.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+
+if ! command -v dotnet >/dev/null 2>&1; then
+    echo "###########################################################################"
+    echo "## dotnet is not on PATH: the tracer's real-runtime tests did NOT run     ##"
+    echo "###########################################################################"
+    if [ "${CI:-}" = "true" ]; then
+        echo "CI=true: a missing dotnet is an error"
+        exit 1
+    fi
+    exit 0
+fi
+
+tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
+
+LIB="$ROOT/build/libclrmux.so"
+FAKE="$ROOT/build/fake"
+CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-tracer.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+PASS=0
+FAIL=0
+ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2"; }
+
+[ -f "$LIB" ] || { echo "tracer: $LIB is missing (run make all)"; exit 1; }
+
+run_app() { # run_app TAG [VAR=VALUE...]: tracee's stdout/stderr/exit code in $WORK/TAG.*
+    local tag=$1
+    shift
+    env "$@" dotnet build/clr/tracee/tracee.dll >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+    echo $? >"$WORK/$tag.rc"
+}
+under_clrmux() { # under_clrmux TAG CONF [VAR=VALUE...]
+    local tag=$1 conf=$2
+    shift 2
+    run_app "$tag" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
+        CLRMUX_CONFIG="$conf" CLRMUX_LOG_FILE="$WORK/$tag.log" "$@"
+}
+same_output() { # same_output TAG: exit code 0, stdout equal to the baseline's, no InvalidProgramException
+    [ "$(cat "$WORK/$1.rc")" = 0 ] && cmp -s "$WORK/base.out" "$WORK/$1.out" \
+        && ! grep -q InvalidProgramException "$WORK/$1.out" "$WORK/$1.err"
+}
+
+# Every method of tracee's table (tests/clr/apps/tracee/Program.cs), and two CoreLib methods.
+TARGETS="trace = tracee!Tracee.Program::Main"
+for m in Args0 Args1 Add Args3 Args4 Args5 Args6 Args7 Args8 Args9 .ctor InstanceAdd InstanceVoid InstanceArgs9 \
+    VoidStatic ReturnLong ReturnDouble MakePoint MovePoint Greet Swap TryDivide TryCatchFinally Classify LongBody \
+    Factorial Identity ComputeAsync ComputeValueAsync Thrower Parallel8 WorkerBody Work CombinePath ReadFile; do
+    TARGETS+=$'\n'"trace = tracee!Tracee.Targets::$m"
+done
+TARGETS+=$'
+trace = tracee!Tracee.Box`1::.ctor
+trace = tracee!Tracee.Box`1::Get
+trace = System.Private.CoreLib!System.IO.Path::Combine(string, string)
+trace = System.Private.CoreLib!System.IO.File::ReadAllText(System.String)'
+
+# ---- baseline ---------------------------------------------------------------------------
+run_app base
+if [ "$(cat "$WORK/base.rc")" = 0 ] && [ "$(tail -1 "$WORK/base.out")" = done ]; then ok "tracee runs without a profiler"
+else bad "tracee runs without a profiler" "$(tail -5 "$WORK/base.out" "$WORK/base.err")"; fi
+
+# ---- every target traced ----------------------------------------------------------------
+cat >"$WORK/all.conf" <<EOF
+[loader]
+log_level = info
+[child tracer]
+builtin = tracer
+output = spans-%p.otlp.jsonl
+service_name = tracee-test
+$TARGETS
+EOF
+t0=$(date +%s%N)
+under_clrmux all "$WORK/all.conf"
+t1=$(date +%s%N)
+if same_output all; then ok "tracee's output with the tracer equals its output without it"
+else bad "tracee's output with the tracer equals its output without it" "$(diff "$WORK/base.out" "$WORK/all.out" | head; tail -5 "$WORK/all.err")"; fi
+if grep -q "child 'tracer': loaded (tracer, ICorProfilerCallback11)" "$WORK/all.log"; then ok "the tracer loads as a builtin child"
+else bad "the tracer loads as a builtin child" "$(head -20 "$WORK/all.log")"; fi
+if grep -Eq "tracer: 40 method\(s\) rewritten \([0-9]+ us each on average\), 0 skipped" "$WORK/all.log" && ! grep -q "not traced" "$WORK/all.log"; then
+    ok "all 40 target methods rewritten (38 in tracee, 2 in System.Private.CoreLib), none skipped"
+else bad "all 40 target methods rewritten" "$(grep -E 'tracer|ERROR|WARN' "$WORK/all.log" | head -20)"; fi
+grep -q "tracer: System.Private.CoreLib: 2 method(s) to trace" "$WORK/all.log" \
+    && ok "parameter types pick one overload: Path::Combine(string, string) and File::ReadAllText(System.String)" \
+    || bad "parameter types pick one overload" "$(grep 'to trace' "$WORK/all.log")"
+out=$(ls "$WORK"/spans-*.otlp.jsonl 2>/dev/null | head -1)
+if [[ "$out" =~ /spans-[0-9]+\.otlp\.jsonl$ ]] && grep -qF "spans to $out (service.name tracee-test)" "$WORK/all.log"; then
+    ok "output resolves from the config's folder and %p is the pid ($(basename "$out"))"
+else bad "output file beside the config" "$(ls "$WORK")"; fi
+
+if ! command -v python3 >/dev/null 2>&1; then
+    bad "python3 is needed to check the exported spans"
+else
+    checks=$(python3 - "$out" "$t0" "$t1" <<'PYEOF'
+import collections, json, re, sys
+
+path, t0, t1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+results = []
+def check(desc, cond, detail=""):
+    results.append(("ok   - " if cond else "FAIL - ") + desc + ("" if cond or not detail else "\n       " + str(detail)[:600]))
+
+spans, lines, bad_lines = [], 0, []
+for n, line in enumerate(open(path), 1):
+    lines += 1
+    try:
+        req = json.loads(line)
+        for rs in req["resourceSpans"]:
+            attrs = {a["key"]: a["value"] for a in rs["resource"]["attributes"]}
+            assert attrs["service.name"] == {"stringValue": "tracee-test"}, attrs
+            for ss in rs["scopeSpans"]:
+                assert ss["scope"]["name"] == "clrmux"
+                spans += ss["spans"]
+    except Exception as e:
+        bad_lines.append("line %d: %r" % (n, e))
+check("every line of %s is an ExportTraceServiceRequest (%d line(s), service.name tracee-test, scope clrmux)"
+      % (path.rsplit("/", 1)[-1], lines), lines > 0 and not bad_lines, bad_lines)
+
+hexre = re.compile(r"^[0-9a-f]+$")
+malformed = []
+for s in spans:
+    ok = (len(s.get("traceId", "")) == 32 and hexre.match(s["traceId"]) and s["traceId"] != "0" * 32
+          and len(s.get("spanId", "")) == 16 and hexre.match(s["spanId"]) and s["spanId"] != "0" * 16
+          and ("parentSpanId" not in s or (len(s["parentSpanId"]) == 16 and hexre.match(s["parentSpanId"])))
+          and s.get("kind") == 1 and t0 <= int(s["startTimeUnixNano"]) <= int(s["endTimeUnixNano"]) <= t1
+          and any(a["key"] == "thread.id" and int(a["value"]["intValue"]) > 0 for a in s["attributes"]))
+    if not ok:
+        malformed.append(s)
+check("every span has hex trace/span ids, kind INTERNAL, start <= end within the run, a thread.id (%d spans)" % len(spans),
+      spans and not malformed, malformed[:2])
+ids = collections.Counter(s["spanId"] for s in spans)
+check("span ids are unique", all(v == 1 for v in ids.values()), [k for k, v in ids.items() if v > 1][:5])
+
+expected = {
+    "Tracee.Program.Main": 1, "Tracee.Targets.Args0": 1, "Tracee.Targets.Args1": 1, "Tracee.Targets.Add": 10,
+    "Tracee.Targets.Args3": 1, "Tracee.Targets.Args4": 1, "Tracee.Targets.Args5": 1, "Tracee.Targets.Args6": 1,
+    "Tracee.Targets.Args7": 1, "Tracee.Targets.Args8": 1, "Tracee.Targets.Args9": 1, "Tracee.Targets..ctor": 1,
+    "Tracee.Targets.InstanceAdd": 3, "Tracee.Targets.InstanceVoid": 2, "Tracee.Targets.InstanceArgs9": 1,
+    "Tracee.Targets.VoidStatic": 2, "Tracee.Targets.ReturnLong": 1, "Tracee.Targets.ReturnDouble": 1,
+    "Tracee.Targets.MakePoint": 2, "Tracee.Targets.MovePoint": 1, "Tracee.Targets.Greet": 1, "Tracee.Targets.Swap": 1,
+    "Tracee.Targets.TryDivide": 2, "Tracee.Targets.TryCatchFinally": 2, "Tracee.Targets.Classify": 9,
+    "Tracee.Targets.LongBody": 1, "Tracee.Targets.Factorial": 10, "Tracee.Targets.Identity": 3,
+    "Tracee.Box`1..ctor": 2, "Tracee.Box`1.Get": 2, "Tracee.Targets.ComputeAsync": 1,
+    "Tracee.Targets.ComputeValueAsync": 1, "Tracee.Targets.Thrower": 1, "Tracee.Targets.Parallel8": 1,
+    "Tracee.Targets.WorkerBody": 8, "Tracee.Targets.Work": 800, "Tracee.Targets.CombinePath": 2,
+    "Tracee.Targets.ReadFile": 1,
+}
+at_least = {"System.IO.Path.Combine": 2, "System.IO.File.ReadAllText": 1}
+counts = collections.Counter(s["name"] for s in spans)
+wrong = {k: (counts.get(k, 0), v) for k, v in expected.items() if counts.get(k, 0) != v}
+wrong.update({k: (counts.get(k, 0), ">= %d" % v) for k, v in at_least.items() if counts.get(k, 0) < v})
+extra = sorted(set(counts) - set(expected) - set(at_least))
+check("span counts per method equal tracee's table (%d methods, e.g. Work 800, Add 10, Classify 9, Identity 3, "
+      "Box`1.Get 2)" % len(expected), not wrong and not extra, {"got, expected": wrong, "unexpected": extra})
+
+by_id = {s["spanId"]: s for s in spans}
+def tid(s): return next(int(a["value"]["intValue"]) for a in s["attributes"] if a["key"] == "thread.id")
+def parent(s): return by_id.get(s.get("parentSpanId"))
+def pname(s): p = parent(s); return p["name"] if p else None
+mains = [s for s in spans if s["name"] == "Tracee.Program.Main"]
+main = mains[0] if mains else None
+check("Main is a root span without error", main and "parentSpanId" not in main and not main.get("status"), main)
+
+# every span of the main thread (except the worker threads' ones) descends from Main, in Main's trace, within its time
+def ancestors(s):
+    seen = []
+    while s is not None and len(seen) < 64:
+        seen.append(s["name"])
+        s = parent(s)
+    return seen
+main_thread = [s for s in spans if main and tid(s) == tid(main) and s is not main]
+orphans = [s["name"] for s in main_thread if ancestors(s)[-1] != "Tracee.Program.Main" or s["traceId"] != main["traceId"]]
+check("the %d other spans of the main thread descend from Main, in Main's trace" % len(main_thread),
+      main and main_thread and not orphans, orphans[:10])
+outside = [s["name"] for s in spans if parent(s) and not (
+    int(parent(s)["startTimeUnixNano"]) <= int(s["startTimeUnixNano"]) <= int(s["endTimeUnixNano"]) <= int(parent(s)["endTimeUnixNano"]))]
+check("each child span lies within its parent's time", not outside, outside[:10])
+same = [s["name"] for s in spans if parent(s) and (tid(parent(s)) != tid(s) or parent(s)["traceId"] != s["traceId"])]
+check("each child span has its parent's thread and trace id", not same, same[:10])
+
+direct = {"Tracee.Targets.Add": "Tracee.Program.Main", "Tracee.Targets.Thrower": "Tracee.Program.Main",
+          "Tracee.Targets.Parallel8": "Tracee.Program.Main", "Tracee.Targets.CombinePath": "Tracee.Program.Main"}
+bad_parent = [(s["name"], pname(s)) for s in spans if s["name"] in direct and pname(s) != direct[s["name"]]]
+check("Add, Thrower, Parallel8, CombinePath are children of Main", not bad_parent, bad_parent[:10])
+
+workers = [s for s in spans if s["name"] == "Tracee.Targets.WorkerBody"]
+wtids = {tid(s) for s in workers}
+check("WorkerBody ran on 8 distinct threads, none of them Main's (%s)" % sorted(wtids),
+      len(wtids) == 8 and main and tid(main) not in wtids)
+check("WorkerBody spans are roots (called from an untraced lambda), one trace each",
+      all("parentSpanId" not in s for s in workers) and len({s["traceId"] for s in workers}) == 8)
+works = [s for s in spans if s["name"] == "Tracee.Targets.Work"]
+per = collections.Counter(s.get("parentSpanId") for s in works)
+check("each of the 800 Work spans is a child of a WorkerBody span on its thread, 100 per WorkerBody",
+      all(pname(s) == "Tracee.Targets.WorkerBody" for s in works) and sorted(per.values()) == [100] * 8
+      and {k for k in per} == {s["spanId"] for s in workers})
+
+facts = [s for s in spans if s["name"] == "Tracee.Targets.Factorial"]
+tops = [s for s in facts if pname(s) == "Tracee.Program.Main"]
+chain, cur = [], tops[0] if len(tops) == 1 else None
+while cur is not None:
+    chain.append(cur)
+    kids = [s for s in facts if s.get("parentSpanId") == cur["spanId"]]
+    cur = kids[0] if len(kids) == 1 else None
+check("Factorial(10): one chain of 10 nested spans under Main (each call the parent of the next)",
+      len(tops) == 1 and len(chain) == 10 and len(facts) == 10)
+
+errors = [s for s in spans if s.get("status")]
+thrower = [s for s in spans if s["name"] == "Tracee.Targets.Thrower"]
+check("Thrower's span has status ERROR with the exception type System.InvalidOperationException",
+      len(thrower) == 1 and thrower[0]["status"] == {"code": 2, "message": "System.InvalidOperationException"}
+      and {"key": "exception.type", "value": {"stringValue": "System.InvalidOperationException"}} in thrower[0]["attributes"],
+      thrower)
+check("no other span has an error status (TryCatchFinally catches its own exception)",
+      [s["name"] for s in errors] == ["Tracee.Targets.Thrower"], [s["name"] for s in errors])
+
+combine = [s for s in spans if s["name"] == "System.IO.Path.Combine"]
+check("System.Private.CoreLib's System.IO.Path.Combine(string,string) is traced: 2 calls under CombinePath",
+      sum(1 for s in combine if pname(s) == "Tracee.Targets.CombinePath") == 2, [(pname(s)) for s in combine])
+reads = [s for s in spans if s["name"] == "System.IO.File.ReadAllText"]
+check("System.IO.File.ReadAllText(string) is traced under ReadFile",
+      sum(1 for s in reads if pname(s) == "Tracee.Targets.ReadFile") == 1, [(pname(s)) for s in reads])
+asyncs = [s for s in spans if s["name"] in ("Tracee.Targets.ComputeAsync", "Tracee.Targets.ComputeValueAsync")]
+check("async Task / ValueTask methods (the method that returns the task) are traced under Main",
+      len(asyncs) == 2 and all(pname(s) == "Tracee.Program.Main" for s in asyncs))
+print("\n".join(results))
+PYEOF
+)
+    echo "$checks"
+    PASS=$((PASS + $(grep -c '^ok' <<<"$checks")))
+    FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$checks")))
+    [ -z "$checks" ] && bad "the span checker printed nothing"
+fi
+
+# ---- the tracer beside a library child: neither disturbs the other ----------------------
+REC="{A0000001-0000-0000-0000-000000000001}"
+run_app recalone CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$REC" CORECLR_PROFILER_PATH="$FAKE/librecorder.so" \
+    RECORDER_MASK=0x24C RECORDER_OUT="$WORK/recalone.rec"
+cat >"$WORK/two.conf" <<EOF
+[child recorder]
+path = $FAKE/librecorder.so
+clsid = $REC
+[child tracer]
+builtin = tracer
+output = $WORK/two.otlp.jsonl
+trace = tracee!Tracee.Targets::Thrower
+trace = tracee!Tracee.Targets::TryCatchFinally
+EOF
+under_clrmux two "$WORK/two.conf" RECORDER_MASK_A0000001=0x24C RECORDER_OUT_A0000001="$WORK/two.rec"
+e_alone=$(awk '$1=="ExceptionThrown" {print $2}' "$WORK/recalone.rec" 2>/dev/null)
+e_two=$(awk '$1=="ExceptionThrown" {print $2}' "$WORK/two.rec" 2>/dev/null)
+if same_output two && [ -n "$e_alone" ] && [ "$e_alone" = "$e_two" ] && grep -q '"name":"Tracee.Targets.Thrower"' "$WORK/two.otlp.jsonl" \
+    && ! grep -qE '^(JIT|ReJIT|GetReJITParameters)' "$WORK/two.rec"; then
+    ok "beside a recorder child: same app output, the recorder sees the same $e_alone ExceptionThrown (the rewrite adds no throw) and no tracer-only callback"
+else bad "tracer beside a recorder child" "alone=$e_alone with tracer=$e_two; $(head -5 "$WORK/two.rec" 2>/dev/null)"; fi
+
+# ---- configuration problems are logged with file:line; the app runs on ------------------
+cat >"$WORK/conf.conf" <<EOF
+[child tracer]
+builtin = tracer
+output = $WORK/conf.otlp.jsonl
+trace = this is not a target
+trace = tracee!Tracee.Nope::Missing
+trace = tracee!Tracee.Targets::Add(int, int, int)
+trace = System.Private.CoreLib!System.IO.Path::Combine
+colour = blue
+buffer_spans = lots
+EOF
+under_clrmux conf "$WORK/conf.conf"
+L=$WORK/conf.log
+if same_output conf \
+    && grep -q "conf.conf:4: \[child tracer\]: bad trace target 'this is not a target': expected Assembly!Namespace.Type::Method; ignored" "$L" \
+    && grep -q "conf.conf:5: target tracee!Tracee.Nope::Missing matched no method" "$L" \
+    && grep -q "conf.conf:6: target tracee!Tracee.Targets::Add(...) matched no method" "$L" \
+    && grep -q "conf.conf:8: \[child tracer\]: unknown key 'colour'; ignored" "$L" \
+    && grep -q "conf.conf:9: \[child tracer\]: buffer_spans = 'lots' is not a number" "$L"; then
+    ok "bad targets, unmatched targets (once, at shutdown), unknown keys and bad values are logged with file:line"
+else bad "configuration problems logged with file:line" "$(grep -E 'tracer' "$L" | head -12)"; fi
+n=$(sed -n 's/.*System.Private.CoreLib: \([0-9]*\) method(s) to trace.*/\1/p' "$L")
+if [ "${n:-0}" -gt 2 ] && grep -q '"name":"System.IO.Path.Combine"' "$WORK/conf.otlp.jsonl"; then
+    ok "a target without parameter types traces every overload ($n overloads of System.IO.Path.Combine)"
+else bad "every overload without parameter types" "$(grep 'to trace' "$L")"; fi
+
+# ---- an output that cannot be opened: the tracer is skipped, the app runs unprofiled ----
+cat >"$WORK/noout.conf" <<EOF
+[child tracer]
+builtin = tracer
+output = $WORK/no-such-folder/spans.jsonl
+trace = tracee!Tracee.Targets::Add
+EOF
+under_clrmux noout "$WORK/noout.conf"
+if same_output noout && grep -q "child 'tracer': cannot open output $WORK/no-such-folder/spans.jsonl: No such file or directory; tracer disabled" "$WORK/noout.log" \
+    && grep -q "child 'tracer': Initialize failed" "$WORK/noout.log"; then
+    ok "an output file that cannot be opened: the tracer is skipped with the reason, the app runs on"
+else bad "unopenable output" "$(tail -5 "$WORK/noout.log")"; fi
+
+# ---- a full buffer drops spans, counts them and says so; the app runs on ---------------
+# 8 threads make 800 Work spans within about a millisecond; the ring holds 16 and is drained
+# every 50 ms: most spans are dropped
+cat >"$WORK/small.conf" <<EOF
+[child tracer]
+builtin = tracer
+output = $WORK/small.otlp.jsonl
+buffer_spans = 16
+trace = tracee!Tracee.Targets::Work
+EOF
+under_clrmux small "$WORK/small.conf"
+spans=$(grep -o '"name":"Tracee.Targets.Work"' "$WORK/small.otlp.jsonl" 2>/dev/null | wc -l)
+summary=$(grep -o "[0-9]* span(s) written to .* [0-9]* dropped (buffer full)" "$WORK/small.log")
+written=$(sed -n 's/^\([0-9]*\) span(s) written.*/\1/p' <<<"$summary")
+dropped=$(sed -n 's/.* \([0-9]*\) dropped (buffer full)$/\1/p' <<<"$summary")
+if same_output small && [ -n "$written" ] && [ "${dropped:-0}" -gt 0 ] && [ $((written + dropped)) = 800 ] \
+    && [ "$spans" = "$written" ] && grep -q "tracer: $dropped span(s) dropped: the buffer (16 spans) was full" "$WORK/small.log"; then
+    ok "a full buffer (16 spans, 800 calls on 8 threads): $written written, $dropped dropped, counted and logged"
+else bad "a full buffer drops and counts" "spans in file=$spans; $(grep tracer "$WORK/small.log" | tail -3)"; fi
+
+echo
+echo "tracer: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

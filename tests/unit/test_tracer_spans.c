@@ -1,0 +1,401 @@
+/* Unit tests for src/tracer/spans.c (probe nesting, ids, the bounded ring, drops) and
+ * src/tracer/otlp.c (the exact OTLP JSON line). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "tracer/otlp.h"
+#include "tracer/spans.h"
+
+static int is_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+static void test_nesting_and_ids(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(16), 0);
+    int64_t before = clrmux_now_ns();
+    assert_int_equal(clrmux_span_depth(), 0);
+    int64_t a = clrmux_span_enter(7);
+    int64_t b = clrmux_span_enter(8);
+    int64_t c = clrmux_span_enter(9);
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 1);
+    assert_int_equal(c, 2);
+    assert_int_equal(clrmux_span_depth(), 3);
+    clrmux_span_exit(c);
+    clrmux_span_exit(b);
+    clrmux_span_exit(a);
+    assert_int_equal(clrmux_span_depth(), 0);
+    int64_t after = clrmux_now_ns();
+
+    struct clrmux_span s[8];
+    assert_int_equal(clrmux_spans_drain(s, 8), 3);
+    assert_int_equal(clrmux_spans_drain(s + 3, 5), 0);
+    /* closed innermost first */
+    assert_int_equal(s[0].method, 9);
+    assert_int_equal(s[1].method, 8);
+    assert_int_equal(s[2].method, 7);
+    assert_true(s[0].parent_id == s[1].span_id);
+    assert_true(s[1].parent_id == s[2].span_id);
+    assert_true(s[2].parent_id == 0);
+    assert_true(s[0].span_id && s[1].span_id && s[2].span_id);
+    assert_true(s[0].span_id != s[1].span_id && s[1].span_id != s[2].span_id && s[0].span_id != s[2].span_id);
+    assert_false(is_zero(s[0].trace_id, 16));
+    assert_memory_equal(s[0].trace_id, s[1].trace_id, 16);
+    assert_memory_equal(s[1].trace_id, s[2].trace_id, 16);
+    /* ticks are mapped to Unix time through calibration points: allow for their jitter */
+    const int64_t slack = 100000;
+    for (int i = 0; i < 3; i++) {
+        assert_true(s[i].start_ns >= before - slack && s[i].end_ns <= after + slack && s[i].start_ns <= s[i].end_ns);
+        assert_int_equal(s[i].tid, (uint32_t)syscall(SYS_gettid));
+        assert_int_equal(s[i].flags, 0);
+    }
+    assert_true(s[2].start_ns <= s[1].start_ns && s[1].start_ns <= s[0].start_ns);
+    assert_true(s[0].end_ns <= s[1].end_ns && s[1].end_ns <= s[2].end_ns);
+
+    /* a new root span starts a new trace */
+    clrmux_span_exit(clrmux_span_enter(1));
+    clrmux_span_exit(clrmux_span_enter(2));
+    assert_int_equal(clrmux_spans_drain(s, 8), 2);
+    assert_true(s[0].parent_id == 0 && s[1].parent_id == 0);
+    assert_memory_not_equal(s[0].trace_id, s[1].trace_id, 16);
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    assert_int_equal(st.finished, 5);
+    assert_int_equal(st.dropped, 0);
+    clrmux_spans_fini();
+}
+
+/* Spans drained in different batches, long after they started: the tick -> time mapping is
+ * monotonic (a child stays within its parent) and close to the wall clock. */
+static void test_time_mapping(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(64), 0);
+    struct clrmux_span s[64];
+    int64_t before = clrmux_now_ns();
+    int64_t outer = clrmux_span_enter(1);
+    int64_t prev_end = 0;
+    for (int round = 0; round < 5; round++) {
+        int64_t t0 = clrmux_now_ns();
+        clrmux_span_exit(clrmux_span_enter(2));
+        while (clrmux_now_ns() < t0 + 2000000) /* 2 ms: a new calibration point each drain */
+            ;
+        assert_int_equal(clrmux_spans_drain(s, 64), 1);
+        assert_true(s[0].start_ns <= s[0].end_ns);
+        assert_true(s[0].start_ns >= prev_end);
+        assert_true(s[0].start_ns >= t0 - 100000 && s[0].end_ns <= t0 + 2000000 + 100000);
+        prev_end = s[0].end_ns;
+    }
+    clrmux_span_exit(outer);
+    int64_t after = clrmux_now_ns();
+    assert_int_equal(clrmux_spans_drain(s, 64), 1);
+    assert_true(s[0].start_ns >= before - 100000 && s[0].start_ns <= before + 1000000);
+    assert_true(s[0].end_ns >= prev_end && s[0].end_ns <= after + 100000);
+    /* 10 ms of nested work measures 10 ms (+-5%) */
+    int64_t a = clrmux_span_enter(3), t0 = clrmux_now_ns();
+    while (clrmux_now_ns() < t0 + 10000000)
+        ;
+    clrmux_span_exit(a);
+    assert_int_equal(clrmux_spans_drain(s, 64), 1);
+    int64_t d = s[0].end_ns - s[0].start_ns, wall = clrmux_now_ns() - t0;
+    if (d < 9500000 || d > wall + 500000)
+        fail_msg("10 ms of work measured %lld ns (wall %lld ns)", (long long)d, (long long)wall);
+    clrmux_spans_fini();
+}
+
+static void test_exception_and_bad_slots(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(16), 0);
+    int64_t outer = clrmux_span_enter(1);
+    int64_t inner = clrmux_span_enter(2);
+    /* first pass: both filters run (inner first) before either finally */
+    clrmux_span_set_pending_exception(42);
+    clrmux_span_exception(inner);
+    clrmux_span_exception(outer);
+    clrmux_span_exception(-1);
+    clrmux_span_exception(5); /* not open: ignored */
+    clrmux_span_exit(-1);
+    clrmux_span_exit(7);
+    assert_int_equal(clrmux_span_depth(), 2);
+    clrmux_span_exit(inner);
+    clrmux_span_exit(outer);
+    struct clrmux_span s[4];
+    assert_int_equal(clrmux_spans_drain(s, 4), 2);
+    assert_int_equal(s[0].flags, CLRMUX_SPAN_ERROR);
+    assert_int_equal(s[0].exc, 42);
+    assert_int_equal(s[1].flags, CLRMUX_SPAN_ERROR);
+    assert_int_equal(s[1].exc, 42);
+    /* the pending exception is forgotten once the thread's stack is empty */
+    int64_t x = clrmux_span_enter(3);
+    clrmux_span_exception(x);
+    clrmux_span_exit(x);
+    assert_int_equal(clrmux_spans_drain(s, 4), 1);
+    assert_int_equal(s[0].flags, CLRMUX_SPAN_ERROR);
+    assert_int_equal(s[0].exc, 0);
+
+    /* exiting an outer slot closes spans left open above it, innermost first */
+    int64_t p = clrmux_span_enter(10);
+    clrmux_span_enter(11);
+    clrmux_span_enter(12);
+    clrmux_span_exit(p);
+    assert_int_equal(clrmux_span_depth(), 0);
+    assert_int_equal(clrmux_spans_drain(s, 4), 3);
+    assert_int_equal(s[0].method, 12);
+    assert_int_equal(s[1].method, 11);
+    assert_int_equal(s[2].method, 10);
+    assert_true(s[0].parent_id == s[1].span_id && s[1].parent_id == s[2].span_id);
+    clrmux_spans_fini();
+}
+
+static void test_full_ring_drops(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(3), 0); /* rounded up to 4 */
+    for (int i = 0; i < 6; i++)
+        clrmux_span_exit(clrmux_span_enter(i));
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    assert_int_equal(st.finished, 6);
+    assert_int_equal(st.dropped, 2);
+    struct clrmux_span s[8];
+    assert_int_equal(clrmux_spans_drain(s, 8), 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(s[i].method, i); /* the oldest are kept */
+    /* room again after draining; the ring wraps */
+    for (int round = 0; round < 5; round++) {
+        for (int i = 0; i < 3; i++)
+            clrmux_span_exit(clrmux_span_enter(100 + i));
+        assert_int_equal(clrmux_spans_drain(s, 2), 2);
+        assert_int_equal(clrmux_spans_drain(s + 2, 8), 1);
+        assert_int_equal(s[0].method, 100);
+        assert_int_equal(s[2].method, 102);
+    }
+    clrmux_spans_stats(&st);
+    assert_int_equal(st.dropped, 2);
+    clrmux_spans_fini();
+    /* without a ring nothing breaks: spans are counted as dropped */
+    clrmux_span_exit(clrmux_span_enter(1));
+    assert_int_equal(clrmux_spans_drain(s, 8), 0);
+}
+
+static void test_too_deep(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(1024), 0);
+    for (int i = 0; i < CLRMUX_SPAN_MAX_DEPTH; i++)
+        assert_int_equal(clrmux_span_enter(i), i);
+    assert_int_equal(clrmux_span_enter(999), -1);
+    assert_int_equal(clrmux_span_enter(999), -1);
+    clrmux_span_exit(-1);
+    assert_int_equal(clrmux_span_depth(), CLRMUX_SPAN_MAX_DEPTH);
+    clrmux_span_exit(0);
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    assert_int_equal(st.too_deep, 2);
+    assert_int_equal(st.finished, CLRMUX_SPAN_MAX_DEPTH);
+    static struct clrmux_span s[CLRMUX_SPAN_MAX_DEPTH + 1];
+    assert_int_equal(clrmux_spans_drain(s, CLRMUX_SPAN_MAX_DEPTH + 1), CLRMUX_SPAN_MAX_DEPTH);
+    clrmux_spans_fini();
+}
+
+#define THREADS 8
+#define PER_THREAD 2000
+
+static void *worker(void *arg)
+{
+    uint32_t *tid = arg;
+    *tid = (uint32_t)syscall(SYS_gettid);
+    for (int i = 0; i < PER_THREAD / 2; i++) {
+        int64_t o = clrmux_span_enter(1);
+        clrmux_span_exit(clrmux_span_enter(2));
+        clrmux_span_exit(o);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(THREADS * PER_THREAD), 0);
+    pthread_t th[THREADS];
+    uint32_t tids[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, worker, &tids[i]), 0);
+    /* drain concurrently with the producers */
+    struct clrmux_span *s = calloc(THREADS * PER_THREAD, sizeof *s);
+    size_t got = 0;
+    for (int spins = 0; got < THREADS * PER_THREAD && spins < 10000000; spins++)
+        got += clrmux_spans_drain(s + got, THREADS * PER_THREAD - got);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    got += clrmux_spans_drain(s + got, THREADS * PER_THREAD - got);
+    assert_int_equal(got, THREADS * PER_THREAD);
+    int per[THREADS] = {0};
+    for (size_t k = 0; k < got; k++) {
+        int found = 0;
+        for (int i = 0; i < THREADS; i++)
+            if (s[k].tid == tids[i]) {
+                per[i]++;
+                found = 1;
+            }
+        assert_true(found);
+        if (s[k].method == 2)
+            assert_true(s[k].parent_id != 0);
+        else
+            assert_true(s[k].parent_id == 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(per[i], PER_THREAD);
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    assert_int_equal(st.dropped, 0);
+    free(s);
+    clrmux_spans_fini();
+}
+
+static const char *mname(void *ctx, uint32_t id)
+{
+    (void)ctx;
+    return id == 0 ? "Tracee.Targets.Add" : id == 1 ? "Odd \"name\"\\\n" : NULL;
+}
+
+static const char *ename(void *ctx, uint32_t id)
+{
+    (void)ctx;
+    return id == 3 ? "System.InvalidOperationException" : NULL;
+}
+
+static void test_otlp_line(void **state)
+{
+    (void)state;
+    struct clrmux_span s[3];
+    memset(s, 0, sizeof s);
+    for (int i = 0; i < 16; i++)
+        s[0].trace_id[i] = (uint8_t)(0x10 + i);
+    s[0].span_id = 0x0102030405060708ull;
+    s[0].start_ns = 1700000000000000001ll;
+    s[0].end_ns = 1700000000000000999ll;
+    s[0].method = 0;
+    s[0].tid = 1234;
+    s[1] = s[0];
+    s[1].span_id = 0xA0B0C0D0E0F00011ull;
+    s[1].parent_id = 0x0102030405060708ull;
+    s[1].method = 1;
+    s[1].flags = CLRMUX_SPAN_ERROR;
+    s[1].exc = 3;
+    s[2] = s[1];
+    s[2].method = 77; /* unknown name */
+    s[2].exc = 0;     /* error without a known type */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct clrmux_otlp_names names = {mname, ename, NULL};
+    assert_int_equal(clrmux_otlp_write_line(f, "svc \"x\"", 42, s, 3, &names), 0);
+    assert_int_equal(clrmux_otlp_write_line(f, "svc", 42, s, 0, &names), 0); /* nothing */
+    fclose(f);
+    const char *exp =
+        "{\"resourceSpans\":[{\"resource\":{\"attributes\":["
+        "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc \\\"x\\\"\"}},"
+        "{\"key\":\"process.pid\",\"value\":{\"intValue\":\"42\"}},"
+        "{\"key\":\"telemetry.sdk.name\",\"value\":{\"stringValue\":\"clrmux\"}}]},"
+        "\"scopeSpans\":[{\"scope\":{\"name\":\"clrmux\"},\"spans\":["
+        "{\"traceId\":\"101112131415161718191a1b1c1d1e1f\",\"spanId\":\"0102030405060708\","
+        "\"name\":\"Tracee.Targets.Add\",\"kind\":1,\"startTimeUnixNano\":\"1700000000000000001\","
+        "\"endTimeUnixNano\":\"1700000000000000999\","
+        "\"attributes\":[{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}}],\"status\":{}},"
+        "{\"traceId\":\"101112131415161718191a1b1c1d1e1f\",\"spanId\":\"a0b0c0d0e0f00011\","
+        "\"parentSpanId\":\"0102030405060708\",\"name\":\"Odd \\\"name\\\"\\\\\\n\",\"kind\":1,"
+        "\"startTimeUnixNano\":\"1700000000000000001\",\"endTimeUnixNano\":\"1700000000000000999\","
+        "\"attributes\":[{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}},"
+        "{\"key\":\"exception.type\",\"value\":{\"stringValue\":\"System.InvalidOperationException\"}}],"
+        "\"status\":{\"code\":2,\"message\":\"System.InvalidOperationException\"}},"
+        "{\"traceId\":\"101112131415161718191a1b1c1d1e1f\",\"spanId\":\"a0b0c0d0e0f00011\","
+        "\"parentSpanId\":\"0102030405060708\",\"name\":\"method#77\",\"kind\":1,"
+        "\"startTimeUnixNano\":\"1700000000000000001\",\"endTimeUnixNano\":\"1700000000000000999\","
+        "\"attributes\":[{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}}],"
+        "\"status\":{\"code\":2}}"
+        "]}]}]}\n";
+    assert_string_equal(buf, exp);
+    free(buf);
+}
+
+static char long_name[9001];
+static const char *long_mname(void *ctx, uint32_t id)
+{
+    (void)ctx, (void)id;
+    return long_name;
+}
+
+/* A name longer than the per-span stack buffer takes the heap path, byte for byte. */
+static void test_otlp_long_name(void **state)
+{
+    (void)state;
+    memset(long_name, 'A', sizeof long_name - 1);
+    long_name[100] = '"';
+    struct clrmux_span s;
+    memset(&s, 0, sizeof s);
+    s.span_id = 1;
+    s.flags = CLRMUX_SPAN_ERROR;
+    s.exc = 1;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct clrmux_otlp_names names = {long_mname, long_mname, NULL};
+    assert_int_equal(clrmux_otlp_write_line(f, "svc", 1, &s, 1, &names), 0);
+    fclose(f);
+    char *esc = malloc(sizeof long_name + 8);
+    snprintf(esc, sizeof long_name + 8, "\"%.100s\\\"%s\"", long_name, long_name + 101);
+    char *name = strstr(strstr(buf, "\"spanId\""), "\"name\":");
+    assert_non_null(name);
+    assert_memory_equal(name + 7, esc, strlen(esc));
+    assert_non_null(strstr(buf, "\"status\":{\"code\":2,\"message\":\"AAAA"));
+    assert_string_equal(buf + len - 8, "}]}]}]}\n");
+    free(esc);
+    free(buf);
+}
+
+static void test_json_escape(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    clrmux_json_string(f, "a\x01\t\r\"é");
+    clrmux_json_string(f, NULL);
+    fclose(f);
+    assert_string_equal(buf, "\"a\\u0001\\t\\r\\\"é\"\"\"");
+    free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nesting_and_ids),
+        cmocka_unit_test(test_time_mapping),
+        cmocka_unit_test(test_exception_and_bad_slots),
+        cmocka_unit_test(test_full_ring_drops),
+        cmocka_unit_test(test_too_deep),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_otlp_line),
+        cmocka_unit_test(test_otlp_long_name),
+        cmocka_unit_test(test_json_escape),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
