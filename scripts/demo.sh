@@ -9,7 +9,7 @@ command -v dotnet >/dev/null || { echo "make demo needs the .NET SDK (dotnet) on
 tests/clr/build-apps.sh
 OUT=build/demo
 mkdir -p "$OUT"
-rm -f "$OUT"/*.txt "$OUT"/clrmux.log
+rm -f "$OUT"/*.txt "$OUT"/clrmux.log "$OUT"/traces-*.otlp.jsonl
 echo "== running build/clr/sample/sample.dll under clrmux with loader.conf.example"
 env CORECLR_ENABLE_PROFILING=1 \
     CORECLR_PROFILER='{EE712634-5BBB-4C28-8E6A-45180A97AD0B}' \
@@ -27,3 +27,21 @@ for c in recorder-a recorder-b; do
     echo "== child $c received:"
     grep -v '^#' "$OUT/$c.txt" | awk '{printf "   %-32s %6d\n", $1, $2}'
 done
+
+echo
+echo "== child tracer: spans written to $(ls "$OUT"/traces-*.otlp.jsonl 2>/dev/null | head -1)"
+python3 - "$OUT" <<'PY'
+import collections, glob, json, sys
+counts, errors = collections.Counter(), collections.Counter()
+for path in glob.glob(sys.argv[1] + "/traces-*.otlp.jsonl"):
+    for line in open(path):
+        for rs in json.loads(line).get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for sp in ss.get("spans", []):
+                    counts[sp["name"]] += 1
+                    if sp.get("status", {}).get("code") == 2:
+                        errors[sp["name"]] += 1
+for name, n in sorted(counts.items()):
+    print("   %-40s %6d spans%s" % (name, n, "  (%d with error status)" % errors[name] if errors[name] else ""))
+print("   %-40s %6d spans" % ("total", sum(counts.values())))
+PY
