@@ -79,6 +79,7 @@ unit: $(UNIT_BINS) $(FAKES)
 test: all unit
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
+	@tests/clr/profiler.sh
 
 demo: all
 	@scripts/demo.sh

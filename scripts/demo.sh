@@ -9,7 +9,7 @@ command -v dotnet >/dev/null || { echo "make demo needs the .NET SDK (dotnet) on
 tests/clr/build-apps.sh
 OUT=build/demo
 mkdir -p "$OUT"
-rm -f "$OUT"/*.txt "$OUT"/clrmux.log "$OUT"/traces-*.otlp.jsonl
+rm -rf "$OUT"/*.txt "$OUT"/clrmux.log "$OUT"/traces-*.otlp.jsonl "$OUT"/profiles
 echo "== running build/clr/sample/sample.dll under clrmux with loader.conf.example"
 env CORECLR_ENABLE_PROFILING=1 \
     CORECLR_PROFILER='{EE712634-5BBB-4C28-8E6A-45180A97AD0B}' \
@@ -45,3 +45,15 @@ for name, n in sorted(counts.items()):
     print("   %-40s %6d spans%s" % (name, n, "  (%d with error status)" % errors[name] if errors[name] else ""))
 print("   %-40s %6d spans" % ("total", sum(counts.values())))
 PY
+
+echo
+echo "== child profiler: $(ls "$OUT"/profiles/*.pb.gz 2>/dev/null | wc -l) profile(s) in $OUT/profiles"
+if command -v go >/dev/null 2>&1; then
+    for p in "$OUT"/profiles/*.pb.gz; do
+        echo "   top functions by CPU ($p):"
+        HOME=${HOME:-/tmp} GOTOOLCHAIN=local go tool pprof -top -sample_index=cpu "$p" 2>/dev/null | sed -n '1,14p' | sed 's/^/     /'
+        break
+    done
+else
+    echo "   (install golang-go to see the top functions: go tool pprof -top)"
+fi

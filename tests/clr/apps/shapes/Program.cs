@@ -10,7 +10,8 @@
 //   contend-1/2    Shapes.Contend.LockLoop      two threads, one lock, each holds it ~1 ms spinning
 //   main           Shapes.Program.Main          sleeps for the duration, then stops and joins all
 //
-// Output is deterministic (no counts): the thread list and "shapes done".
+// Output is deterministic (no counts): the thread list and "shapes done"; stderr gets
+// "process-cpu-ms N", the process's CPU time at the end.
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 
@@ -182,6 +183,8 @@ public static class Program
             t.Join();
 
         Console.WriteLine("shapes done");
+        // for the profiler's test (stderr keeps stdout deterministic): CPU time of the whole process
+        Console.Error.WriteLine("process-cpu-ms " + (long)Process.GetCurrentProcess().TotalProcessorTime.TotalMilliseconds);
         return 0;
     }
 }

@@ -1,0 +1,122 @@
+/* The profiler's section keys and its output file names. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "profiler/prof.h"
+
+static int parse_bool(const char *s)
+{
+    static const char *const t[] = {"true", "yes", "on", "1"}, *const f[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(s, t[i]) == 0)
+            return 1;
+        if (strcasecmp(s, f[i]) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc, const char *config_dir)
+{
+    const char *out = "profiles";
+    pc->period_s = 60;
+    pc->interval_ms = 10;
+    pc->pause_budget_pct = 1;
+    pc->cpu = pc->wall = pc->exceptions = pc->allocations = pc->contention = 1;
+    static const struct { const char *key; size_t off; } bools[] = {
+        {"cpu", offsetof(struct prof_config, cpu)},
+        {"wall", offsetof(struct prof_config, wall)},
+        {"exceptions", offsetof(struct prof_config, exceptions)},
+        {"allocations", offsetof(struct prof_config, allocations)},
+        {"contention", offsetof(struct prof_config, contention)},
+    };
+    for (size_t i = 0; i < cc->nkvs; i++) {
+        const struct clrmux_kv *kv = &cc->kvs[i];
+        int handled = 0;
+        if (strcmp(kv->key, "output_dir") == 0) {
+            handled = 1;
+            if (kv->value[0])
+                out = kv->value;
+            else
+                LOG_ERROR("child '%s' line %d: output_dir is empty; using '%s'", cc->name, kv->line, out);
+        } else if (strcmp(kv->key, "period_s") == 0) {
+            handled = 1;
+            if (parse_int(kv->value, 1, 86400, &pc->period_s) != 0)
+                LOG_ERROR("child '%s' line %d: period_s '%s' is not a number of seconds in 1..86400; using %d",
+                          cc->name, kv->line, kv->value, pc->period_s);
+        } else if (strcmp(kv->key, "sampling_interval_ms") == 0) {
+            handled = 1;
+            if (parse_int(kv->value, 1, 10000, &pc->interval_ms) != 0)
+                LOG_ERROR("child '%s' line %d: sampling_interval_ms '%s' is not a number of milliseconds in 1..10000; "
+                          "using %d", cc->name, kv->line, kv->value, pc->interval_ms);
+        } else if (strcmp(kv->key, "pause_budget_percent") == 0) {
+            handled = 1;
+            if (parse_int(kv->value, 0, 100, &pc->pause_budget_pct) != 0)
+                LOG_ERROR("child '%s' line %d: pause_budget_percent '%s' is not a number in 0..100; using %d",
+                          cc->name, kv->line, kv->value, pc->pause_budget_pct);
+        } else {
+            for (size_t b = 0; b < sizeof bools / sizeof bools[0]; b++) {
+                if (strcmp(kv->key, bools[b].key) != 0)
+                    continue;
+                handled = 1;
+                int *field = (int *)((char *)pc + bools[b].off);
+                int v = parse_bool(kv->value);
+                if (v < 0)
+                    LOG_ERROR("child '%s' line %d: %s '%s' is not a boolean (true/false); using %s", cc->name,
+                              kv->line, kv->key, kv->value, *field ? "true" : "false");
+                else
+                    *field = v;
+            }
+        }
+        if (!handled)
+            LOG_WARN("child '%s' line %d: unknown key '%s' for the profiler; ignored", cc->name, kv->line, kv->key);
+    }
+    int n;
+    if (out[0] == '/' || !config_dir || !config_dir[0])
+        n = snprintf(pc->output_dir, sizeof pc->output_dir, "%s", out);
+    else
+        n = snprintf(pc->output_dir, sizeof pc->output_dir, "%s/%s", config_dir, out);
+    if (n < 0 || (size_t)n >= sizeof pc->output_dir) {
+        LOG_ERROR("child '%s': output_dir path too long; using 'profiles' in the current folder", cc->name);
+        snprintf(pc->output_dir, sizeof pc->output_dir, "profiles");
+    }
+    return 0;
+}
+
+int prof_output_path(char *out, size_t outsz, const char *dir, const char *process, long pid,
+                     int64_t start_unix_ns)
+{
+    char proc[128];
+    size_t i = 0;
+    for (; process && process[i] && i < sizeof proc - 1; i++) {
+        char c = process[i];
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                 c == '_' || c == '-';
+        proc[i] = ok ? c : '_';
+    }
+    proc[i] = 0;
+    if (!proc[0])
+        snprintf(proc, sizeof proc, "process");
+    time_t secs = (time_t)(start_unix_ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    int n = snprintf(out, outsz, "%s/%s-%ld-%04d%02d%02dT%02d%02d%02dZ.pb.gz", dir, proc, pid, tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    return (n < 0 || (size_t)n >= outsz) ? -1 : 0;
+}

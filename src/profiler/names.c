@@ -1,0 +1,367 @@
+/* Frame and type names for the profiler, resolved on the sampler thread (never while the
+ * runtime is suspended) and cached: FunctionID -> "Namespace.Type<Args>.Method<Args>"
+ * (GetFunctionInfo2, metadata GetMethodProps / GetTypeDefProps / GetNestedClassProps,
+ * formatted by framename.h), ClassID -> type name, native IP -> "[native] module" (dladdr,
+ * per page), managed IP -> FunctionID (GetFunctionFromIP).
+ *
+ * The cache is one open-addressed table plus a string arena; when either is nearly full it
+ * is cleared as a whole (prof_names_begin), which bounds memory. Metadata importers are
+ * kept per module (up to MAX_MODULES; beyond that they are released after each use). */
+#define COBJMACROS
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "profiler/framename.h"
+#include "profiler/prof.h"
+
+/* Names longer than their buffers are cut on purpose (framename keeps UTF-8 valid). */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define NAME_MAX_LEN 1024
+#define MAX_MODULES 1024
+#define MAX_TYPE_ARGS 16
+#define MAX_NESTING 8
+
+enum { K_FUNC = 1, K_CLASS = 2, K_PAGE = 3, K_IP = 4 };
+
+struct entry {
+    uint64_t key; /* 0: empty */
+    uint64_t val; /* arena offset of a name, or a FunctionID (K_IP) */
+};
+
+struct module_md {
+    ModuleID module;
+    IMetaDataImport *imp;
+};
+
+struct prof_names {
+    ICorProfilerInfo3 *info;
+    struct entry *tab;
+    size_t cap, used, max_used;
+    char *arena;
+    size_t arena_size, arena_used;
+    uint64_t resets;
+    struct module_md modules[MAX_MODULES];
+    size_t nmodules;
+};
+
+struct prof_names *prof_names_create(ICorProfilerInfo3 *info, size_t max_entries, size_t arena_bytes)
+{
+    struct prof_names *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    size_t cap = 1024;
+    while (cap < max_entries * 2)
+        cap *= 2;
+    n->info = info;
+    n->cap = cap;
+    n->max_used = max_entries;
+    n->tab = calloc(cap, sizeof *n->tab);
+    n->arena_size = arena_bytes < 64 * NAME_MAX_LEN ? 64 * NAME_MAX_LEN : arena_bytes;
+    n->arena = malloc(n->arena_size);
+    if (!n->tab || !n->arena) {
+        prof_names_destroy(n);
+        return NULL;
+    }
+    return n;
+}
+
+void prof_names_destroy(struct prof_names *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->nmodules; i++)
+        IMetaDataImport_Release(n->modules[i].imp);
+    free(n->tab);
+    free(n->arena);
+    free(n);
+}
+
+uint64_t prof_names_resets(const struct prof_names *n) { return n->resets; }
+
+void prof_names_begin(struct prof_names *n)
+{
+    /* one sample resolves at most PROF_MAX_FRAMES + 1 names of at most NAME_MAX_LEN bytes */
+    /* ... and adds at most two entries per frame (an IP's FunctionID and its name) */
+    size_t need = (size_t)(PROF_MAX_FRAMES + 2) * NAME_MAX_LEN;
+    if (n->used + 2 * (PROF_MAX_FRAMES + 2) > n->max_used || n->arena_used + need > n->arena_size) {
+        memset(n->tab, 0, n->cap * sizeof *n->tab);
+        n->used = 0;
+        n->arena_used = 0;
+        n->resets++;
+        LOG_DEBUG("profiler: name cache full; cleared (%llu times)", (unsigned long long)n->resets);
+    }
+}
+
+static uint64_t mkkey(int kind, uint64_t id) { return (1ull << 63) | (((uint64_t)kind << 56) ^ id); }
+
+static struct entry *slot(struct prof_names *n, uint64_t key)
+{
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 20) & (n->cap - 1);
+    while (n->tab[i].key && n->tab[i].key != key)
+        i = (i + 1) & (n->cap - 1);
+    return &n->tab[i];
+}
+
+static const char *get(struct prof_names *n, int kind, uint64_t id)
+{
+    struct entry *e = slot(n, mkkey(kind, id));
+    return e->key ? n->arena + e->val : NULL;
+}
+
+/* Stores a copy of s (at most NAME_MAX_LEN bytes, by the callers' buffers) and returns it. */
+static const char *put(struct prof_names *n, int kind, uint64_t id, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    if (n->arena_used + len > n->arena_size || n->used + 1 > n->cap / 2)
+        return CLRMUX_FRAME_UNKNOWN; /* cannot happen: prof_names_begin keeps room for a sample */
+    struct entry *e = slot(n, mkkey(kind, id));
+    char *dst = n->arena + n->arena_used;
+    memcpy(dst, s, len);
+    e->key = mkkey(kind, id);
+    e->val = n->arena_used;
+    n->arena_used += len;
+    n->used++;
+    return dst;
+}
+
+static IMetaDataImport *module_import(struct prof_names *n, ModuleID module, int *owned)
+{
+    *owned = 0;
+    for (size_t i = 0; i < n->nmodules; i++)
+        if (n->modules[i].module == module)
+            return n->modules[i].imp;
+    IUnknown *unk = NULL;
+    if (FAILED(ICorProfilerInfo3_GetModuleMetaData(n->info, module, 0 /* ofRead */, &IID_IMetaDataImport, &unk)) ||
+        !unk)
+        return NULL;
+    IMetaDataImport *imp = (IMetaDataImport *)unk;
+    if (n->nmodules < MAX_MODULES) {
+        n->modules[n->nmodules].module = module;
+        n->modules[n->nmodules].imp = imp;
+        n->nmodules++;
+    } else {
+        *owned = 1;
+    }
+    return imp;
+}
+
+/* "Ns.Outer+Inner" (raw metadata names, arity suffixes kept) of a TypeDef. */
+static void typedef_name(IMetaDataImport *imp, mdTypeDef td, char *out, size_t outsz)
+{
+    mdTypeDef chain[MAX_NESTING];
+    int depth = 0;
+    chain[depth++] = td;
+    while (depth < MAX_NESTING) {
+        mdTypeDef outer = 0;
+        if (FAILED(IMetaDataImport_GetNestedClassProps(imp, chain[depth - 1], &outer)) || !outer)
+            break;
+        chain[depth++] = outer;
+    }
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = depth - 1; i >= 0; i--) {
+        WCHAR w[512];
+        ULONG wl = 0;
+        if (FAILED(IMetaDataImport_GetTypeDefProps(imp, chain[i], w, 512, &wl, NULL, NULL)))
+            wl = 0;
+        char part[512];
+        clrmux_frame_utf16_to_utf8(part, sizeof part, (const uint16_t *)w, wl);
+        int k = snprintf(out + len, outsz - len, "%s%s", i == depth - 1 ? "" : "+", part[0] ? part : "?");
+        if (k < 0 || (size_t)k >= outsz - len)
+            break;
+        len += (size_t)k;
+    }
+}
+
+/* Formats a type with its arguments: framename wants a method, so format "Type.M" and cut. */
+static void format_type(char *out, size_t outsz, const char *raw, const char *const *args, size_t nargs)
+{
+    char buf[NAME_MAX_LEN];
+    size_t k = clrmux_frame_name_managed(buf, sizeof buf, raw, "M", args, nargs, NULL, 0);
+    if (k < sizeof buf && k >= 2 && strcmp(buf + k - 2, ".M") == 0)
+        buf[k - 2] = 0;
+    snprintf(out, outsz, "%s", buf);
+}
+
+static const char *elem_name(CorElementType t)
+{
+    switch (t) {
+    case ELEMENT_TYPE_BOOLEAN: return "System.Boolean";
+    case ELEMENT_TYPE_CHAR: return "System.Char";
+    case ELEMENT_TYPE_I1: return "System.SByte";
+    case ELEMENT_TYPE_U1: return "System.Byte";
+    case ELEMENT_TYPE_I2: return "System.Int16";
+    case ELEMENT_TYPE_U2: return "System.UInt16";
+    case ELEMENT_TYPE_I4: return "System.Int32";
+    case ELEMENT_TYPE_U4: return "System.UInt32";
+    case ELEMENT_TYPE_I8: return "System.Int64";
+    case ELEMENT_TYPE_U8: return "System.UInt64";
+    case ELEMENT_TYPE_R4: return "System.Single";
+    case ELEMENT_TYPE_R8: return "System.Double";
+    case ELEMENT_TYPE_STRING: return "System.String";
+    case ELEMENT_TYPE_I: return "System.IntPtr";
+    case ELEMENT_TYPE_U: return "System.UIntPtr";
+    case ELEMENT_TYPE_OBJECT: return "System.Object";
+    default: return "?";
+    }
+}
+
+/* Full name of a loaded type (arguments resolved to `depth` levels). */
+static void class_name(struct prof_names *n, ClassID c, int depth, char *out, size_t outsz)
+{
+    CorElementType et = 0;
+    ClassID base = 0;
+    ULONG rank = 0;
+    if (ICorProfilerInfo3_IsArrayClass(n->info, c, &et, &base, &rank) == S_OK) {
+        char elem[NAME_MAX_LEN];
+        if (base && depth > 0)
+            class_name(n, base, depth - 1, elem, sizeof elem);
+        else
+            snprintf(elem, sizeof elem, "%s", elem_name(et));
+        char commas[34] = "";
+        for (ULONG i = 1; i < rank && i < sizeof commas - 1; i++)
+            commas[i - 1] = ',', commas[i] = 0;
+        snprintf(out, outsz, "%s[%s]", elem, commas);
+        return;
+    }
+    ModuleID mod = 0;
+    mdTypeDef td = 0;
+    ClassID args[MAX_TYPE_ARGS];
+    ULONG32 nargs = 0;
+    if (FAILED(ICorProfilerInfo3_GetClassIDInfo2(n->info, c, &mod, &td, NULL, MAX_TYPE_ARGS, &nargs, args))) {
+        nargs = 0;
+        if (FAILED(ICorProfilerInfo3_GetClassIDInfo(n->info, c, &mod, &td))) {
+            snprintf(out, outsz, "%s", CLRMUX_FRAME_UNKNOWN);
+            return;
+        }
+    }
+    if (nargs > MAX_TYPE_ARGS)
+        nargs = MAX_TYPE_ARGS;
+    int owned;
+    IMetaDataImport *imp = module_import(n, mod, &owned);
+    char raw[NAME_MAX_LEN] = "";
+    if (imp)
+        typedef_name(imp, td, raw, sizeof raw);
+    if (owned)
+        IMetaDataImport_Release(imp);
+    if (!raw[0]) {
+        snprintf(out, outsz, "%s", CLRMUX_FRAME_UNKNOWN);
+        return;
+    }
+    static char argbuf[4][MAX_TYPE_ARGS][256]; /* sampler thread only; depth <= 3 */
+    const char *argv[MAX_TYPE_ARGS];
+    int level = depth < 0 ? 0 : depth > 3 ? 3 : depth;
+    for (ULONG32 i = 0; i < nargs; i++) {
+        if (depth > 0)
+            class_name(n, args[i], depth - 1, argbuf[level][i], sizeof argbuf[level][i]);
+        else
+            snprintf(argbuf[level][i], sizeof argbuf[level][i], "?");
+        argv[i] = argbuf[level][i];
+    }
+    format_type(out, outsz, raw, argv, nargs);
+}
+
+const char *prof_names_class(struct prof_names *n, ClassID c)
+{
+    if (!c)
+        return CLRMUX_FRAME_UNKNOWN;
+    const char *s = get(n, K_CLASS, c);
+    if (s)
+        return s;
+    char buf[NAME_MAX_LEN];
+    class_name(n, c, 2, buf, sizeof buf);
+    return put(n, K_CLASS, c, buf);
+}
+
+const char *prof_names_function(struct prof_names *n, FunctionID f)
+{
+    if (!f)
+        return CLRMUX_FRAME_UNKNOWN;
+    const char *s = get(n, K_FUNC, f);
+    if (s)
+        return s;
+    ClassID cls = 0;
+    ModuleID mod = 0;
+    mdToken tok = 0;
+    ClassID margs[MAX_TYPE_ARGS];
+    ULONG32 nmargs = 0;
+    char buf[NAME_MAX_LEN];
+    if (FAILED(ICorProfilerInfo3_GetFunctionInfo2(n->info, f, 0, &cls, &mod, &tok, MAX_TYPE_ARGS, &nmargs, margs))) {
+        nmargs = 0;
+        if (FAILED(ICorProfilerInfo3_GetFunctionInfo(n->info, f, &cls, &mod, &tok)))
+            return put(n, K_FUNC, f, CLRMUX_FRAME_UNKNOWN);
+    }
+    if (nmargs > MAX_TYPE_ARGS)
+        nmargs = MAX_TYPE_ARGS;
+    int owned;
+    IMetaDataImport *imp = module_import(n, mod, &owned);
+    if (!imp)
+        return put(n, K_FUNC, f, CLRMUX_FRAME_UNKNOWN);
+    WCHAR wm[512];
+    ULONG wml = 0;
+    mdTypeDef td = 0;
+    char method[512] = "";
+    if (SUCCEEDED(IMetaDataImport_GetMethodProps(imp, tok, &td, wm, 512, &wml, NULL, NULL, NULL, NULL, NULL)))
+        clrmux_frame_utf16_to_utf8(method, sizeof method, (const uint16_t *)wm, wml);
+    /* the type: with its arguments when the runtime knows the exact class (not for shared
+     * generic code, where cls is 0), else the TypeDef's name */
+    char type_raw[NAME_MAX_LEN] = "";
+    char type_full[NAME_MAX_LEN] = "";
+    if (cls)
+        class_name(n, cls, 2, type_full, sizeof type_full);
+    if ((!type_full[0] || strcmp(type_full, CLRMUX_FRAME_UNKNOWN) == 0) && td && TypeFromToken(td) == mdtTypeDef)
+        typedef_name(imp, td, type_raw, sizeof type_raw);
+    if (owned)
+        IMetaDataImport_Release(imp);
+    char margbuf[MAX_TYPE_ARGS][256];
+    const char *mav[MAX_TYPE_ARGS];
+    for (ULONG32 i = 0; i < nmargs; i++) {
+        class_name(n, margs[i], 1, margbuf[i], sizeof margbuf[i]);
+        mav[i] = margbuf[i];
+    }
+    if (type_raw[0]) {
+        clrmux_frame_name_managed(buf, sizeof buf, type_raw, method, NULL, 0, mav, nmargs);
+    } else {
+        /* type_full is already formatted: join "Type.Method<Args>" without re-parsing it */
+        char m[NAME_MAX_LEN];
+        clrmux_frame_name_managed(m, sizeof m, NULL, method, NULL, 0, mav, nmargs);
+        snprintf(buf, sizeof buf, "%s.%s", type_full[0] ? type_full : CLRMUX_FRAME_UNKNOWN, m);
+    }
+    return put(n, K_FUNC, f, buf);
+}
+
+const char *prof_names_native(struct prof_names *n, uintptr_t ip)
+{
+    uint64_t page = (uint64_t)ip >> 12;
+    const char *s = get(n, K_PAGE, page);
+    if (s)
+        return s;
+    char buf[NAME_MAX_LEN];
+    Dl_info di;
+    if (ip && dladdr((void *)ip, &di) && di.dli_fname)
+        clrmux_frame_name_native(buf, sizeof buf, di.dli_fname);
+    else
+        clrmux_frame_name_native(buf, sizeof buf, NULL);
+    return put(n, K_PAGE, page, buf);
+}
+
+FunctionID prof_names_ip_function(struct prof_names *n, uintptr_t ip)
+{
+    struct entry *e = slot(n, mkkey(K_IP, ip));
+    if (e->key)
+        return (FunctionID)e->val;
+    FunctionID f = 0;
+    if (FAILED(ICorProfilerInfo3_GetFunctionFromIP(n->info, (LPCBYTE)ip, &f)))
+        f = 0;
+    if (n->used + 1 <= n->cap / 2) {
+        e->key = mkkey(K_IP, ip);
+        e->val = f;
+        n->used++;
+    }
+    return f;
+}

@@ -1,0 +1,195 @@
+/* The built-in continuous profiler (`builtin = profiler`): internal interfaces.
+ *
+ *   callbacks (any thread)      sampler thread (ours, not a managed thread)
+ *   ThreadCreated/... -------> thread registry (prof_threads)
+ *   ExceptionThrown  --\
+ *   EventPipeEvent   ---+----> raw queue (prof_rawq: FunctionIDs / IPs, no names) --\
+ *   tick: SuspendRuntime, DoStackSnapshot per thread, ResumeRuntime ----------------+
+ *                                                                                    v
+ *                drain: names (prof_names cache) -> pprof builder -> file per period
+ *
+ * Only the sampler thread resolves names and touches the pprof builder; the callback
+ * paths and the suspended phase copy raw ids into fixed buffers (drops are counted). */
+#ifndef CLRMUX_PROFILER_PROF_H
+#define CLRMUX_PROFILER_PROF_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clrmux/corprof.h"
+#include "loader/config.h"
+#include "profiler/companion.h"
+
+/* ---- configuration ([child NAME] section with builtin = profiler) ------------------- */
+
+struct prof_config {
+    char output_dir[PATH_MAX]; /* absolute */
+    int period_s;              /* seconds per file [60] */
+    int interval_ms;           /* sampling interval [10] */
+    int pause_budget_pct;      /* stretch the interval so that stop-the-world pauses stay
+                                  under this share of wall time; 0 = never [1] */
+    int cpu, wall, exceptions, allocations, contention; /* [true] each */
+};
+
+/* Fills *pc from the section's keys (defaults for absent keys). A bad value is one log line
+ * (with the key's line) and the default is kept; unknown keys are one warning each.
+ * Relative output_dir is resolved against config_dir. Returns 0. */
+int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc, const char *config_dir);
+
+/* ---- thread registry ------------------------------------------------------------------ */
+
+#define PROF_MAX_THREADS 4096
+#define PROF_THREAD_NAME 64
+
+struct prof_thread {
+    ThreadID id; /* 0: free slot */
+    uint32_t tid; /* OS thread id (0 until known) */
+    char name[PROF_THREAD_NAME];
+    int64_t last_cpu_ns;  /* sampler's state: thread CPU clock at its last sample */
+    int64_t last_wall_ns; /* monotonic time of its last sample (0: none yet) */
+};
+
+struct prof_threads {
+    pthread_mutex_t lock;
+    size_t high; /* slots [0, high) may be in use */
+    uint64_t dropped; /* ThreadCreated with no free slot */
+    struct prof_thread t[PROF_MAX_THREADS];
+};
+
+void prof_threads_init(struct prof_threads *r);
+void prof_threads_add(struct prof_threads *r, ThreadID id, uint32_t tid);
+void prof_threads_remove(struct prof_threads *r, ThreadID id);
+void prof_threads_set_tid(struct prof_threads *r, ThreadID id, uint32_t tid);
+void prof_threads_set_name(struct prof_threads *r, ThreadID id, const char *utf8);
+/* Copies the OS id and name of thread `id`. Returns 0, or -1 when it is not registered. */
+int prof_threads_lookup(struct prof_threads *r, ThreadID id, uint32_t *tid, char *name, size_t namesz);
+/* Copies every registered thread (with its slot index in `slot`) into out[cap]. */
+struct prof_thread_view {
+    size_t slot;
+    struct prof_thread t;
+};
+size_t prof_threads_snapshot(struct prof_threads *r, struct prof_thread_view *out, size_t cap);
+/* Stores the sampler's state for slot `slot` if it still holds thread `id`. */
+void prof_threads_set_last(struct prof_threads *r, size_t slot, ThreadID id, int64_t cpu_ns, int64_t wall_ns);
+size_t prof_threads_count(struct prof_threads *r);
+
+/* ---- raw samples ---------------------------------------------------------------------- */
+
+/* A raw frame: a FunctionID, or a tagged instruction pointer. */
+#define PROF_FRAME_TAG_MASK (3ull << 62)
+#define PROF_FRAME_FUNCTION (0ull << 62)  /* FunctionID from DoStackSnapshot */
+#define PROF_FRAME_NATIVE (1ull << 62)    /* IP outside managed code: one frame per module */
+#define PROF_FRAME_MANAGED_IP (2ull << 62) /* IP from an EventPipe stack: GetFunctionFromIP */
+#define PROF_MAX_FRAMES 256
+
+enum prof_kind { PROF_K_SAMPLE = 0, PROF_K_EXCEPTION, PROF_K_ALLOC, PROF_K_LOCK };
+
+struct prof_raw {
+    uint8_t kind;      /* enum prof_kind */
+    uint8_t truncated; /* the walk stopped at PROF_MAX_FRAMES */
+    uint16_t nframes;
+    uint32_t tid;   /* OS thread id (0: unknown) */
+    uint32_t first; /* index of the first frame in the buffer's frame array */
+    int64_t v0, v1; /* sample: cpu ns, wall ns; exception: count; alloc: count, bytes;
+                       lock: count, ns */
+    ClassID class_id; /* exception type, resolved when drained (0: none) */
+    char type[128];   /* allocated type name (UTF-8), "" for none */
+    char tname[PROF_THREAD_NAME];
+};
+
+struct prof_rawbuf {
+    struct prof_raw *recs;
+    uint64_t *frames;
+    uint32_t nrecs, cap_recs;
+    uint32_t nframes, cap_frames;
+};
+
+/* Two buffers: producers fill one while the sampler drains the other. */
+struct prof_rawq {
+    pthread_mutex_t lock;
+    struct prof_rawbuf buf[2];
+    int cur;
+    int closed;       /* after the last file: pushes are ignored */
+    uint64_t dropped; /* pushes refused because the buffer was full */
+};
+
+/* Allocates both buffers. Returns 0 or -ENOMEM. */
+int prof_rawq_init(struct prof_rawq *q, uint32_t cap_recs, uint32_t cap_frames);
+void prof_rawq_free(struct prof_rawq *q);
+/* Copies r (its first field is ignored) and frames[n] into the current buffer. Returns 0,
+ * or -ENOSPC (counted in dropped) when the buffer is full, or -EPIPE when closed. */
+int prof_rawq_push(struct prof_rawq *q, const struct prof_raw *r, const uint64_t *frames, uint16_t n);
+/* Makes the other buffer current and returns the filled one; the caller (one drainer
+ * only) reads it and empties it with prof_rawbuf_clear before the next swap. */
+struct prof_rawbuf *prof_rawq_swap(struct prof_rawq *q);
+static inline void prof_rawbuf_clear(struct prof_rawbuf *b) { b->nrecs = b->nframes = 0; }
+/* Returns the drop count and zeroes it. */
+uint64_t prof_rawq_take_dropped(struct prof_rawq *q);
+void prof_rawq_close(struct prof_rawq *q);
+
+/* ---- EventPipe payloads (Microsoft-Windows-DotNETRuntime) ----------------------------- */
+
+#define PROF_EVENT_ALLOCATION_TICK 10
+#define PROF_EVENT_CONTENTION_STOP 91
+#define PROF_KEYWORD_GC 0x1ull
+#define PROF_KEYWORD_CONTENTION 0x4000ull
+
+struct prof_alloc_tick {
+    uint64_t bytes;   /* AllocationAmount64 (v2+), else AllocationAmount */
+    uint32_t kind;    /* 0 small, 1 large, 2 pinned */
+    uint64_t type_id; /* ClassID (v2+), else 0 */
+    char type_name[128]; /* UTF-8 (v2+), else "" */
+};
+/* Parses GCAllocationTick_V0..V4 (packed, little-endian, pointers of pointer_size bytes).
+ * Returns 0, or -1 when the payload is too short for its version. */
+int prof_parse_alloc_tick(const uint8_t *data, size_t len, unsigned version, size_t pointer_size,
+                          struct prof_alloc_tick *out);
+/* Parses ContentionStop (v1+: ContentionFlags u8, ClrInstanceID u16, DurationNs double).
+ * Stores the duration (0 for v0), returns 0, or -1 when too short. */
+int prof_parse_contention_stop(const uint8_t *data, size_t len, unsigned version, double *duration_ns);
+/* EventPipeEventDelivered's numStackFrames: the runtime passes the stack's size in bytes
+ * (ep_stack_contents_get_size), not a frame count. Returns a number of frames that is safe
+ * to read either way (never more than the bytes passed allow), at most `max`. */
+size_t prof_event_stack_frames(unsigned long num_stack_frames, size_t max);
+
+/* ---- names (sampler thread only) ------------------------------------------------------ */
+
+struct prof_names;
+/* info: the child's ICorProfilerInfo proxy (version >= 3). */
+struct prof_names *prof_names_create(ICorProfilerInfo3 *info, size_t max_entries, size_t arena_bytes);
+void prof_names_destroy(struct prof_names *n);
+/* Call before resolving one sample's frames: clears the cache when it is nearly full, so
+ * that the pointers returned for one sample stay valid until the next call. */
+void prof_names_begin(struct prof_names *n);
+/* Names: never NULL, valid until the next prof_names_begin. */
+const char *prof_names_function(struct prof_names *n, FunctionID f);
+const char *prof_names_class(struct prof_names *n, ClassID c);
+const char *prof_names_native(struct prof_names *n, uintptr_t ip);
+/* GetFunctionFromIP, cached. 0 when ip is not managed code. */
+FunctionID prof_names_ip_function(struct prof_names *n, uintptr_t ip);
+uint64_t prof_names_resets(const struct prof_names *n);
+
+/* ---- output file names ---------------------------------------------------------------- */
+
+/* "<dir>/<process>-<pid>-<YYYYMMDDTHHMMSSZ>.pb.gz" (start in UTC). Returns 0, or -1 when it
+ * does not fit. Characters other than [A-Za-z0-9._-] in `process` become '_'. */
+int prof_output_path(char *out, size_t outsz, const char *dir, const char *process, long pid,
+                     int64_t start_unix_ns);
+
+/* ---- the profiler --------------------------------------------------------------------- */
+
+struct prof_stats {
+    uint64_t ticks, suspend_failures, snapshots, snapshot_failures;
+    uint64_t pause_ns_total, pause_ns_max;
+    uint64_t exceptions, allocations, contentions, events_other;
+    uint64_t files, file_failures;
+};
+
+struct profiler;
+/* In hostlog.c (companion build only). */
+void prof_hostlog_set(const struct clrmux_profiler_host *host);
+
+#endif

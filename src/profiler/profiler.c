@@ -1,0 +1,764 @@
+/* The built-in continuous profiler: an ICorProfilerCallback11 child (`builtin = profiler`)
+ * that reaches the runtime only through its own ICorProfilerInfo proxy, and writes one
+ * gzip'd pprof file per period. See src/profiler/README.md for the design and its costs. */
+#define COBJMACROS
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/platform.h"
+#include "profiler/framename.h"
+#include "profiler/pprof.h"
+#include "profiler/prof.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
+#define RAW_RECORDS 8192
+#define RAW_FRAMES (128 * 1024)
+#define NAME_ENTRIES 65536
+#define NAME_ARENA (8u << 20)
+#define NO_FRAMES "[no managed frames]"
+
+/* sample types, in this order */
+enum { V_CPU, V_WALL, V_EXC, V_ALLOC_N, V_ALLOC_B, V_LOCK_N, V_LOCK_NS, V_COUNT };
+static const clrmux_pprof_value_type k_types[V_COUNT] = {
+    {"cpu", "nanoseconds"},        {"wall", "nanoseconds"},     {"exception", "count"},
+    {"alloc-samples", "count"},    {"alloc-size", "bytes"},     {"lock-count", "count"},
+    {"lock-time", "nanoseconds"},
+};
+
+struct profiler {
+    ICorProfilerCallback11 iface;
+    _Atomic LONG refs;
+    char name[CLRMUX_NAME_MAX];
+    struct prof_config cfg;
+    ICorProfilerInfo3 *info;    /* names, stacks, threads */
+    ICorProfilerInfo10 *info10; /* SuspendRuntime / ResumeRuntime (NULL: no cpu/wall) */
+    ICorProfilerInfo12 *info12; /* EventPipe (NULL: no allocations/contention) */
+    struct prof_threads threads;
+    struct prof_rawq q;
+    struct prof_names *names;
+    clrmux_pprof_builder *pb;
+    char process[128];
+    long pid;
+    int output_ok;
+
+    pthread_t sampler;
+    int sampler_started;
+    _Atomic int stop;
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake;
+    _Atomic int shut_down;
+
+    int want_session;
+    _Atomic int session_started;
+    EVENTPIPE_SESSION session;
+    int session_attempts;
+
+    struct prof_thread_view *views; /* sampler's copy of the registry */
+    int64_t period_start_unix, period_start_mono;
+    uint64_t registry_drops_reported;
+
+    /* statistics: sampler-owned, except the atomics bumped by callbacks */
+    /* per tick: t0 SuspendRuntime called, t_susp it returned, t_res ResumeRuntime called, t1 it
+     * returned. The world is stopped from (about) t_susp to t_res. */
+    uint64_t snap_empty;
+    uint64_t ticks, suspend_failures, snap_failures, pause_max, suspend_ns, walk_ns, resume_ns;
+    int64_t pause_ewma;     /* ns, of (t_res - t0) */
+    uint64_t interval_sum;  /* ns, of the intervals actually used (stretched by the budget) */
+    _Atomic uint64_t exceptions, allocations, contentions;
+    uint64_t files, file_failures, raw_drops_total, pprof_drops_total;
+    int64_t sampler_cpu_ns;
+};
+
+static struct profiler *impl(ICorProfilerCallback11 *i) { return (struct profiler *)i; }
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t unix_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The CPU clock of thread `tid` of this process (Linux: MAKE_THREAD_CPUCLOCK(tid,
+ * CPUCLOCK_SCHED)). -1 when the thread is gone. */
+static int64_t thread_cpu_ns(uint32_t tid)
+{
+    clockid_t cid = (clockid_t)((~(unsigned)tid) << 3) | 6;
+    struct timespec ts;
+    if (clock_gettime(cid, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint32_t current_tid(void) { return (uint32_t)syscall(SYS_gettid); }
+
+/* ---- stacks ------------------------------------------------------------------------- */
+
+struct snap {
+    uint64_t f[PROF_MAX_FRAMES];
+    uint16_t n;
+    uint8_t truncated;
+};
+
+static HRESULT STDMETHODCALLTYPE snap_cb(FunctionID fid, UINT_PTR ip, COR_PRF_FRAME_INFO fi, ULONG32 cs,
+                                          BYTE ctx[], void *data)
+{
+    struct snap *s = data;
+    if (s->n >= PROF_MAX_FRAMES) {
+        s->truncated = 1;
+        return E_FAIL; /* stops the walk */
+    }
+    s->f[s->n++] = fid ? (uint64_t)fid : (PROF_FRAME_NATIVE | ((uint64_t)ip & ~PROF_FRAME_TAG_MASK));
+    return S_OK;
+}
+
+/* Walks `thread` (0: the current thread). Keeps what was collected even on failure. */
+static HRESULT walk(struct profiler *p, ThreadID thread, struct snap *s)
+{
+    s->n = 0;
+    s->truncated = 0;
+    return ICorProfilerInfo3_DoStackSnapshot(p->info, thread, snap_cb, COR_PRF_SNAPSHOT_DEFAULT, s, NULL, 0);
+}
+
+/* The current thread's OS id and name. */
+static void current_thread(struct profiler *p, ThreadID id, struct prof_raw *r)
+{
+    uint32_t tid = 0;
+    if (!id || prof_threads_lookup(&p->threads, id, &tid, r->tname, sizeof r->tname) != 0)
+        r->tname[0] = 0;
+    r->tid = tid ? tid : current_tid();
+}
+
+/* ---- sampler: one tick = one stop-the-world pause ----------------------------------- */
+
+static void tick(struct profiler *p)
+{
+    int64_t t0 = mono_ns();
+    HRESULT hr = ICorProfilerInfo10_SuspendRuntime(p->info10);
+    if (FAILED(hr)) {
+        if (p->suspend_failures++ == 0)
+            LOG_WARN("profiler '%s': SuspendRuntime failed with HRESULT 0x%08X; this tick has no cpu/wall sample "
+                     "(logged once)", p->name, (unsigned)hr);
+        return;
+    }
+    int64_t t_susp = mono_ns();
+    size_t n = prof_threads_snapshot(&p->threads, p->views, PROF_MAX_THREADS);
+    int64_t interval = (int64_t)p->cfg.interval_ms * 1000000;
+    static struct snap s; /* sampler thread only */
+    for (size_t i = 0; i < n; i++) {
+        struct prof_thread *t = &p->views[i].t;
+        if (!t->tid)
+            continue;
+        int64_t cpu = thread_cpu_ns(t->tid);
+        struct prof_raw r;
+        memset(&r, 0, offsetof(struct prof_raw, type) + 1);
+        r.kind = PROF_K_SAMPLE;
+        r.tid = t->tid;
+        snprintf(r.tname, sizeof r.tname, "%s", t->name);
+        if (p->cfg.cpu && cpu >= 0)
+            r.v0 = cpu > t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
+        if (p->cfg.wall)
+            r.v1 = t->last_wall_ns ? t0 - t->last_wall_ns : interval;
+        t->last_cpu_ns = cpu >= 0 ? cpu : t->last_cpu_ns;
+        t->last_wall_ns = t0;
+        if (!r.v0 && !r.v1)
+            continue;
+        HRESULT whr = walk(p, t->id, &s);
+        if (FAILED(whr) && s.n == 0) {
+            if (whr == E_FAIL)
+                p->snap_empty++; /* nothing managed on the stack (a runtime thread waiting) */
+            else
+                p->snap_failures++;
+        }
+        r.truncated = s.truncated;
+        prof_rawq_push(&p->q, &r, s.f, s.n);
+    }
+    int64_t t_res = mono_ns();
+    ICorProfilerInfo10_ResumeRuntime(p->info10);
+    int64_t t1 = mono_ns();
+    for (size_t i = 0; i < n; i++)
+        prof_threads_set_last(&p->threads, p->views[i].slot, p->views[i].t.id, p->views[i].t.last_cpu_ns,
+                              p->views[i].t.last_wall_ns);
+    p->ticks++;
+    p->suspend_ns += (uint64_t)(t_susp - t0);
+    p->walk_ns += (uint64_t)(t_res - t_susp);
+    p->resume_ns += (uint64_t)(t1 - t_res);
+    if ((uint64_t)(t_res - t0) > p->pause_max)
+        p->pause_max = (uint64_t)(t_res - t0);
+    p->pause_ewma = p->pause_ewma ? (p->pause_ewma * 7 + (t_res - t0)) / 8 : (t_res - t0);
+}
+
+/* ---- drain: raw ids -> names -> pprof (sampler thread, or Shutdown after it stopped) -- */
+
+static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t *frames)
+{
+    const char *names[PROF_MAX_FRAMES + 2];
+    size_t nn = 0;
+    char pseudo[160];
+    prof_names_begin(p->names);
+    if (r->kind == PROF_K_EXCEPTION) {
+        snprintf(pseudo, sizeof pseudo, "[throw] %s", prof_names_class(p->names, r->class_id));
+        names[nn++] = pseudo;
+    } else if (r->kind == PROF_K_ALLOC) {
+        snprintf(pseudo, sizeof pseudo, "[alloc] %s", r->type[0] ? r->type : CLRMUX_FRAME_UNKNOWN);
+        names[nn++] = pseudo;
+    }
+    const char *prev_native = NULL;
+    for (uint16_t i = 0; i < r->nframes; i++) {
+        uint64_t f = frames[i];
+        uint64_t v = f & ~PROF_FRAME_TAG_MASK;
+        const char *s;
+        FunctionID fid = 0;
+        switch (f & PROF_FRAME_TAG_MASK) {
+        case PROF_FRAME_FUNCTION: fid = (FunctionID)v; break;
+        case PROF_FRAME_MANAGED_IP: fid = prof_names_ip_function(p->names, (uintptr_t)v); break;
+        default: break;
+        }
+        if (fid) {
+            s = prof_names_function(p->names, fid);
+            prev_native = NULL;
+        } else {
+            s = prof_names_native(p->names, (uintptr_t)v);
+            if (prev_native == s)
+                continue; /* one frame per module */
+            prev_native = s;
+        }
+        names[nn++] = s;
+    }
+    /* A thread caught by SuspendRuntime in managed code stops at a GC poll: the poll frames
+     * are where our own suspension parked it, not where it spent its time. */
+    size_t skip = 0;
+    if (r->kind == PROF_K_SAMPLE)
+        while (skip < nn && skip < 2 && strncmp(names[skip], "System.Threading.Thread.", 24) == 0 &&
+               (strcmp(names[skip] + 24, "PollGC") == 0 || strncmp(names[skip] + 24, "<PollGC>", 8) == 0))
+            skip++;
+    if (skip && skip < nn) {
+        memmove(names, names + skip, (nn - skip) * sizeof names[0]);
+        nn -= skip;
+    }
+    if (r->nframes == 0)
+        names[nn++] = NO_FRAMES;
+    int64_t values[V_COUNT] = {0};
+    switch (r->kind) {
+    case PROF_K_SAMPLE: values[V_CPU] = r->v0; values[V_WALL] = r->v1; break;
+    case PROF_K_EXCEPTION: values[V_EXC] = r->v0; break;
+    case PROF_K_ALLOC: values[V_ALLOC_N] = r->v0; values[V_ALLOC_B] = r->v1; break;
+    case PROF_K_LOCK: values[V_LOCK_N] = r->v0; values[V_LOCK_NS] = r->v1; break;
+    default: return;
+    }
+    clrmux_pprof_label labels[3];
+    size_t nl = 0;
+    if (r->tid)
+        labels[nl++] = (clrmux_pprof_label){.key = "thread id", .num = r->tid};
+    if (r->tname[0])
+        labels[nl++] = (clrmux_pprof_label){.key = "thread name", .str = r->tname};
+    clrmux_pprof_add_sample(p->pb, names, nn, values, V_COUNT, labels, nl);
+}
+
+static void drain(struct profiler *p)
+{
+    struct prof_rawbuf *b = prof_rawq_swap(&p->q);
+    for (uint32_t i = 0; i < b->nrecs; i++)
+        add_raw(p, &b->recs[i], &b->frames[b->recs[i].first]);
+    prof_rawbuf_clear(b);
+}
+
+/* Writes the current period's file and starts the next period. */
+static void flush(struct profiler *p, int last)
+{
+    drain(p);
+    drain(p); /* both buffers: events pushed while the first was drained */
+    int64_t now_unix = unix_ns(), now_mono = mono_ns();
+    clrmux_pprof_set_time(p->pb, p->period_start_unix, now_mono - p->period_start_mono);
+    uint64_t raw_drops = prof_rawq_take_dropped(&p->q);
+    uint64_t pprof_drops = clrmux_pprof_dropped(p->pb, CLRMUX_PPROF_DROP_REASON_COUNT);
+    char c[160];
+    snprintf(c, sizeof c, "clrmux profiler: sampling interval %d ms (average used %.1f ms, pause budget %d%%), "
+             "period %d s%s", p->cfg.interval_ms, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
+             p->cfg.pause_budget_pct, p->cfg.period_s, last ? ", last period (shutdown)" : "");
+    clrmux_pprof_add_comment(p->pb, c);
+    if (raw_drops) {
+        snprintf(c, sizeof c, "dropped %llu events: raw sample buffer full", (unsigned long long)raw_drops);
+        clrmux_pprof_add_comment(p->pb, c);
+    }
+    uint64_t reg = p->threads.dropped;
+    if (reg > p->registry_drops_reported) {
+        snprintf(c, sizeof c, "%llu threads not tracked: thread registry full (%d)",
+                 (unsigned long long)(reg - p->registry_drops_reported), PROF_MAX_THREADS);
+        clrmux_pprof_add_comment(p->pb, c);
+    }
+    if (raw_drops || pprof_drops || reg > p->registry_drops_reported)
+        LOG_WARN("profiler '%s': this period dropped %llu events (raw buffer full) and %llu samples (profile "
+                 "limits); %llu threads untracked", p->name, (unsigned long long)raw_drops,
+                 (unsigned long long)pprof_drops, (unsigned long long)(reg - p->registry_drops_reported));
+    p->registry_drops_reported = reg;
+    p->raw_drops_total += raw_drops;
+    p->pprof_drops_total += pprof_drops;
+    if (p->output_ok) {
+        char path[PATH_MAX];
+        if (prof_output_path(path, sizeof path, p->cfg.output_dir, p->process, p->pid, p->period_start_unix) != 0) {
+            p->file_failures++;
+            LOG_ERROR("profiler '%s': output path too long in %s", p->name, p->cfg.output_dir);
+        } else {
+            int rc = clrmux_pprof_write_file(p->pb, path);
+            if (rc != 0) {
+                p->file_failures++;
+                LOG_ERROR("profiler '%s': cannot write %s: %s", p->name, path, strerror(-rc));
+            } else {
+                p->files++;
+                LOG_INFO("profiler '%s': wrote %s (%zu samples, %zu functions)", p->name, path,
+                         clrmux_pprof_sample_count(p->pb), clrmux_pprof_function_count(p->pb));
+            }
+        }
+    }
+    clrmux_pprof_reset(p->pb);
+    p->period_start_unix = now_unix;
+    p->period_start_mono = now_mono;
+}
+
+/* ---- EventPipe session ---------------------------------------------------------------- */
+
+static void start_session(struct profiler *p)
+{
+    static const WCHAR provider[] = {'M', 'i', 'c', 'r', 'o', 's', 'o', 'f', 't', '-', 'W', 'i', 'n', 'd', 'o',
+                                     'w', 's', '-', 'D', 'o', 't', 'N', 'E', 'T', 'R', 'u', 'n', 't', 'i', 'm',
+                                     'e', 0};
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG pc = {
+        .providerName = provider,
+        .keywords = (p->cfg.allocations ? PROF_KEYWORD_GC : 0) | (p->cfg.contention ? PROF_KEYWORD_CONTENTION : 0),
+        .loggingLevel = p->cfg.allocations ? COR_PRF_EVENTPIPE_VERBOSE : COR_PRF_EVENTPIPE_INFORMATIONAL,
+        .filterData = NULL,
+    };
+    EVENTPIPE_SESSION s = 0;
+    HRESULT hr = ICorProfilerInfo12_EventPipeStartSession(p->info12, 1, &pc, FALSE, &s);
+    p->session_attempts++;
+    if (SUCCEEDED(hr)) {
+        p->session = s;
+        atomic_store(&p->session_started, 1);
+        LOG_INFO("profiler '%s': EventPipe session started (Microsoft-Windows-DotNETRuntime keywords 0x%llX)",
+                 p->name, (unsigned long long)pc.keywords);
+    } else {
+        LOG_WARN("profiler '%s': EventPipeStartSession failed with HRESULT 0x%08X (attempt %d)%s", p->name,
+                 (unsigned)hr, p->session_attempts,
+                 p->session_attempts < 3 ? "; retrying from the sampler thread" : "; no allocation/contention profile");
+    }
+}
+
+/* ---- the sampler thread --------------------------------------------------------------- */
+
+static void *sampler_main(void *arg)
+{
+    struct profiler *p = arg;
+    pthread_setname_np(pthread_self(), "clrmux-prof");
+    int64_t interval = (int64_t)p->cfg.interval_ms * 1000000;
+    int64_t period = (int64_t)p->cfg.period_s * 1000000000;
+    int64_t next = mono_ns() + interval;
+    int sample = p->info10 && (p->cfg.cpu || p->cfg.wall);
+    pthread_mutex_lock(&p->wake_lock);
+    while (!atomic_load(&p->stop)) {
+        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
+        while (!atomic_load(&p->stop) && pthread_cond_timedwait(&p->wake, &p->wake_lock, &ts) != ETIMEDOUT) {
+        }
+        if (atomic_load(&p->stop))
+            break;
+        pthread_mutex_unlock(&p->wake_lock);
+        if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3)
+            start_session(p);
+        if (sample)
+            tick(p);
+        drain(p);
+        int64_t now = mono_ns();
+        if (now - p->period_start_mono >= period)
+            flush(p, 0);
+        /* the pause budget: at most pause_budget_pct of wall time stopped (at most 1 s) */
+        int64_t iv = interval;
+        if (sample && p->cfg.pause_budget_pct > 0) {
+            int64_t need = p->pause_ewma * 100 / p->cfg.pause_budget_pct;
+            iv = need > iv ? (need < 1000000000 ? need : 1000000000) : iv;
+        }
+        p->interval_sum += (uint64_t)iv;
+        next += iv;
+        if (next <= now)
+            next = now + iv; /* missed ticks are skipped, not bunched */
+        pthread_mutex_lock(&p->wake_lock);
+    }
+    pthread_mutex_unlock(&p->wake_lock);
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        p->sampler_cpu_ns = (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
+    return NULL;
+}
+
+/* ---- callbacks ------------------------------------------------------------------------ */
+
+static HRESULT STDMETHODCALLTYPE pr_ThreadCreated(ICorProfilerCallback11 *This, ThreadID id)
+{
+    struct profiler *p = impl(This);
+    DWORD os = 0;
+    if (FAILED(ICorProfilerInfo3_GetThreadInfo(p->info, id, &os)))
+        os = 0;
+    prof_threads_add(&p->threads, id, os);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE pr_ThreadDestroyed(ICorProfilerCallback11 *This, ThreadID id)
+{
+    prof_threads_remove(&impl(This)->threads, id);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE pr_ThreadAssignedToOSThread(ICorProfilerCallback11 *This, ThreadID id, DWORD os)
+{
+    prof_threads_set_tid(&impl(This)->threads, id, os);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE pr_ThreadNameChanged(ICorProfilerCallback11 *This, ThreadID id, ULONG cch,
+                                                      WCHAR *name)
+{
+    char utf8[PROF_THREAD_NAME];
+    clrmux_frame_utf16_to_utf8(utf8, sizeof utf8, (const uint16_t *)name, name ? cch : 0);
+    prof_threads_set_name(&impl(This)->threads, id, utf8);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE pr_ExceptionThrown(ICorProfilerCallback11 *This, ObjectID obj)
+{
+    struct profiler *p = impl(This);
+    if (!p->cfg.exceptions || atomic_load_explicit(&p->shut_down, memory_order_relaxed))
+        return S_OK;
+    atomic_fetch_add_explicit(&p->exceptions, 1, memory_order_relaxed);
+    struct prof_raw r;
+    memset(&r, 0, sizeof r);
+    r.kind = PROF_K_EXCEPTION;
+    r.v0 = 1;
+    if (FAILED(ICorProfilerInfo3_GetClassFromObject(p->info, obj, &r.class_id)))
+        r.class_id = 0;
+    ThreadID cur = 0;
+    if (FAILED(ICorProfilerInfo3_GetCurrentThreadID(p->info, &cur)))
+        cur = 0;
+    current_thread(p, cur, &r);
+    struct snap s;
+    walk(p, 0, &s);
+    r.truncated = s.truncated;
+    prof_rawq_push(&p->q, &r, s.f, s.n);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE pr_EventPipeEventDelivered(
+    ICorProfilerCallback11 *This, EVENTPIPE_PROVIDER provider, DWORD eventId, DWORD eventVersion,
+    ULONG cbMetadataBlob, LPCBYTE metadataBlob, ULONG cbEventData, LPCBYTE eventData, LPCGUID pActivityId,
+    LPCGUID pRelatedActivityId, ThreadID eventThread, ULONG numStackFrames, UINT_PTR *stackFrames)
+{
+    struct profiler *p = impl(This);
+    if (atomic_load_explicit(&p->shut_down, memory_order_relaxed))
+        return S_OK;
+    struct prof_raw r;
+    memset(&r, 0, sizeof r);
+    if (eventId == PROF_EVENT_ALLOCATION_TICK && p->cfg.allocations) {
+        struct prof_alloc_tick a;
+        if (prof_parse_alloc_tick(eventData, cbEventData, eventVersion, sizeof(void *), &a) != 0)
+            return S_OK;
+        atomic_fetch_add_explicit(&p->allocations, 1, memory_order_relaxed);
+        r.kind = PROF_K_ALLOC;
+        r.v0 = 1;
+        r.v1 = (int64_t)a.bytes;
+        snprintf(r.type, sizeof r.type, "%s", a.type_name);
+    } else if (eventId == PROF_EVENT_CONTENTION_STOP && p->cfg.contention) {
+        double ns;
+        if (prof_parse_contention_stop(eventData, cbEventData, eventVersion, &ns) != 0)
+            return S_OK;
+        atomic_fetch_add_explicit(&p->contentions, 1, memory_order_relaxed);
+        r.kind = PROF_K_LOCK;
+        r.v0 = 1;
+        r.v1 = (int64_t)ns;
+    } else {
+        return S_OK;
+    }
+    ThreadID cur = 0;
+    if (FAILED(ICorProfilerInfo3_GetCurrentThreadID(p->info, &cur)))
+        cur = 0;
+    struct snap s;
+    s.n = 0;
+    s.truncated = 0;
+    size_t n = stackFrames ? prof_event_stack_frames(numStackFrames, PROF_MAX_FRAMES) : 0;
+    for (size_t i = 0; i < n; i++)
+        s.f[s.n++] = PROF_FRAME_MANAGED_IP | ((uint64_t)stackFrames[i] & ~PROF_FRAME_TAG_MASK);
+    /* in-process sessions report eventThread 0 and no stack for events of the current
+     * thread (.NET 10): walk it synchronously, as allowed from a callback */
+    if (n == 0 && (!eventThread || eventThread == cur)) {
+        walk(p, 0, &s);
+    }
+    if (eventThread && eventThread != cur) {
+        if (prof_threads_lookup(&p->threads, eventThread, &r.tid, r.tname, sizeof r.tname) != 0)
+            r.tid = 0;
+    } else {
+        current_thread(p, cur, &r);
+    }
+    r.truncated = s.truncated;
+    prof_rawq_push(&p->q, &r, s.f, s.n);
+    return S_OK;
+}
+
+static void stop_sampler(struct profiler *p)
+{
+    if (!p->sampler_started)
+        return;
+    pthread_mutex_lock(&p->wake_lock);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->wake_lock);
+    pthread_join(p->sampler, NULL);
+    p->sampler_started = 0;
+}
+
+static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
+{
+    struct profiler *p = impl(This);
+    if (atomic_load(&p->shut_down))
+        return S_OK;
+    stop_sampler(p);
+    if (atomic_load(&p->session_started)) {
+        atomic_store(&p->session_started, 0);
+        ICorProfilerInfo12_EventPipeStopSession(p->info12, p->session);
+    }
+    flush(p, 1);
+    atomic_store(&p->shut_down, 1);
+    prof_rawq_close(&p->q);
+    double t = p->ticks ? (double)p->ticks * 1000.0 : 1;
+    LOG_INFO("profiler '%s': shut down; %llu files written (%llu failed); %llu ticks (interval avg %.1f ms): "
+             "SuspendRuntime avg %.1f us, "
+             "stack walks avg %.1f us, ResumeRuntime avg %.1f us, suspend+walks max %.1f us, %llu suspend failures, "
+             "%llu failed stack walks (%llu without managed frames); "
+             "%llu exceptions, %llu allocation ticks, %llu contentions; sampler thread CPU %.1f ms; dropped %llu raw "
+             "events, %llu samples; name cache cleared %llu times",
+             p->name, (unsigned long long)p->files, (unsigned long long)p->file_failures,
+             (unsigned long long)p->ticks, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
+             (double)p->suspend_ns / t, (double)p->walk_ns / t,
+             (double)p->resume_ns / t, (double)p->pause_max / 1000.0, (unsigned long long)p->suspend_failures,
+             (unsigned long long)p->snap_failures, (unsigned long long)p->snap_empty,
+             (unsigned long long)atomic_load(&p->exceptions), (unsigned long long)atomic_load(&p->allocations),
+             (unsigned long long)atomic_load(&p->contentions), (double)p->sampler_cpu_ns / 1e6,
+             (unsigned long long)p->raw_drops_total, (unsigned long long)p->pprof_drops_total,
+             (unsigned long long)prof_names_resets(p->names));
+    return S_OK;
+}
+
+static int mkdirs(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *s = tmp + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    return (stat(tmp, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
+}
+
+static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
+{
+    struct profiler *p = impl(This);
+    if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo3, (void **)&p->info)) || !p->info) {
+        LOG_ERROR("profiler '%s': the runtime has no ICorProfilerInfo3; profiler disabled", p->name);
+        return E_FAIL;
+    }
+    if (p->cfg.cpu || p->cfg.wall) {
+        if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo10, (void **)&p->info10)))
+            p->info10 = NULL;
+        if (!p->info10)
+            LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
+                     "or wall profile", p->name);
+    }
+    p->want_session = p->cfg.allocations || p->cfg.contention;
+    if (p->want_session) {
+        if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo12, (void **)&p->info12)))
+            p->info12 = NULL;
+        if (!p->info12) {
+            LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo12 (in-process EventPipe, .NET 5+): no "
+                     "allocation or contention profile", p->name);
+            p->want_session = 0;
+        }
+    }
+    char exe[128] = "", app[128] = "";
+    clrmux_process_names(exe, sizeof exe, app, sizeof app);
+    snprintf(p->process, sizeof p->process, "%s", app[0] ? app : exe[0] ? exe : "process");
+    p->pid = (long)getpid();
+    p->output_ok = mkdirs(p->cfg.output_dir) == 0;
+    if (!p->output_ok)
+        LOG_ERROR("profiler '%s': cannot create output_dir %s: %s; profiles are collected but not written", p->name,
+                  p->cfg.output_dir, strerror(errno));
+
+    clrmux_pprof_config pc = {
+        .sample_types = k_types,
+        .n_sample_types = V_COUNT,
+        .period_type = {"wall", "nanoseconds"},
+        .period = (int64_t)p->cfg.interval_ms * 1000000,
+        .default_sample_type = p->cfg.cpu ? "cpu" : "wall",
+        /* worst case ~45 MB (pprof.h's formula), typical use a few hundred KB */
+        .limits = {.max_samples = 16384, .max_functions = 32768, .max_strings = 65536,
+                   .max_string_bytes = 8u << 20, .max_stack_depth = PROF_MAX_FRAMES + 2},
+    };
+    int rc = clrmux_pprof_create(&pc, &p->pb);
+    p->names = rc == 0 ? prof_names_create(p->info, NAME_ENTRIES, NAME_ARENA) : NULL;
+    p->views = calloc(PROF_MAX_THREADS, sizeof *p->views);
+    if (rc != 0 || !p->names || !p->views || prof_rawq_init(&p->q, RAW_RECORDS, RAW_FRAMES) != 0) {
+        LOG_ERROR("profiler '%s': out of memory; profiler disabled", p->name);
+        return E_FAIL;
+    }
+
+    DWORD low = COR_PRF_MONITOR_THREADS | COR_PRF_ENABLE_STACK_SNAPSHOT;
+    if (p->cfg.exceptions)
+        low |= COR_PRF_MONITOR_EXCEPTIONS;
+    DWORD high = p->want_session ? COR_PRF_HIGH_MONITOR_EVENT_PIPE : 0;
+    HRESULT hr = ICorProfilerInfo3_QueryInterface(p->info, &IID_ICorProfilerInfo5, (void **)&unk);
+    if (SUCCEEDED(hr)) {
+        hr = ICorProfilerInfo5_SetEventMask2((ICorProfilerInfo5 *)unk, low, high);
+        ICorProfilerInfo5_Release((ICorProfilerInfo5 *)unk);
+    } else {
+        hr = ICorProfilerInfo3_SetEventMask(p->info, low);
+    }
+    if (FAILED(hr)) {
+        LOG_ERROR("profiler '%s': SetEventMask2(0x%08X, 0x%08X) failed with HRESULT 0x%08X; profiler disabled",
+                  p->name, (unsigned)low, (unsigned)high, (unsigned)hr);
+        return hr;
+    }
+    p->period_start_unix = unix_ns();
+    p->period_start_mono = mono_ns();
+    if (p->want_session)
+        start_session(p);
+
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&p->wake_lock, NULL);
+    if (pthread_create(&p->sampler, NULL, sampler_main, p) == 0)
+        p->sampler_started = 1;
+    else
+        LOG_ERROR("profiler '%s': cannot start the sampler thread; profiles are written at shutdown only", p->name);
+    LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, sampling every %d ms; cpu=%d wall=%d "
+             "exceptions=%d allocations=%d contention=%d", p->name, p->process, p->pid, p->cfg.output_dir,
+             p->cfg.period_s, p->cfg.interval_ms, p->cfg.cpu && p->info10, p->cfg.wall && p->info10,
+             p->cfg.exceptions, p->cfg.allocations && p->info12, p->cfg.contention && p->info12);
+    return S_OK;
+}
+
+/* ---- COM plumbing --------------------------------------------------------------------- */
+
+#define CB_DEFAULT(I, D, R, N, P, A, ROUTE)                                                                  \
+    __attribute__((unused)) static HRESULT STDMETHODCALLTYPE prd_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
+    {                                                                                                         \
+        return S_OK;                                                                                          \
+    }
+CLRMUX_METHODS_ICorProfilerCallback(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback2(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback3(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback4(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback5(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback6(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback7(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback8(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback9(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback10(CB_DEFAULT, x)
+CLRMUX_METHODS_ICorProfilerCallback11(CB_DEFAULT, x)
+
+static const IID *const k_cb_iids[] = {&IID_IUnknown, &IID_ICorProfilerCallback, &IID_ICorProfilerCallback2,
+    &IID_ICorProfilerCallback3, &IID_ICorProfilerCallback4, &IID_ICorProfilerCallback5, &IID_ICorProfilerCallback6,
+    &IID_ICorProfilerCallback7, &IID_ICorProfilerCallback8, &IID_ICorProfilerCallback9,
+    &IID_ICorProfilerCallback10, &IID_ICorProfilerCallback11};
+
+static HRESULT STDMETHODCALLTYPE pr_QueryInterface(ICorProfilerCallback11 *This, REFIID riid, void **ppv)
+{
+    if (!ppv)
+        return E_POINTER;
+    *ppv = NULL;
+    for (size_t i = 0; i < sizeof k_cb_iids / sizeof k_cb_iids[0]; i++) {
+        if (IsEqualIID(riid, k_cb_iids[i])) {
+            *ppv = This;
+            atomic_fetch_add(&impl(This)->refs, 1);
+            return S_OK;
+        }
+    }
+    return E_NOINTERFACE;
+}
+
+static ULONG STDMETHODCALLTYPE pr_AddRef(ICorProfilerCallback11 *This)
+{
+    return (ULONG)atomic_fetch_add(&impl(This)->refs, 1) + 1;
+}
+
+/* Never freed: the runtime and the sampler may still hold it while the process ends. */
+static ULONG STDMETHODCALLTYPE pr_Release(ICorProfilerCallback11 *This)
+{
+    LONG n = atomic_fetch_sub(&impl(This)->refs, 1) - 1;
+    return (ULONG)(n < 0 ? 0 : n);
+}
+
+#define prd_QueryInterface pr_QueryInterface
+#define prd_AddRef pr_AddRef
+#define prd_Release pr_Release
+#define VT(I, D, R, N, P, A, ROUTE) .N = prd_##N,
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+static const ICorProfilerCallback11Vtbl k_vtbl = {
+    CLRMUX_ALL_ICorProfilerCallback11(VT, x)
+    .QueryInterface = pr_QueryInterface,
+    .AddRef = pr_AddRef,
+    .Release = pr_Release,
+    .Initialize = pr_Initialize,
+    .Shutdown = pr_Shutdown,
+    .ThreadCreated = pr_ThreadCreated,
+    .ThreadDestroyed = pr_ThreadDestroyed,
+    .ThreadAssignedToOSThread = pr_ThreadAssignedToOSThread,
+    .ThreadNameChanged = pr_ThreadNameChanged,
+    .ExceptionThrown = pr_ExceptionThrown,
+    .EventPipeEventDelivered = pr_EventPipeEventDelivered,
+};
+#pragma GCC diagnostic pop
+
+EXPORT ICorProfilerCallback11 *clrmux_profiler_create(const struct clrmux_child_conf *cc, const char *config_dir,
+                                                      const struct clrmux_profiler_host *host, int *version)
+{
+#ifdef CLRMUX_PROFILER_COMPANION
+    if (!host || host->abi != CLRMUX_PROFILER_HOST_ABI)
+        return NULL; /* a companion from another build: the caller logs it */
+    prof_hostlog_set(host);
+#else
+    (void)host;
+#endif
+    struct profiler *p = calloc(1, sizeof *p);
+    if (!p) {
+        LOG_ERROR("child '%s': out of memory creating the profiler; child skipped", cc->name);
+        return NULL;
+    }
+    p->iface.lpVtbl = &k_vtbl;
+    p->refs = 1;
+    snprintf(p->name, sizeof p->name, "%s", cc->name);
+    prof_threads_init(&p->threads);
+    prof_config_parse(&p->cfg, cc, config_dir);
+    *version = 11;
+    return &p->iface;
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Real-runtime tests of the built-in profiler (`builtin = profiler`, build/libclrmux_profiler.so):
+# runs tests/clr/apps/shapes under clrmux, reads every profile it wrote with a real pprof
+# reader (`go tool pprof`) and checks that each profile type names the method that produced
+# it, and that the CPU profile's total is within 20% of the process's CPU time.
+# Prints one line per check and "profiler: N passed, N failed"; exits nonzero on a failure.
+# Without dotnet: a loud skip (a failure under CI=true). Without go: a loud skip.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+export GOTOOLCHAIN=local HOME=${HOME:-/tmp}
+SHAPES_MS=${PROFILER_TEST_MS:-3000}
+
+banner() {
+    echo "##########################################################################"
+    echo "## $1"
+    echo "##########################################################################"
+}
+if ! command -v dotnet >/dev/null 2>&1; then
+    banner "dotnet is not on PATH: the profiler tests (tests/clr/profiler.sh) did NOT run"
+    [ "${CI:-}" = "true" ] && { echo "CI=true: a missing dotnet is an error"; exit 1; }
+    exit 0
+fi
+if ! command -v go >/dev/null 2>&1; then
+    banner "go (Debian golang-go) is not on PATH: no pprof reader, the profiler tests did NOT run"
+    exit 0
+fi
+for f in build/libclrmux.so build/libclrmux_profiler.so; do
+    [ -f "$f" ] || { echo "profiler: $f missing: run 'make all'"; exit 1; }
+done
+tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
+
+CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-prof.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+PASS=0
+FAIL=0
+ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2" | head -40; }
+
+# run_shapes TAG LIB CONF: shapes under clrmux (LIB = libclrmux.so to register)
+run_shapes() {
+    local tag=$1 lib=$2 conf=$3
+    env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$lib" \
+        CLRMUX_CONFIG="$conf" CLRMUX_LOG_FILE="$WORK/$tag.log" \
+        dotnet build/clr/shapes/shapes.dll "$SHAPES_MS" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+    echo $? >"$WORK/$tag.rc"
+}
+pprof() { go tool pprof "$@" 2>/dev/null; }
+# top INDEX: `go tool pprof -top` of every profile of the run, merged
+top() { pprof -top -nodecount=200 -sample_index="$1" "${FILES[@]}"; }
+# sum_index COLUMN: the sum of one sample type (1-based column of -raw) over every sample
+sum_index() {
+    pprof -raw "${FILES[@]}" | awk -v c="$1" '/^Samples:/ {s = 1; getline; next}
+        s && /^ *-?[0-9]+( +-?[0-9]+)+:/ {sub(/:.*/, ""); split($0, v, " "); t += v[c]}
+        /^Locations/ {s = 0} END {printf "%.0f\n", t}'
+}
+# names TOP NAME... : every NAME appears as a function in the -top output
+names() {
+    local out=$1
+    shift
+    for n in "$@"; do grep -qF -- "$n" <<<"$out" || return 1; done
+}
+
+# ---- the shapes app under the profiler ------------------------------------------------------
+cat >"$WORK/loader.conf" <<EOF
+[loader]
+log_level = info
+[child profiler]
+builtin = profiler
+output_dir = profiles
+period_s = 2
+sampling_interval_ms = 10
+EOF
+run_shapes shapes "$ROOT/build/libclrmux.so" "$WORK/loader.conf"
+if [ "$(cat "$WORK/shapes.rc")" = 0 ] && grep -q '^shapes done$' "$WORK/shapes.out"; then
+    ok "shapes runs to completion under the profiler"
+else
+    bad "shapes runs to completion under the profiler" "$(cat "$WORK/shapes.err" "$WORK/shapes.log" 2>/dev/null | tail -20)"
+fi
+grep -q "child 'profiler': loaded (profiler, ICorProfilerCallback11)" "$WORK/shapes.log" \
+    && ok "the builtin profiler child is loaded from libclrmux_profiler.so" \
+    || bad "the builtin profiler child is loaded from libclrmux_profiler.so" "$(cat "$WORK/shapes.log")"
+PID=$(sed -n 's/^clrmux\[\([0-9]*\)\].*/\1/p' "$WORK/shapes.log" | head -1)
+mapfile -t FILES < <(ls "$WORK"/profiles/shapes-"$PID"-*.pb.gz 2>/dev/null)
+# 3 s with period_s = 2: one file per period and a last one at shutdown
+if [ "${#FILES[@]}" -ge 2 ] && grep -q "last period (shutdown)" <(for f in "${FILES[@]}"; do pprof -raw "$f" | grep '^Comment'; done); then
+    ok "one profile per period plus a last one at shutdown (${#FILES[@]} files named shapes-$PID-<start>.pb.gz)"
+else
+    bad "one profile per period plus a last one at shutdown" "$(ls -la "$WORK/profiles" 2>&1; grep profiler "$WORK/shapes.log")"
+fi
+unreadable=""
+for f in "${FILES[@]}"; do pprof -raw "$f" | grep -q '^Samples:' || unreadable="$unreadable $f"; done
+[ -z "$unreadable" ] && [ "${#FILES[@]}" -gt 0 ] && ok "every profile is read by go tool pprof" || bad "every profile is read by go tool pprof" "$unreadable"
+if [ "${#FILES[@]}" -eq 0 ]; then
+    echo "profiler: $PASS passed, $((FAIL + 1)) failed"
+    exit 1
+fi
+types=$(pprof -raw "${FILES[0]}" | sed -n '/^Samples:/{n;p;q}')
+want="cpu/nanoseconds[dflt] wall/nanoseconds exception/count alloc-samples/count alloc-size/bytes lock-count/count lock-time/nanoseconds"
+[ "$(echo $types)" = "$want" ] && ok "the 7 sample types, cpu by default" || bad "the 7 sample types, cpu by default" "$types"
+
+t=$(top cpu)
+# SpinHot spins on its own thread; the contenders spin too, so SpinHot need not be first
+names "$t" Shapes.Cpu.SpinHot && awk '/Shapes.Cpu.SpinHot$/ {sub(/%/, "", $2); exit !($2 + 0 >= 15)}' <<<"$t" \
+    && ok "cpu names Shapes.Cpu.SpinHot (>= 15% flat)" || bad "cpu names Shapes.Cpu.SpinHot (>= 15% flat)" "$t"
+t=$(top wall)
+names "$t" Shapes.Idle.SleepLong System.Threading.Thread.Sleep && ok "wall names Shapes.Idle.SleepLong (in Thread.Sleep)" \
+    || bad "wall names Shapes.Idle.SleepLong (in Thread.Sleep)" "$t"
+t=$(top exception)
+names "$t" Shapes.ShapeException Shapes.Thrower.ThrowLoop && ok "exception names Shapes.ShapeException thrown by Shapes.Thrower.ThrowLoop" \
+    || bad "exception names Shapes.ShapeException thrown by Shapes.Thrower.ThrowLoop" "$t"
+t=$(top alloc-size)
+names "$t" Shapes.Blob Shapes.Alloc.AllocLoop && ok "alloc-size names Shapes.Blob allocated by Shapes.Alloc.AllocLoop" \
+    || bad "alloc-size names Shapes.Blob allocated by Shapes.Alloc.AllocLoop" "$t"
+t=$(top alloc-samples)
+names "$t" Shapes.Alloc.AllocLoop && ok "alloc-samples names Shapes.Alloc.AllocLoop" || bad "alloc-samples names Shapes.Alloc.AllocLoop" "$t"
+t=$(top lock-time)
+names "$t" Shapes.Contend.LockLoop System.Threading.Monitor.Enter && ok "lock-time names Shapes.Contend.LockLoop (in Monitor.Enter)" \
+    || bad "lock-time names Shapes.Contend.LockLoop (in Monitor.Enter)" "$t"
+t=$(top lock-count)
+names "$t" Shapes.Contend.LockLoop && ok "lock-count names Shapes.Contend.LockLoop" || bad "lock-count names Shapes.Contend.LockLoop" "$t"
+tags=$(pprof -tags -sample_index=cpu "${FILES[@]}")
+grep -q 'cpu-hot' <<<"$tags" && grep -q 'thread id' <<<"$tags" && ok "samples carry thread id and thread name labels (cpu-hot)" \
+    || bad "samples carry thread id and thread name labels (cpu-hot)" "$tags"
+
+# CPU: the profile's total against the process's own CPU time (Process.TotalProcessorTime at
+# the end of Main). The profile covers the managed threads from Initialize to Shutdown; the
+# process also spends CPU in native runtime threads (GC, JIT background work, EventPipe)
+# and in the profiler's own sampler thread.
+proc_ms=$(sed -n 's/^process-cpu-ms //p' "$WORK/shapes.err")
+prof_ns=$(sum_index 1)
+if [ -n "$proc_ms" ] && [ -n "$prof_ns" ]; then
+    ratio=$(awk -v a="$prof_ns" -v b="$proc_ms" 'BEGIN {printf "%.3f", a / 1e6 / b}')
+    msg="cpu profile total $(awk -v a="$prof_ns" 'BEGIN {printf "%.0f", a / 1e6}') ms vs process CPU $proc_ms ms (ratio $ratio)"
+    awk -v r="$ratio" 'BEGIN {exit !(r >= 0.8 && r <= 1.2)}' && ok "$msg, within 20%" || bad "$msg, not within 20%"
+else
+    bad "cpu profile total vs process CPU: numbers missing" "$(cat "$WORK/shapes.err")"
+fi
+grep -q "profiler 'profiler': shut down; .* files written (0 failed)" "$WORK/shapes.log" \
+    && ok "shutdown summary logged: $(grep -o '[0-9]* ticks (interval avg [^)]*): SuspendRuntime avg [0-9.]* us, stack walks avg [0-9.]* us' "$WORK/shapes.log")" \
+    || bad "shutdown summary logged" "$(grep profiler "$WORK/shapes.log")"
+
+# ---- a missing companion library: one log line, the child is skipped, the app runs on -------
+mkdir -p "$WORK/lonely"
+cp build/libclrmux.so "$WORK/lonely/"
+run_shapes lonely "$WORK/lonely/libclrmux.so" "$WORK/loader.conf"
+if [ "$(cat "$WORK/lonely.rc")" = 0 ] && grep -q '^shapes done$' "$WORK/lonely.out" \
+    && grep -q "child 'profiler': builtin 'profiler' needs .*libclrmux_profiler.so, which cannot be loaded" "$WORK/lonely.log"; then
+    ok "without libclrmux_profiler.so: one clear log line, the app runs unprofiled"
+else
+    bad "without libclrmux_profiler.so: one clear log line, the app runs unprofiled" "$(cat "$WORK/lonely.log" "$WORK/lonely.err")"
+fi
+
+# ---- profile types switched off: no EventPipe session, no exception callbacks ---------------
+cat >"$WORK/cpuonly.conf" <<EOF
+[child profiler]
+builtin = profiler
+output_dir = cpuonly
+wall = false
+exceptions = false
+allocations = false
+contention = false
+EOF
+run_shapes cpuonly "$ROOT/build/libclrmux.so" "$WORK/cpuonly.conf"
+mapfile -t FILES < <(ls "$WORK"/cpuonly/*.pb.gz 2>/dev/null)
+if [ "$(cat "$WORK/cpuonly.rc")" = 0 ] && [ "${#FILES[@]}" -ge 1 ] && grep -q "low=0x10000200 high=0x00000000" "$WORK/cpuonly.log" \
+    && ! grep -q "EventPipe session started" "$WORK/cpuonly.log" && [ "$(sum_index 2)" = 0 ] && [ "$(sum_index 3)" = 0 ] \
+    && [ "$(sum_index 1)" -gt 0 ]; then
+    ok "cpu only: threads + stack snapshots in the mask, no EventPipe session, only cpu values"
+else
+    bad "cpu only: threads + stack snapshots in the mask, no EventPipe session, only cpu values" "$(cat "$WORK/cpuonly.log")"
+fi
+
+echo "profiler: $PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
