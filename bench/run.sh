@@ -6,9 +6,12 @@
 #      on one no-op child, in-process (bench/dispatch.c)
 #   2. callgrind (if valgrind is installed): instructions per dispatched callback
 #   3. startup: median wall time of a hello-world .NET app (bench/startup.sh)
+#   4. tracer: ns per traced vs untraced call, ns per span, IL rewrite time (bench/tracer.sh)
+#   5. profiler: throughput, ops per CPU-second, CPU share and peak RSS with/without (bench/profiler.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
-# BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK.
+# BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
+# BENCH_TRACE_CALLS (calls per round, 50000), BENCH_TRACE_ROUNDS (40), BENCH_TRACE_PAUSE_MS (60).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -66,6 +69,14 @@ echo "== 3. start-up of a hello-world app (bench/startup.sh)"
 bench/startup.sh --summary "$WORK/startup.sum" "${BENCH_STARTUP_RUNS:-10}"
 echo
 
+echo "== 4. cost of a traced call (bench/tracer.sh)"
+bench/tracer.sh --summary "$WORK/tracer.sum"
+echo
+
+echo "== 5. the built-in profiler on a CPU-bound app (bench/profiler.sh)"
+bench/profiler.sh
+echo
+
 # ---- summary ----------------------------------------------------------------------------------
 get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
 echo "== summary (ratios are clrmux / direct unless stated)"
@@ -89,4 +100,9 @@ if [ -f "$WORK/startup.sum" ]; then
     s() { awk -v k="$1" '$1 == k {print $2}' "$WORK/startup.sum"; }
     printf 'hello start-up, median of %s: none %s ms, clrmux %s ms, direct %s ms; clrmux/none %s, clrmux/direct %s\n' \
         "$(s runs)" "$(s none)" "$(s clrmux)" "$(s direct)" "$(s clrmux/none)" "$(s clrmux/direct)"
+fi
+if [ -f "$WORK/tracer.sum" ]; then
+    t() { awk -v k="$1" '$1 == k {print $2}' "$WORK/tracer.sum"; }
+    printf 'traced call: %s ns vs %s ns untraced; %s ns per span, ratio %s; IL rewrite %s us per method (%s dropped)\n' \
+        "$(t traced)" "$(t plain)" "$(t added)" "$(t ratio)" "$(t rewrite_us)" "$(t dropped)"
 fi

@@ -18,6 +18,7 @@
 #include "common/utf16.h"
 #include "tracer/il.h"
 #include "tracer/otlp.h"
+#include "tracer/otlp_http.h"
 #include "tracer/spans.h"
 #include "tracer/target.h"
 
@@ -65,6 +66,8 @@ struct tracer {
     _Atomic int *target_hits;
     char output[PATH_MAX];
     char conf[PATH_MAX];
+    char endpoint[2048]; /* OTLP/HTTP; "" = none */
+    int output_set;      /* `output =` given explicitly */
     char service[256];
     size_t buffer_spans;
     long flush_ms;
@@ -100,6 +103,9 @@ struct tracer {
     int ex_stop, ex_started;
     pthread_t ex_thread;
     FILE *out;
+    struct clrmux_curl *curl; /* OTLP/HTTP (endpoint set and libcurl loaded) */
+    struct clrmux_http *http;
+    uint64_t queued, requests, request_errors;
     struct clrmux_span *batch;
     size_t nbatch;
     int unflushed;
@@ -213,6 +219,7 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
             t->ntargets++;
         } else if (strcmp(kv->key, "output") == 0) {
             output = kv->value;
+            t->output_set = 1;
         } else if (strcmp(kv->key, "service_name") == 0) {
             snprintf(t->service, sizeof t->service, "%s", kv->value);
         } else if (strcmp(kv->key, "buffer_spans") == 0 || strcmp(kv->key, "flush_interval_ms") == 0) {
@@ -229,8 +236,13 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
                 t->flush_ms = v;
             }
         } else if (strcmp(kv->key, "endpoint") == 0) {
-            LOG_WARN("%s:%d: [child %s]: endpoint: OTLP/HTTP export is not in this build; spans are written to "
-                     "the output file", file, kv->line, cc->name);
+            if (strncasecmp(kv->value, "http://", 7) != 0 && strncasecmp(kv->value, "https://", 8) != 0)
+                LOG_ERROR("%s:%d: [child %s]: endpoint '%s' is not an http:// or https:// URL; ignored", file,
+                          kv->line, cc->name, kv->value);
+            else if (strlen(kv->value) >= sizeof t->endpoint)
+                LOG_ERROR("%s:%d: [child %s]: endpoint too long; ignored", file, kv->line, cc->name);
+            else
+                snprintf(t->endpoint, sizeof t->endpoint, "%s", kv->value);
         } else {
             LOG_WARN("%s:%d: [child %s]: unknown key '%s'; ignored", file, kv->line, cc->name, kv->key);
         }
@@ -254,10 +266,43 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 
 /* ---- export -------------------------------------------------------------------------- */
 
+/* The batch as one OTLP JSON request body (the file's line without its newline) for the
+ * OTLP/HTTP queue, and the same bytes to the file when there is one. */
+static void send_batch(struct tracer *t, const struct clrmux_otlp_names *names)
+{
+    char *body = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&body, &len);
+    int rc = m ? clrmux_otlp_write_line(m, t->service, (long)getpid(), t->batch, t->nbatch, names) : -1;
+    if (m && fclose(m) != 0)
+        rc = -1;
+    if (rc != 0 || !body || !len) {
+        free(body);
+        if (!t->request_errors++)
+            LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped", t->nbatch);
+        return;
+    }
+    if (t->out && !t->write_failed) {
+        if (fwrite(body, 1, len, t->out) != len) {
+            LOG_ERROR("tracer: writing %s failed: %s; spans are no longer written to it", t->output, strerror(errno));
+            t->write_failed = 1;
+        } else {
+            t->written += t->nbatch;
+            t->lines++;
+            t->unflushed = 1;
+        }
+    }
+    t->queued += t->nbatch;
+    t->requests++;
+    clrmux_http_enqueue(t->http, body, len - 1, t->nbatch);
+}
+
 static void write_batch(struct tracer *t)
 {
     struct clrmux_otlp_names names = {method_name_cb, exc_name_cb, t};
-    if (t->nbatch && t->out && !t->write_failed) {
+    if (t->nbatch && t->http) {
+        send_batch(t, &names);
+    } else if (t->nbatch && t->out && !t->write_failed) {
         if (clrmux_otlp_write_line(t->out, t->service, (long)getpid(), t->batch, t->nbatch, &names) != 0) {
             LOG_ERROR("tracer: writing %s failed: %s; spans are no longer exported", t->output, strerror(errno));
             t->write_failed = 1;
@@ -321,12 +366,15 @@ static void *export_thread(void *arg)
     add_ms(&flush_at, t->flush_ms);
     pthread_mutex_lock(&t->ex_lock);
     while (!t->ex_stop) {
-        clock_gettime(CLOCK_REALTIME, &next);
-        add_ms(&next, poll);
-        do { /* until the next poll or a stop (a spurious wakeup waits on) */
+        clock_gettime(CLOCK_REALTIME, &now);
+        next = now;
+        /* no wait while requests are ready to send (the pump stopped at its budget) */
+        if (!t->http || !clrmux_http_ready(t->http))
+            add_ms(&next, poll);
+        while (!t->ex_stop && before(&now, &next)) { /* until the next poll or a stop */
             pthread_cond_timedwait(&t->ex_cond, &t->ex_lock, &next);
             clock_gettime(CLOCK_REALTIME, &now);
-        } while (!t->ex_stop && before(&now, &next));
+        }
         if (t->ex_stop)
             break;
         int flush = !before(&now, &flush_at);
@@ -336,9 +384,15 @@ static void *export_thread(void *arg)
         }
         pthread_mutex_unlock(&t->ex_lock);
         export_pending(t, flush);
+        if (t->http) /* what is due, for at most a poll interval: then the ring is drained again */
+            clrmux_http_pump(t->http, poll);
         pthread_mutex_lock(&t->ex_lock);
     }
     pthread_mutex_unlock(&t->ex_lock);
+    /* Shutdown: the last spans, and the requests still queued, within a bounded time */
+    export_pending(t, 1);
+    if (t->http)
+        clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
     return NULL;
 }
 
@@ -815,8 +869,37 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     if (clrmux_spans_init(t->buffer_spans) != 0)
         return E_OUTOFMEMORY;
-    t->out = fopen(t->output, "a");
-    if (!t->out) {
+    /* The rule: without endpoint, spans go to the file (`output`, or its default); with
+     * endpoint, to the collector only, unless `output` is also set explicitly (then to both),
+     * or libcurl cannot be loaded (then to the file, the explicit or the default one). */
+    char via[PATH_MAX + 64] = "";
+    if (t->endpoint[0]) {
+        char err[800];
+        char loaded[PATH_MAX];
+        t->curl = clrmux_curl_open(getenv("CLRMUX_LIBCURL"), t->endpoint, loaded, sizeof loaded, err, sizeof err);
+        if (!t->curl) {
+            LOG_ERROR("tracer: endpoint %s: %s; OTLP/HTTP export is off, spans are written to %s instead", t->endpoint,
+                      err, t->output);
+            t->output_set = 1;
+        } else {
+            struct clrmux_http_conf hc = {
+                .endpoint = t->endpoint,
+                .max_queue = CLRMUX_HTTP_QUEUE,
+                .max_attempts = CLRMUX_HTTP_ATTEMPTS,
+                .backoff_ms = CLRMUX_HTTP_BACKOFF_MS,
+                .backoff_max_ms = CLRMUX_HTTP_BACKOFF_MAX_MS,
+                .timeout_ms = CLRMUX_HTTP_TIMEOUT_MS,
+                .post = clrmux_curl_post,
+                .post_ctx = t->curl,
+            };
+            if (!(t->http = clrmux_http_new(&hc)))
+                return E_OUTOFMEMORY;
+            snprintf(via, sizeof via, " (OTLP/HTTP JSON with %s)", loaded);
+        }
+    }
+    if (!t->http || t->output_set)
+        t->out = fopen(t->output, "a");
+    if ((!t->http || t->output_set) && !t->out) {
         LOG_ERROR("child '%s': cannot open output %s: %s; tracer disabled", t->child, t->output, strerror(errno));
         return E_FAIL;
     }
@@ -829,7 +912,13 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         t->ex_started = 1;
     else
         LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
-    LOG_INFO("tracer: %d target(s), spans to %s (service.name %s)", t->ntargets, t->output, t->service);
+    if (!t->http)
+        LOG_INFO("tracer: %d target(s), spans to %s (service.name %s)", t->ntargets, t->output, t->service);
+    else if (!t->out)
+        LOG_INFO("tracer: %d target(s), spans to %s%s (service.name %s)", t->ntargets, t->endpoint, via, t->service);
+    else
+        LOG_INFO("tracer: %d target(s), spans to %s%s and to %s (service.name %s)", t->ntargets, t->endpoint, via,
+                 t->output, t->service);
     return S_OK;
 }
 
@@ -958,9 +1047,13 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         t->ex_stop = 1;
         pthread_cond_broadcast(&t->ex_cond);
         pthread_mutex_unlock(&t->ex_lock);
-        pthread_join(t->ex_thread, NULL);
+        pthread_join(t->ex_thread, NULL); /* it wrote the last spans and sent the last requests */
+    } else {
+        export_pending(t, 1);
+        if (t->http)
+            clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
     }
-    export_pending(t, 1);
+    int to_file = t->out != NULL;
     if (t->out) {
         fclose(t->out);
         t->out = NULL;
@@ -979,11 +1072,18 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     struct clrmux_span_stats st;
     clrmux_spans_stats(&st);
     unsigned nrw = (unsigned)atomic_load(&t->rewritten);
-    LOG_INFO("tracer: %u method(s) rewritten (%llu us each on average), %u skipped; %llu span(s) written to %s in "
-             "%llu line(s), %llu dropped (buffer full), %llu not recorded (nesting deeper than %d)",
+    char dest[PATH_MAX + 2200];
+    int n = 0;
+    if (to_file || !t->http)
+        n = snprintf(dest, sizeof dest, "%llu span(s) written to %s in %llu line(s)%s", (unsigned long long)t->written,
+                     t->output, (unsigned long long)t->lines, t->http ? ", " : "");
+    if (t->http)
+        snprintf(dest + n, sizeof dest - (size_t)n, "%llu span(s) queued for %s in %llu request(s)",
+                 (unsigned long long)t->queued, t->endpoint, (unsigned long long)t->requests);
+    LOG_INFO("tracer: %u method(s) rewritten (%llu us each on average), %u skipped; %s, %llu dropped (buffer full), "
+             "%llu not recorded (nesting deeper than %d)",
              nrw, (unsigned long long)(nrw ? atomic_load(&t->rewrite_ns) / nrw / 1000 : 0),
-             (unsigned)atomic_load(&t->skipped), (unsigned long long)t->written,
-             t->output, (unsigned long long)t->lines, (unsigned long long)st.dropped,
+             (unsigned)atomic_load(&t->skipped), dest, (unsigned long long)st.dropped,
              (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH);
     return S_OK;
 }

@@ -12,10 +12,12 @@
  *   JITInlining / JITCachedFunctionSearchStarted  refuse inlining and precompiled
  *                       (ReadyToRun) code of traced methods
  *   ExceptionThrown     remembers the exception's type name for the error status
- * Spans go to a bounded ring that a background thread writes as OTLP JSON lines.
+ * Spans go to a bounded ring that a background thread writes as OTLP JSON lines, and/or
+ * POSTs to an OTLP/HTTP collector (tracer/otlp_http.h; libcurl dlopened only then).
  *
- * Section keys: trace (repeatable), output, service_name, buffer_spans, flush_interval_ms
- * (loader.conf.example documents them). */
+ * Section keys: trace (repeatable), output, service_name, buffer_spans, flush_interval_ms,
+ * endpoint (loader.conf.example documents them). Environment: CLRMUX_LIBCURL, the libcurl
+ * to load instead of libcurl.so.4. */
 #ifndef CLRMUX_TRACER_TRACER_H
 #define CLRMUX_TRACER_TRACER_H
 

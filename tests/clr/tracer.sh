@@ -27,7 +27,8 @@ LIB="$ROOT/build/libclrmux.so"
 FAKE="$ROOT/build/fake"
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-tracer.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+SRV_PID=
+trap '[ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 PASS=0
 FAIL=0
 ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
@@ -322,6 +323,156 @@ if same_output small && [ -n "$written" ] && [ "${dropped:-0}" -gt 0 ] && [ $((w
     && [ "$spans" = "$written" ] && grep -q "tracer: $dropped span(s) dropped: the buffer (16 spans) was full" "$WORK/small.log"; then
     ok "a full buffer (16 spans, 800 calls on 8 threads): $written written, $dropped dropped, counted and logged"
 else bad "a full buffer drops and counts" "spans in file=$spans; $(grep tracer "$WORK/small.log" | tail -3)"; fi
+
+# ---- OTLP/HTTP export (endpoint =): a collector on 127.0.0.1, then none ------------------
+# A tiny collector (python3 http.server on 127.0.0.1, a free port, 120 s at most, killed
+# below): it records each POST (path, Content-Type, the status it answered, the body) as a
+# JSON line, and answers 503 to the first FAIL_FIRST POSTs, 200 to the others.
+if ! command -v python3 >/dev/null 2>&1; then
+    bad "python3 is needed for the OTLP/HTTP checks"
+else
+cat >"$WORK/collector.py" <<'PYEOF'
+import http.server, json, os, sys, threading
+out, portfile, fail_first = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lock, seen = threading.Lock(), [0]
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with lock:
+            seen[0] += 1
+            code = 503 if seen[0] <= fail_first else 200
+            with open(out, "a") as f:
+                f.write(json.dumps({"path": self.path, "type": self.headers.get("Content-Type"), "code": code,
+                                    "body": body.decode("utf-8", "replace")}) + "\n")
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *args):
+        pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+srv.daemon_threads = True
+timer = threading.Timer(120, os._exit, args=(3,))  # bounded lifetime, whatever happens
+timer.daemon = True
+timer.start()
+with open(portfile + ".tmp", "w") as f:
+    f.write(str(srv.server_address[1]))
+os.rename(portfile + ".tmp", portfile)
+srv.serve_forever()
+PYEOF
+# span_names FILE KIND: "name count" per span name (and "ids N unique M") in FILE: the
+# collector's record (KIND=posts: accepted bodies only) or an OTLP JSON lines file (lines)
+span_names() {
+    python3 - "$1" "$2" <<'PYEOF'
+import collections, json, sys
+path, kind = sys.argv[1], sys.argv[2]
+names, ids, errors = collections.Counter(), [], 0
+for line in open(path):
+    if kind == "posts":
+        rec = json.loads(line)
+        if rec["code"] != 200:
+            continue
+        req = json.loads(rec["body"])
+    else:
+        req = json.loads(line)
+    for rs in req["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                names[sp["name"]] += 1
+                ids.append(sp["spanId"])
+                errors += sp.get("status", {}).get("code") == 2
+for n in sorted(names):
+    print(n, names[n])
+print("errors", errors)
+print("ids", len(ids), "unique", len(set(ids)))
+PYEOF
+}
+POSTS="$WORK/posts.jsonl"
+python3 "$WORK/collector.py" "$POSTS" "$WORK/collector.port" 1 &
+SRV_PID=$!
+for _ in $(seq 100); do [ -s "$WORK/collector.port" ] && break; sleep 0.1; done
+PORT=$(cat "$WORK/collector.port" 2>/dev/null)
+HTTP_TARGETS="trace = tracee!Tracee.Targets::Work
+trace = tracee!Tracee.Targets::Add
+trace = tracee!Tracee.Targets::Thrower"
+NOPROXY=(no_proxy=127.0.0.1 NO_PROXY=127.0.0.1)
+mkdir -p "$WORK/http"
+cat >"$WORK/http/http.conf" <<EOF
+[child tracer]
+builtin = tracer
+endpoint = http://127.0.0.1:$PORT/v1/traces
+$HTTP_TARGETS
+EOF
+under_clrmux http "$WORK/http/http.conf" "${NOPROXY[@]}"
+L=$WORK/http.log
+got=$(span_names "$POSTS" posts 2>&1)
+codes=$(python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (r["code"], r["path"], r["type"]) for r in map(json.loads, open(sys.argv[1]))))' "$POSTS" 2>&1)
+if [ -n "$PORT" ] && same_output http && grep -q "^Tracee.Targets.Work 800$" <<<"$got" && grep -q "^Tracee.Targets.Add 10$" <<<"$got" \
+    && grep -q "^Tracee.Targets.Thrower 1$" <<<"$got" && grep -q "^errors 1$" <<<"$got" && grep -q "^ids 811 unique 811$" <<<"$got" \
+    && [[ "$codes" =~ ^503:/v1/traces:application/json( 200:/v1/traces:application/json)+$ ]] \
+    && grep -q "tracer: 3 target(s), spans to http://127.0.0.1:$PORT/v1/traces (OTLP/HTTP JSON with " "$L" \
+    && grep -q "failed: HTTP 503; attempt 1 of 5, retrying in 200 ms" "$L" \
+    && grep -q "OTLP/HTTP to http://127.0.0.1:$PORT/v1/traces: 811 span(s) sent in [0-9]* request(s), [0-9]* attempt(s) of which 1 failed; 0 span(s) dropped" "$L" \
+    && ! ls "$WORK"/http/traces-* >/dev/null 2>&1; then
+    ok "endpoint: the spans are POSTed to a collector on 127.0.0.1:$PORT (Content-Type application/json; a 503 retried; Work 800, Add 10, Thrower 1 with error, 811 unique ids), no file without 'output ='"
+else bad "endpoint: spans POSTed to a collector" "port=$PORT codes=$codes; $got; $(grep -E 'tracer|ERROR|WARN' "$L" | tail -6; ls "$WORK/http")"; fi
+
+# endpoint and output both set: the same spans go to the collector and to the file
+: >"$POSTS"
+cat >"$WORK/both.conf" <<EOF
+[child tracer]
+builtin = tracer
+endpoint = http://127.0.0.1:$PORT/v1/traces
+output = $WORK/both.otlp.jsonl
+$HTTP_TARGETS
+EOF
+under_clrmux both "$WORK/both.conf" "${NOPROXY[@]}"
+got_http=$(span_names "$POSTS" posts 2>&1)
+got_file=$(span_names "$WORK/both.otlp.jsonl" lines 2>&1)
+if same_output both && grep -q "^Tracee.Targets.Work 800$" <<<"$got_http" && [ "$got_http" = "$got_file" ] \
+    && grep -q "spans to http://127.0.0.1:$PORT/v1/traces (OTLP/HTTP JSON with .*) and to $WORK/both.otlp.jsonl" "$WORK/both.log" \
+    && grep -q "811 span(s) written to $WORK/both.otlp.jsonl in [0-9]* line(s), 811 span(s) queued for http://127.0.0.1:$PORT/v1/traces in [0-9]* request(s)" "$WORK/both.log"; then
+    ok "endpoint and output both set: the collector and the file get the same 811 spans"
+else bad "endpoint and output both set" "http: $got_http; file: $got_file"; fi
+kill "$SRV_PID" 2>/dev/null
+wait "$SRV_PID" 2>/dev/null
+SRV_PID=
+
+# nothing listening: the attempts fail, are retried with backoff, the requests are dropped
+# and counted, the process exits within the bounded shutdown time, the app is unchanged
+FREE=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$WORK/http/none.conf" <<EOF
+[child tracer]
+builtin = tracer
+endpoint = http://127.0.0.1:$FREE/v1/traces
+$HTTP_TARGETS
+EOF
+rm -f "$WORK"/http/traces-*
+t0=$(date +%s%N)
+under_clrmux none "$WORK/http/none.conf" "${NOPROXY[@]}"
+ms=$((($(date +%s%N) - t0) / 1000000))
+L=$WORK/none.log
+if same_output none && [ "$ms" -lt 15000 ] \
+    && grep -q "OTLP/HTTP: POST of [0-9]* span(s) to http://127.0.0.1:$FREE/v1/traces failed: .*(CURLcode 7); attempt 1 of 5, retrying in 200 ms" "$L" \
+    && grep -Eq "OTLP/HTTP: [0-9]+ request\(s\) \([0-9]+ span\(s\)\) to http://127.0.0.1:$FREE/v1/traces dropped" "$L" \
+    && grep -Eq "OTLP/HTTP to http://127.0.0.1:$FREE/v1/traces: 0 span\(s\) sent in 0 request\(s\), [2-9][0-9]* attempt\(s\) of which [2-9][0-9]* failed; 811 span\(s\) dropped" "$L" \
+    && ! ls "$WORK"/http/traces-* >/dev/null 2>&1; then
+    ok "endpoint with nothing listening (127.0.0.1:$FREE): app output unchanged, exit after $ms ms; $(grep -Eo '[0-9]+ attempt\(s\) of which [0-9]+ failed; 811 span\(s\) dropped[^;]*' "$L")"
+else bad "endpoint with nothing listening" "$ms ms; $(grep -E 'tracer|ERROR|WARN' "$L" | tail -6)"; fi
+
+# no libcurl (CLRMUX_LIBCURL names a missing library): one clear line, spans to the file
+rm -f "$WORK"/http/traces-*
+under_clrmux nocurl "$WORK/http/none.conf" CLRMUX_LIBCURL="$WORK/no/libcurl.so.4"
+f=$(ls "$WORK"/http/traces-*.otlp.jsonl 2>/dev/null | head -1)
+got=$([ -n "$f" ] && span_names "$f" lines 2>&1)
+if same_output nocurl && [ "$(grep -c 'cannot load libcurl' "$WORK/nocurl.log")" = 1 ] \
+    && grep -q "ERROR tracer: endpoint http://127.0.0.1:$FREE/v1/traces: cannot load libcurl ($WORK/no/libcurl.so.4: cannot open shared object file: No such file or directory); OTLP/HTTP export is off, spans are written to $f instead" "$WORK/nocurl.log" \
+    && grep -q "^Tracee.Targets.Work 800$" <<<"$got"; then
+    ok "endpoint without libcurl: one ERROR line, the spans go to the default file ($(basename "$f"), Work 800)"
+else bad "endpoint without libcurl" "$(grep -E 'tracer|ERROR' "$WORK/nocurl.log" | head -4); $got"; fi
+fi
 
 echo
 echo "tracer: $PASS passed, $FAIL failed"
