@@ -3,7 +3,7 @@
 #include "clrmux/clrmux.h"
 #include "common/log.h"
 #include "loader/mux.h"
-#include "loader/versions.h"
+#include "loader/child_base.h"
 
 static HRESULT STDMETHODCALLTYPE cf_QueryInterface(IClassFactory *This, REFIID riid, void **ppv)
 {
@@ -27,11 +27,7 @@ static HRESULT STDMETHODCALLTYPE cf_CreateInstance(IClassFactory *This, IUnknown
     *ppv = NULL;
     if (outer)
         return CLASS_E_NOAGGREGATION;
-    static const IID *const iids[] = CLRMUX_CALLBACK_IIDS;
-    int known = IsEqualIID(riid, &IID_IUnknown);
-    for (int v = 1; !known && v <= CLRMUX_CALLBACK_MAX_VERSION; v++)
-        known = IsEqualIID(riid, iids[v]);
-    if (!known)
+    if (!clrmux_is_callback_iid(riid))
         return E_NOINTERFACE; /* before creating a mux, which is never freed */
     struct clrmux_mux *m = clrmux_mux_create();
     if (!m)

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/platform.h"
 #include "common/utf16.h"
+#include "loader/child_base.h"
 #include "loader/versions.h"
 
 struct clrmux_mux *clrmux_the_mux;
@@ -63,33 +64,14 @@ CLRMUX_ALL_ICorProfilerCallback11(GEN, ICorProfilerCallback11)
 
 static HRESULT STDMETHODCALLTYPE mux_QueryInterface(ICorProfilerCallback11 *This, REFIID riid, void **ppv)
 {
-    static const IID *const iids[] = CLRMUX_CALLBACK_IIDS;
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    int ok = IsEqualIID(riid, &IID_IUnknown);
-    for (int v = 1; !ok && v <= CLRMUX_CALLBACK_MAX_VERSION; v++)
-        ok = IsEqualIID(riid, iids[v]);
-    if (!ok)
-        return E_NOINTERFACE;
-    *ppv = This;
-    This->lpVtbl->AddRef(This);
-    return S_OK;
+    return clrmux_callback_query(This, &impl(This)->refs, riid, ppv);
 }
 
-static ULONG STDMETHODCALLTYPE mux_AddRef(ICorProfilerCallback11 *This)
-{
-    return (ULONG)atomic_fetch_add(&impl(This)->refs, 1) + 1;
-}
+static ULONG STDMETHODCALLTYPE mux_AddRef(ICorProfilerCallback11 *This) { return clrmux_refs_add(&impl(This)->refs); }
 
-static ULONG STDMETHODCALLTYPE mux_Release(ICorProfilerCallback11 *This)
-{
-    struct clrmux_mux *m = impl(This);
-    LONG n = atomic_fetch_sub(&m->refs, 1) - 1;
-    /* The mux is never freed: children may hold their proxies (which point at it) and
-     * profiler threads may still run after the runtime's last Release. */
-    return (ULONG)(n < 0 ? 0 : n);
-}
+/* The mux is never freed: children may hold their proxies (which point at it) and profiler
+ * threads may still run after the runtime's last Release. */
+static ULONG STDMETHODCALLTYPE mux_Release(ICorProfilerCallback11 *This) { return clrmux_refs_release(&impl(This)->refs); }
 
 /* ---- lifecycle ------------------------------------------------------------------------ */
 

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/platform.h"
+#include "loader/child_base.h"
 #include "profiler/framename.h"
 #include "profiler/pprof.h"
 #include "profiler/prof.h"
@@ -668,63 +669,22 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
 
 /* ---- COM plumbing --------------------------------------------------------------------- */
 
-#define CB_DEFAULT(I, D, R, N, P, A, ROUTE)                                                                  \
-    __attribute__((unused)) static HRESULT STDMETHODCALLTYPE prd_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
-    {                                                                                                         \
-        return S_OK;                                                                                          \
-    }
-CLRMUX_METHODS_ICorProfilerCallback(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback2(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback3(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback4(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback5(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback6(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback7(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback8(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback9(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback10(CB_DEFAULT, x)
-CLRMUX_METHODS_ICorProfilerCallback11(CB_DEFAULT, x)
-
-static const IID *const k_cb_iids[] = {&IID_IUnknown, &IID_ICorProfilerCallback, &IID_ICorProfilerCallback2,
-    &IID_ICorProfilerCallback3, &IID_ICorProfilerCallback4, &IID_ICorProfilerCallback5, &IID_ICorProfilerCallback6,
-    &IID_ICorProfilerCallback7, &IID_ICorProfilerCallback8, &IID_ICorProfilerCallback9,
-    &IID_ICorProfilerCallback10, &IID_ICorProfilerCallback11};
+CLRMUX_DEFINE_NOOP_CALLBACKS(prd)
 
 static HRESULT STDMETHODCALLTYPE pr_QueryInterface(ICorProfilerCallback11 *This, REFIID riid, void **ppv)
 {
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    for (size_t i = 0; i < sizeof k_cb_iids / sizeof k_cb_iids[0]; i++) {
-        if (IsEqualIID(riid, k_cb_iids[i])) {
-            *ppv = This;
-            atomic_fetch_add(&impl(This)->refs, 1);
-            return S_OK;
-        }
-    }
-    return E_NOINTERFACE;
+    return clrmux_callback_query(This, &impl(This)->refs, riid, ppv);
 }
 
-static ULONG STDMETHODCALLTYPE pr_AddRef(ICorProfilerCallback11 *This)
-{
-    return (ULONG)atomic_fetch_add(&impl(This)->refs, 1) + 1;
-}
+static ULONG STDMETHODCALLTYPE pr_AddRef(ICorProfilerCallback11 *This) { return clrmux_refs_add(&impl(This)->refs); }
 
 /* Never freed: the runtime and the sampler may still hold it while the process ends. */
-static ULONG STDMETHODCALLTYPE pr_Release(ICorProfilerCallback11 *This)
-{
-    LONG n = atomic_fetch_sub(&impl(This)->refs, 1) - 1;
-    return (ULONG)(n < 0 ? 0 : n);
-}
+static ULONG STDMETHODCALLTYPE pr_Release(ICorProfilerCallback11 *This) { return clrmux_refs_release(&impl(This)->refs); }
 
-#define prd_QueryInterface pr_QueryInterface
-#define prd_AddRef pr_AddRef
-#define prd_Release pr_Release
-#define VT(I, D, R, N, P, A, ROUTE) .N = prd_##N,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverride-init"
 static const ICorProfilerCallback11Vtbl k_vtbl = {
-    CLRMUX_ALL_ICorProfilerCallback11(VT, x)
+    CLRMUX_NOOP_VTBL(prd)
     .QueryInterface = pr_QueryInterface,
     .AddRef = pr_AddRef,
     .Release = pr_Release,

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/platform.h"
 #include "common/utf16.h"
+#include "loader/child_base.h"
 #include "tracer/il.h"
 #include "tracer/otlp.h"
 #include "tracer/otlp_http.h"
@@ -801,53 +802,17 @@ done:
 
 /* ---- callbacks ----------------------------------------------------------------------- */
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#define DEF_FN(I, D, R, N, P, A, ROUTE) \
-    __attribute__((unused)) static HRESULT STDMETHODCALLTYPE trd_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
-    { return S_OK; }
-CLRMUX_METHODS_ICorProfilerCallback(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback2(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback3(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback4(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback5(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback6(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback7(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback8(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback9(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback10(DEF_FN, x)
-CLRMUX_METHODS_ICorProfilerCallback11(DEF_FN, x)
-#pragma GCC diagnostic pop
+CLRMUX_DEFINE_NOOP_CALLBACKS(trd)
 
 static HRESULT STDMETHODCALLTYPE tr_QueryInterface(ICorProfilerCallback11 *This, REFIID riid, void **ppv)
 {
-    static const IID *const iids[] = {&IID_IUnknown, &IID_ICorProfilerCallback, &IID_ICorProfilerCallback2,
-        &IID_ICorProfilerCallback3, &IID_ICorProfilerCallback4, &IID_ICorProfilerCallback5,
-        &IID_ICorProfilerCallback6, &IID_ICorProfilerCallback7, &IID_ICorProfilerCallback8,
-        &IID_ICorProfilerCallback9, &IID_ICorProfilerCallback10, &IID_ICorProfilerCallback11};
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    for (size_t i = 0; i < sizeof iids / sizeof iids[0]; i++)
-        if (IsEqualIID(riid, iids[i])) {
-            *ppv = This;
-            atomic_fetch_add(&impl(This)->refs, 1);
-            return S_OK;
-        }
-    return E_NOINTERFACE;
+    return clrmux_callback_query(This, &impl(This)->refs, riid, ppv);
 }
 
-static ULONG STDMETHODCALLTYPE tr_AddRef(ICorProfilerCallback11 *This)
-{
-    return (ULONG)atomic_fetch_add(&impl(This)->refs, 1) + 1;
-}
+static ULONG STDMETHODCALLTYPE tr_AddRef(ICorProfilerCallback11 *This) { return clrmux_refs_add(&impl(This)->refs); }
 
-static ULONG STDMETHODCALLTYPE tr_Release(ICorProfilerCallback11 *This)
-{
-    /* never freed: rewritten code calls the probes until the process ends */
-    LONG n = atomic_fetch_sub(&impl(This)->refs, 1) - 1;
-    return (ULONG)(n < 0 ? 0 : n);
-}
+/* never freed: rewritten code calls the probes until the process ends */
+static ULONG STDMETHODCALLTYPE tr_Release(ICorProfilerCallback11 *This) { return clrmux_refs_release(&impl(This)->refs); }
 
 #define TRACER_MASK                                                                                    \
     (COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION |           \
@@ -1088,14 +1053,13 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     return S_OK;
 }
 
-#define trd_QueryInterface tr_QueryInterface
-#define trd_AddRef tr_AddRef
-#define trd_Release tr_Release
-#define VT(I, D, R, N, P, A, ROUTE) .N = trd_##N,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverride-init"
 static const ICorProfilerCallback11Vtbl tracer_vtbl = {
-    CLRMUX_ALL_ICorProfilerCallback11(VT, x)
+    .QueryInterface = tr_QueryInterface,
+    .AddRef = tr_AddRef,
+    .Release = tr_Release,
+    CLRMUX_NOOP_VTBL(trd)
     .Initialize = tr_Initialize,
     .Shutdown = tr_Shutdown,
     .ModuleLoadFinished = tr_ModuleLoadFinished,
