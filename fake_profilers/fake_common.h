@@ -15,8 +15,10 @@
  *   FAKE_MAX_VERSION   highest ICorProfilerCallbackN answered (default 11; 1 = only v1)
  *   FAKE_INIT_HR       what Initialize returns (default S_OK)
  *   FAKE_CREATE_HR     when defined, what IClassFactory::CreateInstance returns
- *   FAKE_LATE_MASK     after the first ModuleLoadFinished, try an immutable and a mutable
- *                      mask change and record both HRESULTs
+ *   FAKE_LATE_MASK     after the first ModuleLoadFinished, try an immutable change
+ *                      (COR_PRF_ENABLE_OBJECT_ALLOCATED), COR_PRF_DISABLE_INLINING
+ *                      (immutable before .NET 10) and a mutable change
+ *                      (COR_PRF_MONITOR_THREADS), and record the three HRESULTs
  *   FAKE_NOOP          count nothing (for benchmarks) */
 #ifndef FAKE_COMMON_H
 #define FAKE_COMMON_H
@@ -150,6 +152,10 @@ static HRESULT STDMETHODCALLTYPE fk_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (atomic_exchange(&f->late_done, 1) == 0) {
         HRESULT a = ICorProfilerInfo5_SetEventMask2(f->info, f->low | COR_PRF_ENABLE_OBJECT_ALLOCATED, f->high);
         fk_fact(f, "# late immutable change hr=0x%08X%.0u", (DWORD)a, 0);
+        HRESULT c = ICorProfilerInfo5_SetEventMask2(f->info, f->low | COR_PRF_DISABLE_INLINING, f->high);
+        fk_fact(f, "# late disable-inlining change hr=0x%08X%.0u", (DWORD)c, 0);
+        if (SUCCEEDED(c)) /* mutable on .NET 10: set it back */
+            ICorProfilerInfo5_SetEventMask2(f->info, f->low, f->high);
         HRESULT b = ICorProfilerInfo5_SetEventMask2(f->info, f->low | COR_PRF_MONITOR_THREADS, f->high);
         fk_fact(f, "# late mutable change hr=0x%08X%.0u", (DWORD)b, 0);
         if (SUCCEEDED(b))

@@ -8,43 +8,31 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
 export GOTOOLCHAIN=local HOME=${HOME:-/tmp}
 SHAPES_MS=${PROFILER_TEST_MS:-3000}
+. tests/clr/lib.sh
 
-banner() {
-    echo "##########################################################################"
-    echo "## $1"
-    echo "##########################################################################"
-}
-if ! command -v dotnet >/dev/null 2>&1; then
-    banner "dotnet is not on PATH: the profiler tests (tests/clr/profiler.sh) did NOT run"
-    [ "${CI:-}" = "true" ] && { echo "CI=true: a missing dotnet is an error"; exit 1; }
-    exit 0
-fi
 if ! command -v go >/dev/null 2>&1; then
-    banner "go (Debian golang-go) is not on PATH: no pprof reader, the profiler tests did NOT run"
+    echo "##########################################################################"
+    echo "## go (Debian golang-go) is not on PATH: no pprof reader, the profiler tests did NOT run"
+    echo "##########################################################################"
     exit 0
 fi
+clr_suite profiler "$@"
 for f in build/libclrmux.so build/libclrmux_profiler.so; do
-    [ -f "$f" ] || { echo "profiler: $f missing: run 'make all'"; exit 1; }
+    [ -f "$f" ] || { bad "$f missing: run 'make all'"; clr_done; }
 done
-tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
 
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-prof.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2" | head -40; }
 
 # run_shapes TAG LIB CONF: shapes under clrmux (LIB = libclrmux.so to register)
 run_shapes() {
     local tag=$1 lib=$2 conf=$3
     env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$lib" \
         CLRMUX_CONFIG="$conf" CLRMUX_LOG_FILE="$WORK/$tag.log" \
-        dotnet build/clr/shapes/shapes.dll "$SHAPES_MS" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+        "${DOTNET[@]}" build/clr/shapes/shapes.dll "$SHAPES_MS" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
     echo $? >"$WORK/$tag.rc"
 }
 pprof() { go tool pprof "$@" 2>/dev/null; }
@@ -94,8 +82,8 @@ unreadable=""
 for f in "${FILES[@]}"; do pprof -raw "$f" | grep -q '^Samples:' || unreadable="$unreadable $f"; done
 [ -z "$unreadable" ] && [ "${#FILES[@]}" -gt 0 ] && ok "every profile is read by go tool pprof" || bad "every profile is read by go tool pprof" "$unreadable"
 if [ "${#FILES[@]}" -eq 0 ]; then
-    echo "profiler: $PASS passed, $((FAIL + 1)) failed"
-    exit 1
+    bad "no profile was written"
+    clr_done
 fi
 types=$(pprof -raw "${FILES[0]}" | sed -n '/^Samples:/{n;p;q}')
 want="cpu/nanoseconds[dflt] wall/nanoseconds exception/count alloc-samples/count alloc-size/bytes lock-count/count lock-time/nanoseconds"
@@ -117,8 +105,16 @@ names "$t" Shapes.Blob Shapes.Alloc.AllocLoop && ok "alloc-size names Shapes.Blo
 t=$(top alloc-samples)
 names "$t" Shapes.Alloc.AllocLoop && ok "alloc-samples names Shapes.Alloc.AllocLoop" || bad "alloc-samples names Shapes.Alloc.AllocLoop" "$t"
 t=$(top lock-time)
-names "$t" Shapes.Contend.LockLoop System.Threading.Monitor.Enter && ok "lock-time names Shapes.Contend.LockLoop (in Monitor.Enter)" \
-    || bad "lock-time names Shapes.Contend.LockLoop (in Monitor.Enter)" "$t"
+if [ "$CLR_RT" -ge 10 ]; then
+    names "$t" Shapes.Contend.LockLoop System.Threading.Monitor.Enter && ok "lock-time names Shapes.Contend.LockLoop (in Monitor.Enter)" \
+        || bad "lock-time names Shapes.Contend.LockLoop (in Monitor.Enter)" "$t"
+else
+    # before .NET 10 Monitor.Enter is a runtime helper with no managed frame: the contending
+    # method itself is the leaf
+    awk '/ Shapes.Contend.LockLoop$/ {sub(/%/, "", $2); f = $2 + 0} END {exit !(f >= 90)}' <<<"$t" \
+        && ok "lock-time names Shapes.Contend.LockLoop as the leaf (Monitor.Enter has no managed frame before .NET 10)" \
+        || bad "lock-time names Shapes.Contend.LockLoop as the leaf (Monitor.Enter has no managed frame before .NET 10)" "$t"
+fi
 t=$(top lock-count)
 names "$t" Shapes.Contend.LockLoop && ok "lock-count names Shapes.Contend.LockLoop" || bad "lock-count names Shapes.Contend.LockLoop" "$t"
 tags=$(pprof -tags -sample_index=cpu "${FILES[@]}")
@@ -173,5 +169,4 @@ else
     bad "cpu only: threads + stack snapshots in the mask, no EventPipe session, only cpu values" "$(cat "$WORK/cpuonly.log")"
 fi
 
-echo "profiler: $PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+clr_done

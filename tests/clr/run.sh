@@ -5,41 +5,20 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
-
-if ! command -v dotnet >/dev/null 2>&1; then
-    echo "##########################################################################"
-    echo "## dotnet is not on PATH: the real-runtime tests (tests/clr) did NOT run ##"
-    echo "##########################################################################"
-    if [ "${CI:-}" = "true" ]; then
-        echo "CI=true: a missing dotnet is an error"
-        exit 1
-    fi
-    exit 0
-fi
-
-tests/clr/build-apps.sh || { echo "building the C# test apps failed"; exit 1; }
+. tests/clr/lib.sh
+clr_suite clr "$@"
 
 LIB="$ROOT/build/libclrmux.so"
 FAKE="$ROOT/build/fake"
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-clr.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-PASS=0
-FAIL=0
-
-ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2"; }
-check() { # check "description" command...
-    local d=$1; shift
-    if "$@" >/dev/null 2>&1; then ok "$d"; else bad "$d"; fi
-}
 
 # app NAME: run build/clr/NAME/NAME.dll with the current environment; stdout to $WORK/NAME.out
 run_app() {
     local app=$1 tag=$2
     shift 2
-    env "$@" dotnet "build/clr/$app/$app.dll" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+    env "$@" "${DOTNET[@]}" "build/clr/$app/$app.dll" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
     echo $? >"$WORK/$tag.rc"
 }
 under_clrmux() { # under_clrmux TAG CONF APP [VAR=VALUE...]
@@ -249,11 +228,9 @@ clsid = $REC_A
 EOF
 (cd / && env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$WORK/install/libclrmux.so" \
     CLRMUX_LOG_FILE="$WORK/beside.log" RECORDER_MASK_A0000001=$MASK_A RECORDER_OUT_A0000001="$WORK/beside.rec" \
-    dotnet "$ROOT/build/clr/sample/sample.dll" >"$WORK/beside.out" 2>&1)
+    "${DOTNET[@]}" "$ROOT/build/clr/sample/sample.dll" >"$WORK/beside.out" 2>&1)
 if grep -q '^ExceptionThrown 5$' "$WORK/beside.rec" 2>/dev/null && grep -q "config $WORK/install/loader.conf" "$WORK/beside.log"; then
     ok "loader.conf is found beside libclrmux.so and relative paths resolve from its folder"
 else bad "loader.conf beside the library" "$(tail -5 "$WORK/beside.log" 2>/dev/null)"; fi
 
-echo
-echo "clr: $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+clr_done

@@ -8,20 +8,8 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
-
-if ! command -v dotnet >/dev/null 2>&1; then
-    echo "###########################################################################"
-    echo "## dotnet is not on PATH: the tracer's real-runtime tests did NOT run     ##"
-    echo "###########################################################################"
-    if [ "${CI:-}" = "true" ]; then
-        echo "CI=true: a missing dotnet is an error"
-        exit 1
-    fi
-    exit 0
-fi
-
-tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
+. tests/clr/lib.sh
+clr_suite tracer "$@"
 
 LIB="$ROOT/build/libclrmux.so"
 FAKE="$ROOT/build/fake"
@@ -29,17 +17,12 @@ CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-tracer.XXXXXX")
 SRV_PID=
 trap '[ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2"; }
-
-[ -f "$LIB" ] || { echo "tracer: $LIB is missing (run make all)"; exit 1; }
+[ -f "$LIB" ] || { bad "$LIB is missing (run make all)"; clr_done; }
 
 run_app() { # run_app TAG [VAR=VALUE...]: tracee's stdout/stderr/exit code in $WORK/TAG.*
     local tag=$1
     shift
-    env "$@" dotnet build/clr/tracee/tracee.dll >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+    env "$@" "${DOTNET[@]}" build/clr/tracee/tracee.dll >"$WORK/$tag.out" 2>"$WORK/$tag.err"
     echo $? >"$WORK/$tag.rc"
 }
 under_clrmux() { # under_clrmux TAG CONF [VAR=VALUE...]
@@ -236,7 +219,7 @@ check("async Task / ValueTask methods (the method that returns the task) are tra
 print("\n".join(results))
 PYEOF
 )
-    echo "$checks"
+    sed "s/^\(ok   - \|FAIL - \)/\1[.NET $CLR_RTV] /" <<<"$checks"
     PASS=$((PASS + $(grep -c '^ok' <<<"$checks")))
     FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$checks")))
     [ -z "$checks" ] && bad "the span checker printed nothing"
@@ -474,6 +457,4 @@ if same_output nocurl && [ "$(grep -c 'cannot load libcurl' "$WORK/nocurl.log")"
 else bad "endpoint without libcurl" "$(grep -E 'tracer|ERROR' "$WORK/nocurl.log" | head -4); $got"; fi
 fi
 
-echo
-echo "tracer: $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+clr_done
