@@ -87,8 +87,8 @@ void clrmux_proxy_init(struct clrmux_proxy *p, struct clrmux_mux *mux, struct cl
 
 /* Sets child's mask and applies the union of every active child's mask (plus `child`, even
  * while it is still initialising) on the runtime. After the mux's Initialize, a change of
- * an immutable flag is refused with CORPROF_E_IMMUTABLE_FLAGS_SET, as the runtime refuses
- * it; a union the runtime refuses is refused with the runtime's HRESULT and nothing changes. */
+ * an immutable flag is refused with E_FAIL, as the runtime refuses it (not with
+ * CORPROF_E_IMMUTABLE_FLAGS_SET: measured on .NET 8, 9 and 10); a union the runtime refuses is refused with the runtime's HRESULT and nothing changes. */
 HRESULT clrmux_set_child_mask(struct clrmux_mux *mux, struct clrmux_child *child, DWORD low, DWORD high);
 /* Recomputes the union (e.g. after a child was dropped) and sets it. */
 HRESULT clrmux_apply_union(struct clrmux_mux *mux);
