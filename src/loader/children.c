@@ -98,9 +98,11 @@ int clrmux_load_children(struct clrmux_mux *m)
         c->cb = cb;
         c->version = version;
         clrmux_proxy_init(&c->proxy, m, c);
-        if (version >= 11) {
-            /* the runtime asks every profiler this before Initialize; the answer does not
-             * matter in the main slot, but a child sees the call as it would alone */
+        if (version >= 11 && m->runtime_asked_notification_only) {
+            /* a runtime with ICorProfilerCallback11 asks every profiler this before
+             * Initialize; the answer does not matter in the main slot, but a child sees the
+             * call as it would alone. Older runtimes (.NET Core 3.1) never ask: neither does
+             * clrmux. */
             BOOL notification_only = FALSE;
             cb->lpVtbl->LoadAsNotificationOnly(cb, &notification_only);
             if (notification_only)

@@ -210,7 +210,8 @@ static HRESULT STDMETHODCALLTYPE mux_Shutdown(ICorProfilerCallback11 *This)
 
 static HRESULT STDMETHODCALLTYPE mux_LoadAsNotificationOnly(ICorProfilerCallback11 *This, BOOL *pbNotificationOnly)
 {
-    (void)This;
+    /* asked before Initialize, on the thread that then calls it */
+    impl(This)->runtime_asked_notification_only = 1;
     /* clrmux is the main profiler: its children may rewrite IL, ReJIT and hook functions. */
     if (pbNotificationOnly)
         *pbNotificationOnly = FALSE;

@@ -62,7 +62,10 @@ struct clrmux_mux {
     _Atomic LONG refs;
     ICorProfilerInfo15 *info; /* the runtime's Info, highest version answered */
     int info_version;         /* 0 until Initialize; 1..15 */
-    int runtime_major;        /* from ICorProfilerInfo3::GetRuntimeInformation; 0 = unknown */
+    int runtime_major;        /* the runtime's major version (runtime_version.h); 0 = unknown */
+    /* 1 once the runtime called ICorProfilerCallback11::LoadAsNotificationOnly (runtimes
+     * without that interface never do): only then is a child asked it */
+    int runtime_asked_notification_only;
     struct clrmux_child *children;
     int nchildren;
     _Atomic int initializing; /* 1 while the children's Initialize run */

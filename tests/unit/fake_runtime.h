@@ -46,6 +46,7 @@ struct fake_runtime {
     int refs;
     int max_version;  /* highest ICorProfilerInfoN answered by QueryInterface (1..15) */
     USHORT major;     /* GetRuntimeInformation's major version */
+    int no_callback11; /* 1: like .NET Core 3.1, never calls LoadAsNotificationOnly */
     /* SetEventMask / SetEventMask2 */
     DWORD mask_low, mask_high; /* the mask in force (last one accepted) */
     int set_mask_calls;        /* SetEventMask + SetEventMask2 calls, refused ones included */

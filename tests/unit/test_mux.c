@@ -236,6 +236,11 @@ static struct clrmux_mux *run_initialize(const char *conf, const char *conf_path
     if (g_nkept < 64)
         g_kept[g_nkept++] = m;
     log_clear();
+    if (!rt->no_callback11) { /* what a runtime with ICorProfilerCallback11 does first */
+        BOOL notification_only = TRUE;
+        assert_int_equal(cb->lpVtbl->LoadAsNotificationOnly(cb, &notification_only), S_OK);
+        assert_false(notification_only);
+    }
     *hr = cb->lpVtbl->Initialize(cb, fake_runtime_unknown(rt));
     unsetenv("CLRMUX_CONFIG");
     return m;
@@ -1450,6 +1455,36 @@ static void test_initialize_immutable_set_follows_runtime_version(void **state)
 
 /* The latemask library changes its mask in its first ModuleLoadFinished: an immutable
  * change (refused) and a mutable one (accepted); it writes both HRESULTs at Shutdown. */
+/* A runtime without ICorProfilerCallback11 (.NET Core 3.1: ICorProfilerInfo11 at most,
+ * GetRuntimeInformation says 4.0.30319) never calls LoadAsNotificationOnly: clrmux does not
+ * ask its children either, and still loads them at their highest callback version. */
+static void test_initialize_old_runtime_no_notification_question(void **state)
+{
+    (void)state;
+    char out[PATH_MAX];
+    tmp_path(out, sizeof out, "old-runtime.out");
+    unlink(out);
+    set_env_hex("RECORDER_MASK", "B8000001", COR_PRF_MONITOR_MODULE_LOADS);
+    set_env_str("RECORDER_OUT", "B8000001", out);
+    char conf[8192] = "";
+    conf_child(conf, sizeof conf, "rec", "recorder", "B8000001");
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 11, 4);
+    rt.no_callback11 = 1;
+    HRESULT hr;
+    struct clrmux_mux *m = run_initialize(conf, NULL, &rt, &hr);
+    assert_int_equal(hr, S_OK);
+    assert_int_equal(m->runtime_asked_notification_only, 0);
+    struct clrmux_child *c = child_named(m, "rec");
+    assert_non_null(c);
+    assert_int_equal(c->version, 11);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    mux->lpVtbl->Shutdown(mux);
+    const char *text = read_file(out);
+    assert_has_line(text, "Initialize 1");
+    assert_no_line_prefix(text, "LoadAsNotificationOnly");
+}
+
 static void test_initialize_late_mask_change(void **state)
 {
     (void)state;
@@ -1572,6 +1607,7 @@ int main(void)
         cmocka_unit_test(test_initialize_runtime_info_version),
         cmocka_unit_test(test_initialize_immutable_set_follows_runtime_version),
         cmocka_unit_test(test_initialize_late_mask_change),
+        cmocka_unit_test(test_initialize_old_runtime_no_notification_question),
         cmocka_unit_test(test_initialize_routes_to_library_children),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
