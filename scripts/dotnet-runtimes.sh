@@ -106,6 +106,21 @@ EOF
         rm -rf "$dest"
         mkdir -p "$dest"
         cp -al "$libdir". "$pack/native/." "$dest/" 2>/dev/null || cp -a "$libdir". "$pack/native/." "$dest/"
+        if [ ! -f "$dest/Microsoft.NETCore.App.deps.json" ]; then
+            # older packs (3.1) ship no deps.json, without which hostfxr does not see the
+            # framework: list the pack's own files
+            tfm=$(basename "$libdir")
+            {
+                printf '{"runtimeTarget":{"name":".NETCoreApp,Version=v%s/linux-x64","signature":""},' "${tfm#netcoreapp}"
+                printf '"compilationOptions":{},"targets":{".NETCoreApp,Version=v%s/linux-x64":{' "${tfm#netcoreapp}"
+                printf '"runtimepack.Microsoft.NETCore.App.Runtime.linux-x64/%s":{"runtime":{' "$v"
+                (cd "$dest" && ls -- *.dll) | sed 's/.*/"&":{}/' | paste -sd, | tr -d '\n'
+                printf '},"native":{'
+                (cd "$dest" && ls -- *.so createdump 2>/dev/null) | sed 's/.*/"&":{}/' | paste -sd, | tr -d '\n'
+                printf '}}}},"libraries":{"runtimepack.Microsoft.NETCore.App.Runtime.linux-x64/%s":' "$v"
+                printf '{"type":"runtimepack","serviceable":false,"sha512":""}}}\n'
+            } >"$dest/Microsoft.NETCore.App.deps.json"
+        fi
         touch "$dest/.complete"
     done
     flock -u 9

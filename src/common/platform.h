@@ -20,5 +20,12 @@ int clrmux_module_path_of(const void *addr, char *out, size_t outsz);
  * (`dotnet [options] path/App.dll`), the app's base name without ".dll" into app[appsz]
  * (else ""). Returns 0, or -1 when /proc (or the OS equivalent) cannot be read. */
 int clrmux_process_names(char *exe, size_t exesz, char *app, size_t appsz);
+/* Finds the loaded shared object whose file name is `base_name` (e.g. "libcoreclr.so"; on
+ * Linux through dl_iterate_phdr). Its absolute path goes to path[pathsz]; when `marker` is
+ * not NULL, the NUL-terminated string that starts with `marker` in its mapped file-backed
+ * segments (e.g. the "@(#)Version " string of the runtime) goes to found[foundsz] ("" when
+ * absent). Returns 0, or -1 when no such object is loaded or its path does not fit. */
+int clrmux_loaded_module(const char *base_name, const char *marker, char *path, size_t pathsz, char *found,
+                         size_t foundsz);
 
 #endif

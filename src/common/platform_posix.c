@@ -1,6 +1,7 @@
 #include "common/platform.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,4 +71,61 @@ int clrmux_process_names(char *exe, size_t exesz, char *app, size_t appsz)
         }
     }
     return 0;
+}
+
+struct module_query {
+    const char *base_name, *marker;
+    char *path, *found;
+    size_t pathsz, foundsz;
+    int hit; /* 1 found, -1 path too long */
+};
+
+static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct module_query *q = data;
+    const char *name = info->dlpi_name;
+    if (!name || !*name)
+        return 0;
+    const char *slash = strrchr(name, '/');
+    if (strcmp(slash ? slash + 1 : name, q->base_name) != 0)
+        return 0;
+    if (snprintf(q->path, q->pathsz, "%s", name) >= (int)q->pathsz) {
+        q->hit = -1;
+        return 1;
+    }
+    q->hit = 1;
+    if (!q->marker)
+        return 1;
+    size_t mlen = strlen(q->marker);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || ph->p_filesz < mlen)
+            continue;
+        /* the file-backed part of a loaded segment is mapped and readable */
+        const char *seg = (const char *)(info->dlpi_addr + ph->p_vaddr);
+        const char *hit = memmem(seg, ph->p_filesz, q->marker, mlen);
+        if (hit) {
+            size_t left = (size_t)(seg + ph->p_filesz - hit), n = 0;
+            while (n < left && n + 1 < q->foundsz && hit[n])
+                n++;
+            memcpy(q->found, hit, n);
+            q->found[n] = 0;
+            break;
+        }
+    }
+    return 1;
+}
+
+int clrmux_loaded_module(const char *base_name, const char *marker, char *path, size_t pathsz, char *found,
+                         size_t foundsz)
+{
+    if (!base_name || !path || pathsz == 0 || (marker && (!found || foundsz == 0)))
+        return -1;
+    path[0] = 0;
+    if (found && foundsz)
+        found[0] = 0;
+    struct module_query q = {base_name, marker, path, found, pathsz, foundsz, 0};
+    dl_iterate_phdr(module_cb, &q);
+    return q.hit == 1 ? 0 : -1;
 }

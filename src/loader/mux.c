@@ -135,7 +135,15 @@ static HRESULT get_runtime_info(struct clrmux_mux *m, IUnknown *unk)
         ULONG len = 0;
         if (SUCCEEDED(m->info->lpVtbl->GetRuntimeInformation(m->info, &clr_id, &type, &major, &minor,
                                                               &build, &qfe, 64, &len, ver)))
-            m->runtime_major = major;
+            LOG_DEBUG("GetRuntimeInformation: %u.%u.%u.%u", major, minor, build, qfe);
+        else
+            major = minor = build = qfe = 0;
+        /* .NET Core 3.1 answers 4.0.30319: the runtime's own files say better */
+        clrmux_runtime_version_detect(major, minor, build, qfe, &m->runtime_version);
+        m->runtime_major = m->runtime_version.major;
+    } else {
+        clrmux_runtime_version_detect(0, 0, 0, 0, &m->runtime_version);
+        m->runtime_major = m->runtime_version.major;
     }
     /* .NET 10 made DISABLE_INLINING / DISABLE_OPTIMIZATIONS mutable (dotnet/runtime#113924) */
     if (m->runtime_major > 0 && m->runtime_major < 10)
@@ -176,7 +184,7 @@ static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IU
         LOG_ERROR("the runtime answered no ICorProfilerInfo interface; the application runs unprofiled");
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     }
-    LOG_INFO("runtime: .NET %d, ICorProfilerInfo%d", m->runtime_major, m->info_version);
+    LOG_INFO("runtime: .NET %s, ICorProfilerInfo%d", m->runtime_version.text, m->info_version);
     atomic_store(&m->initializing, 1);
     int n = clrmux_load_children(m);
     atomic_store(&m->initializing, 0);

@@ -15,6 +15,7 @@
 
 #include "clrmux/corprof.h"
 #include "loader/config.h"
+#include "loader/runtime_version.h"
 
 struct clrmux_mux;
 
@@ -63,6 +64,7 @@ struct clrmux_mux {
     ICorProfilerInfo15 *info; /* the runtime's Info, highest version answered */
     int info_version;         /* 0 until Initialize; 1..15 */
     int runtime_major;        /* the runtime's major version (runtime_version.h); 0 = unknown */
+    struct clrmux_runtime_version runtime_version; /* what the log names */
     /* 1 once the runtime called ICorProfilerCallback11::LoadAsNotificationOnly (runtimes
      * without that interface never do): only then is a child asked it */
     int runtime_asked_notification_only;

@@ -3,6 +3,8 @@
 #
 #   tests/clr/build-apps.sh           build if any source is newer than the last build
 #   tests/clr/build-apps.sh --force   always build
+#   tests/clr/build-apps.sh --core31  also build the .NET Core 3.1 copies of the apps that
+#                                     run there (sample) into build/clr31/<app>/
 #
 # Works offline (tests/clr/apps/NuGet.config lists only /opt/nuget/packages;
 # the apps reference nothing but the shared framework). Intermediate files go
@@ -23,7 +25,35 @@ export DOTNET_CLI_WORKLOAD_UPDATE_NOTIFY_DISABLE=1 DOTNET_GENERATE_ASPNET_CERTIF
 export MSBUILDDISABLENODEREUSE=1 DOTNET_CLI_USE_MSBUILD_SERVER=0
 
 force=0
-[[ "${1:-}" == "--force" ]] && force=1
+core31=0
+for a in "$@"; do
+    case $a in
+    --force) force=1 ;;
+    --core31) core31=1 ;;
+    esac
+done
+
+# The .NET Core 3.1 copies (netcoreapp3.1: the SDK fetches its targeting pack through NuGet).
+build_core31() {
+    local out=build/clr31 stamp=build/clr31/.apps-stamp log=build/clr31/build-apps.log
+    if [[ $force -eq 0 && -f "$out/sample/sample.dll" && -f "$stamp" ]] &&
+        [[ -z "$(find "$APPS_DIR" "${BASH_SOURCE[0]}" -type f -newer "$stamp" -print -quit)" ]]; then
+        echo "clr app sample (netcoreapp3.1): up to date ($out/sample/sample.dll)"
+        return 0
+    fi
+    mkdir -p "$out"
+    touch "$stamp.new"
+    if ! dotnet build "$APPS_DIR/sample/sample.csproj" -c Release --disable-build-servers -nodeReuse:false \
+            -p:UseSharedCompilation=false -p:ClrAppsTargetFramework=netcoreapp3.1 -p:ClrAppsOut=build/clr31 \
+            -p:NoWarn=NETSDK1138 -v:minimal -clp:NoSummary >"$log" 2>&1 || [[ ! -f "$out/sample/sample.dll" ]]; then
+        cat "$log" >&2
+        echo "build-apps.sh: dotnet build of the netcoreapp3.1 apps failed (log: $log)" >&2
+        rm -f "$stamp.new"
+        return 1
+    fi
+    echo "clr app sample (netcoreapp3.1): built $out/sample/sample.dll"
+    mv -f "$stamp.new" "$stamp"
+}
 
 up_to_date() {
     [[ -f "$STAMP" ]] || return 1
@@ -39,7 +69,8 @@ if [[ $force -eq 0 ]] && up_to_date; then
     for p in "${PROJECTS[@]}"; do
         echo "clr app $p: up to date ($OUT/$p/$p.dll)"
     done
-    exit 0
+    [[ $core31 -eq 0 ]] || build_core31
+    exit
 fi
 
 command -v dotnet >/dev/null || { echo "build-apps.sh: dotnet not found" >&2; exit 1; }
@@ -59,3 +90,4 @@ for p in "${PROJECTS[@]}"; do
     echo "clr app $p: built $OUT/$p/$p.dll"
 done
 mv -f "$STAMP.new" "$STAMP"
+[[ $core31 -eq 0 ]] || build_core31

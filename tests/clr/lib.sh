@@ -7,15 +7,19 @@
 #   env VAR=VALUE "${DOTNET[@]}" build/clr/APP/APP.dll      # run an app on this run's runtime
 #   ok "description"; bad "description" "details"; check "description" command...
 #   if [ "$CLR_RT" -lt 10 ]; then ...; fi                   # expectations that differ by runtime
+#   "$CLR_APPS/sample/sample.dll"      # the apps built for this runtime (build/clr, or
+#                                      # build/clr31 for .NET Core 3.1: sample only)
 #   clr_done                                               # the closing line; exit status
 #
-# clr_suite NAME: in the first call (no CLRMUX_TEST_RUNTIME in the environment) it checks for
+# clr_suite NAME [--core31]: in the first call (no CLRMUX_TEST_RUNTIME in the environment) it checks for
 # dotnet (a loud skip, or a failure under CI=true), gets the runtimes of
 # CLRMUX_TEST_RUNTIMES (default "8 9 10"; `3` = .NET Core 3.1) through
 # scripts/dotnet-runtimes.sh (a NuGet restore of runtime packs when the SDK lacks them: a
 # failure is loud, and fails the suite under CI), builds the C# apps, runs the script again
 # once per runtime with CLRMUX_TEST_RUNTIME=<major>, prints
-# "NAME: N passed, N failed" summed over the runtimes and exits. In a per-runtime run it sets
+# "NAME: N passed, N failed" summed over the runtimes and exits. --core31: the suite also runs
+# on .NET Core 3.1 (with the apps of build/clr31), by default too; a suite without it that is
+# asked for 3 says so in a line and runs on the others. In a per-runtime run it sets
 #   DOTNET   array: the command that runs an app on that runtime (dotnet exec --fx-version V)
 #   CLR_RT   the major version (8, 9, 10; 3 for 3.1)
 #   CLR_RTV  the exact version (8.0.33)
@@ -35,12 +39,20 @@ _clr_banner() {
 clr_suite() {
     CLR_SUITE=$1
     shift
+    local core31=0
+    if [ "${1:-}" = "--core31" ]; then
+        core31=1
+        shift
+    fi
     local root
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
     if [ -n "${CLRMUX_TEST_RUNTIME:-}" ]; then
         CLR_RT=$CLRMUX_TEST_RUNTIME
         CLR_RTV=$CLRMUX_TEST_FX_VERSION
         DOTNET=("$CLRMUX_TEST_DOTNET" exec --fx-version "$CLR_RTV")
+        CLR_APPS=build/clr
+        [ "$CLR_RT" = 3 ] && CLR_APPS=build/clr31
+        CLR_APPS="$root/$CLR_APPS"
         return 0
     fi
     if ! command -v dotnet >/dev/null 2>&1; then
@@ -51,7 +63,17 @@ clr_suite() {
         fi
         exit 0
     fi
-    local want=${CLRMUX_TEST_RUNTIMES:-8 9 10} lines line major ver dn
+    local default="8 9 10"
+    [ $core31 = 1 ] && default="3 8 9 10"
+    local want=${CLRMUX_TEST_RUNTIMES:-$default} lines line major ver dn m kept=""
+    for m in $want; do
+        if [ "$m" = 3 ] && [ $core31 = 0 ]; then
+            echo "skip - [.NET Core 3.1] $CLR_SUITE does not run on .NET Core 3.1"
+        else
+            kept+=" $m"
+        fi
+    done
+    want=${kept# }
     # shellcheck disable=SC2086
     if ! lines=$("$root/scripts/dotnet-runtimes.sh" $want); then
         _clr_banner "the .NET runtimes '$want' could not be had (NuGet): $CLR_SUITE did NOT run on them"
@@ -60,7 +82,9 @@ clr_suite() {
         # shellcheck disable=SC2086
         lines=$("$root/scripts/dotnet-runtimes.sh" $(dotnet --list-runtimes | awk '$1 == "Microsoft.NETCore.App" {split($2, v, "."); print v[1]}' | sort -un)) || exit 1
     fi
-    "$root/tests/clr/build-apps.sh" >/dev/null || { echo "building the C# test apps failed"; echo "$CLR_SUITE: 0 passed, 1 failed"; exit 1; }
+    local build_opt=""
+    grep -q '^3 ' <<<"$lines" && build_opt=--core31
+    "$root/tests/clr/build-apps.sh" $build_opt >/dev/null || { echo "building the C# test apps failed"; echo "$CLR_SUITE: 0 passed, 1 failed"; exit 1; }
     local total_pass=0 total_fail=0 res summary=""
     res=$(mktemp "${TMPDIR:-/tmp}/clrmux-suite.XXXXXX")
     while read -r major ver dn; do
