@@ -97,6 +97,12 @@ int clrmux_il_operand_kind_of(uint16_t opcode)
 }
 
 static int is_branch(int kind) { return kind == K_BR8 || kind == K_BR32; }
+/* The instruction prefixes of III.2: unaligned., volatile., tail., constrained., no., readonly. */
+static int is_prefix(uint16_t op)
+{
+    return op == CLRMUX_IL_OP_UNALIGNED || op == CLRMUX_IL_OP_VOLATILE || op == CLRMUX_IL_OP_TAIL ||
+           op == CLRMUX_IL_OP_CONSTRAINED || op == CLRMUX_IL_OP_NO || op == CLRMUX_IL_OP_READONLY;
+}
 
 static uint64_t instr_size(const clrmux_il_instr *in)
 {
@@ -1205,10 +1211,18 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
     if (s->ret_local != CLRMUX_IL_NO_LOCAL && s->ret_local > UINT16_MAX)
         return fail(err, errlen, CLRMUX_IL_E_RANGE, "return local index %u > 65535",
                     s->ret_local);
-    for (uint32_t i = 0; i < b->n_instrs; i++)
-        if (b->instrs[i].opcode == CLRMUX_IL_OP_JMP)
+    for (uint32_t i = 0; i < b->n_instrs; i++) {
+        const clrmux_il_instr *in = &b->instrs[i];
+        if (in->opcode == CLRMUX_IL_OP_JMP)
             return fail(err, errlen, CLRMUX_IL_E_UNSUPPORTED,
-                        "method uses jmp (IL_%04x), which cannot be wrapped", b->instrs[i].offset);
+                        "method uses jmp (IL_%04x), which cannot be wrapped", in->offset);
+        /* a prefix (III.2) applies to the instruction after it: one at the end, or before a
+         * ret (which the wrap replaces), would end up on the wrap's own code */
+        if (is_prefix(in->opcode) && (i + 1 == b->n_instrs || b->instrs[i + 1].opcode == CLRMUX_IL_OP_RET))
+            return fail(err, errlen, CLRMUX_IL_E_UNSUPPORTED,
+                        "prefix 0x%04x at IL_%04x %s; the method cannot be wrapped", in->opcode, in->offset,
+                        i + 1 == b->n_instrs ? "ends the code with no instruction to apply to" : "precedes ret");
+    }
 
     static const uint8_t default_filter[] = {CLRMUX_IL_OP_POP, CLRMUX_IL_OP_LDC_I4_0};
     clrmux_il_body en = {0}, ex = {0}, fi = {0}, w = {0};

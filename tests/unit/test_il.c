@@ -911,6 +911,21 @@ static void test_wrap_refusals(void **state)
     assert_non_null(strstr(err, "filter snippet"));
     expect_emit(&b, BYTES(0x0A, 0x00, 0x2A)); /* untouched */
     clrmux_il_body_free(&b);
+
+    /* a body ending in a prefix that a branch targets (found by fuzzing): nop; nop;
+     * ldc.i4.0; ldnull; bgt.s IL_0006; tail. -- refused, not wrapped into IL that the
+     * parser rejects */
+    parse_ok(BYTES(0x22, 0x00, 0x00, 0x16, 0x14, 0x30, 0x00, 0xFE, 0x14), &b);
+    s.filter = NULL, s.filter_len = 0;
+    assert_int_equal(clrmux_il_wrap(&b, &s, err, sizeof err), CLRMUX_IL_E_UNSUPPORTED);
+    assert_non_null(strstr(err, "prefix 0xfe14 at IL_0006 ends the code"));
+    expect_emit(&b, BYTES(0x22, 0x00, 0x00, 0x16, 0x14, 0x30, 0x00, 0xFE, 0x14));
+    clrmux_il_body_free(&b);
+    /* volatile. before ret: the ret becomes the wrap's leave */
+    parse_ok(BYTES(0x0E, 0xFE, 0x13, 0x2A), &b);
+    assert_int_equal(clrmux_il_wrap(&b, &s, err, sizeof err), CLRMUX_IL_E_UNSUPPORTED);
+    assert_non_null(strstr(err, "precedes ret"));
+    clrmux_il_body_free(&b);
 }
 
 static void test_snippet_branch_to_end(void **state)
