@@ -332,13 +332,14 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
     LPCGUID pRelatedActivityId, ThreadID eventThread, ULONG numStackFrames, UINT_PTR *stackFrames)
 {
     struct clrmux_mux *m = impl(This);
-    int nsess = atomic_load(&m->n_ep_sessions);
+    int nsess = atomic_load_explicit(&m->n_ep_sessions, memory_order_acquire);
     uint64_t targets = 0;
     char name[128] = "";
     int have_name = 0;
     for (int s = 0; s < nsess; s++) {
-        const struct clrmux_ep_session *es = &m->ep_sessions[s];
-        if (es->child < 0)
+        struct clrmux_ep_session *es = &m->ep_sessions[s];
+        int child = atomic_load_explicit(&es->child, memory_order_acquire);
+        if (child < 0)
             continue;
         if (!have_name && m->info_version >= 12) {
             WCHAR wname[128];
@@ -347,9 +348,10 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
                 clrmux_utf16_to_utf8(wname, len, name, sizeof name);
             have_name = 1;
         }
-        for (int p = 0; p < es->nproviders; p++)
+        int np = atomic_load_explicit(&es->nproviders, memory_order_acquire); /* covers the names read */
+        for (int p = 0; p < np; p++)
             if (!name[0] || strcasecmp(es->providers[p], name) == 0)
-                targets |= 1ull << (es->child & 63);
+                targets |= 1ull << (child & 63);
     }
     for (int i = 0; i < m->nchildren; i++) {
         struct clrmux_child *c = &m->children[i];

@@ -49,12 +49,17 @@ struct clrmux_rejit_slot {
     _Atomic uint64_t owners; /* bit per child index */
 };
 
+/* EventPipe sessions the children started. Publication: writers (the proxy) hold ep_lock;
+ * EventPipeEventDelivered reads without a lock. A slot is filled before n_ep_sessions
+ * (release) covers it; providers[k] is written once, before nproviders (release) covers
+ * it; child becomes -1 when the session stops. Readers load n_ep_sessions, child and
+ * nproviders with acquire and read only the names those counts cover. */
 #define CLRMUX_MAX_EP_SESSIONS 16
 #define CLRMUX_MAX_EP_PROVIDERS 8
 struct clrmux_ep_session {
-    EVENTPIPE_SESSION session;
-    int child;
-    int nproviders;
+    EVENTPIPE_SESSION session;  /* written once, read under ep_lock */
+    _Atomic int child;          /* owner's index, -1 once stopped */
+    _Atomic int nproviders;     /* names published in providers[] */
     char providers[CLRMUX_MAX_EP_PROVIDERS][128]; /* UTF-8 provider names */
 };
 

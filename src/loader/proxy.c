@@ -186,12 +186,13 @@ static HRESULT STDMETHODCALLTYPE pxo_EventPipeStartSession(ICorProfilerInfo15 *T
     if (n < CLRMUX_MAX_EP_SESSIONS) {
         struct clrmux_ep_session *s = &m->ep_sessions[n];
         s->session = *pSession;
-        s->child = p->child->index;
-        s->nproviders = 0;
-        for (UINT32 i = 0; i < cProviderConfigs && s->nproviders < CLRMUX_MAX_EP_PROVIDERS; i++)
+        int np = 0;
+        for (UINT32 i = 0; i < cProviderConfigs && np < CLRMUX_MAX_EP_PROVIDERS; i++)
             if (pProviderConfigs[i].providerName)
-                clrmux_utf16_to_utf8(pProviderConfigs[i].providerName, 1024, s->providers[s->nproviders++], 128);
-        atomic_store(&m->n_ep_sessions, n + 1);
+                clrmux_utf16_to_utf8(pProviderConfigs[i].providerName, 1024, s->providers[np++], 128);
+        atomic_store_explicit(&s->nproviders, np, memory_order_relaxed);
+        atomic_store_explicit(&s->child, p->child->index, memory_order_relaxed);
+        atomic_store_explicit(&m->n_ep_sessions, n + 1, memory_order_release); /* publishes the slot */
     } else {
         LOG_WARN("child '%s': more than %d EventPipe sessions; events of this one are not routed",
                  p->child->name, CLRMUX_MAX_EP_SESSIONS);
@@ -214,15 +215,14 @@ static HRESULT STDMETHODCALLTYPE pxo_EventPipeAddProviderToSession(ICorProfilerI
     pthread_mutex_lock(&m->ep_lock);
     for (int i = 0; i < atomic_load(&m->n_ep_sessions); i++) {
         struct clrmux_ep_session *s = &m->ep_sessions[i];
-        if (s->session != session || s->child != p->child->index)
+        if (s->session != session || atomic_load(&s->child) != p->child->index)
             continue;
-        int n = s->nproviders, known = 0;
+        int n = atomic_load(&s->nproviders), known = 0;
         for (int k = 0; k < n; k++)
             known |= strcasecmp(s->providers[k], name) == 0;
         if (!known && n < CLRMUX_MAX_EP_PROVIDERS) {
             memcpy(s->providers[n], name, sizeof name);
-            atomic_thread_fence(memory_order_release); /* the name before the count */
-            s->nproviders = n + 1;
+            atomic_store_explicit(&s->nproviders, n + 1, memory_order_release); /* the name before the count */
         } else if (!known) {
             LOG_WARN("child '%s': more than %d providers in an EventPipe session; events of '%s' are not routed",
                      p->child->name, CLRMUX_MAX_EP_PROVIDERS, name);
@@ -239,8 +239,8 @@ static HRESULT STDMETHODCALLTYPE pxo_EventPipeStopSession(ICorProfilerInfo15 *Th
     struct clrmux_mux *m = p->mux;
     pthread_mutex_lock(&m->ep_lock);
     for (int i = 0; i < atomic_load(&m->n_ep_sessions); i++)
-        if (m->ep_sessions[i].session == session && m->ep_sessions[i].child == p->child->index)
-            m->ep_sessions[i].child = -1;
+        if (m->ep_sessions[i].session == session && atomic_load(&m->ep_sessions[i].child) == p->child->index)
+            atomic_store_explicit(&m->ep_sessions[i].child, -1, memory_order_release);
     pthread_mutex_unlock(&m->ep_lock);
     return m->info->lpVtbl->EventPipeStopSession(m->info, session);
 }
