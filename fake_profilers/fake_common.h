@@ -19,11 +19,16 @@
  *                      (COR_PRF_ENABLE_OBJECT_ALLOCATED), COR_PRF_DISABLE_INLINING
  *                      (immutable before .NET 10) and a mutable change
  *                      (COR_PRF_MONITOR_THREADS), and record the three HRESULTs
+ *   FAKE_CHAIN         a chaining loader: Initialize first loads the profiler library named
+ *                      by CHAIN_PATH[_TAG] (CLSID CHAIN_CLSID[_TAG], default clrmux's), calls
+ *                      its Initialize with the same Info and records "# chained hr=..."; then
+ *                      behaves as a recorder
  *   FAKE_NOOP          count nothing (for benchmarks) */
 #ifndef FAKE_COMMON_H
 #define FAKE_COMMON_H
 
 #define COBJMACROS
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +135,27 @@ static HRESULT STDMETHODCALLTYPE fk_Initialize(ICorProfilerCallback11 *This, IUn
     struct fake *f = fk_impl(This);
     fk_hit(This, CB_Initialize);
     const char *v;
+#ifdef FAKE_CHAIN
+    if ((v = fk_env(f, "CHAIN_PATH")) && *v) {
+        HRESULT chr = E_FAIL;
+        void *lib = dlopen(v, RTLD_NOW | RTLD_LOCAL);
+        HRESULT (*get)(REFCLSID, REFIID, void **) = lib ? (HRESULT (*)(REFCLSID, REFIID, void **))dlsym(lib, "DllGetClassObject") : NULL;
+        CLSID clsid = {0xEE712634, 0x5BBB, 0x4C28, {0x8E, 0x6A, 0x45, 0x18, 0x0A, 0x97, 0xAD, 0x0B}};
+        const char *cs = fk_env(f, "CHAIN_CLSID");
+        unsigned d1, d2, d3, b[8];
+        if (cs && sscanf(cs, "{%8x-%4x-%4x-%2x%2x-%2x%2x%2x%2x%2x%2x}", &d1, &d2, &d3, &b[0], &b[1], &b[2], &b[3], &b[4],
+                         &b[5], &b[6], &b[7]) == 11) {
+            clsid.Data1 = d1, clsid.Data2 = (USHORT)d2, clsid.Data3 = (USHORT)d3;
+            for (int i = 0; i < 8; i++) clsid.Data4[i] = (BYTE)b[i];
+        }
+        IClassFactory *cf = NULL;
+        ICorProfilerCallback2 *cb = NULL;
+        if (get && SUCCEEDED(get(&clsid, &IID_IClassFactory, (void **)&cf)) && cf &&
+            SUCCEEDED(cf->lpVtbl->CreateInstance(cf, NULL, &IID_ICorProfilerCallback2, (void **)&cb)) && cb)
+            chr = cb->lpVtbl->Initialize(cb, unk);
+        fk_fact(f, "# chained hr=0x%08X%.0u", (DWORD)chr, 0);
+    }
+#endif
     f->low = (v = fk_env(f, "RECORDER_MASK")) ? (DWORD)strtoul(v, NULL, 16) : 0;
     f->high = (v = fk_env(f, "RECORDER_MASK_HIGH")) ? (DWORD)strtoul(v, NULL, 16) : 0;
     f->no_inline = (v = fk_env(f, "RECORDER_NO_INLINE")) && strcmp(v, "1") == 0;

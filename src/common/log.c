@@ -1,3 +1,4 @@
+/* Logging: one line per write(2) to stderr or a log file opened safely (see log.h). */
 #include "common/log.h"
 
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,9 +80,25 @@ int clrmux_log_open(const char *tmpl)
         errno = ENAMETOOLONG;
         return -1;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* never through a planted symlink, never blocking on a FIFO, only into a regular file
+     * with one name (a hard link to another file is refused) or a character device
+     * (/dev/null) */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
     if (fd < 0)
         return -1;
+    struct stat st;
+    int bad = fstat(fd, &st) != 0                          ? errno
+              : S_ISCHR(st.st_mode)                        ? 0
+              : !S_ISREG(st.st_mode)                       ? EINVAL
+              : st.st_nlink != 1                           ? EMLINK
+                                                           : 0;
+    if (bad) {
+        int e = bad;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);
     int old = atomic_exchange(&g_fd, fd);
     if (old > 2)
         close(old);

@@ -24,9 +24,12 @@ const char *clrmux_log_level_name(int level);
 void clrmux_log_set_level(int level);
 int clrmux_log_get_level(void);
 
-/* Directs log lines to `path_template` (appended to, created 0644), where "%p" expands to
- * the process id and "%%" to "%"; NULL or "" means stderr. Returns 0, or -1 (errno set)
- * when the file cannot be opened, in which case logging stays on stderr. */
+/* Directs log lines to `path_template` (appended to, created 0640), where "%p" expands to
+ * the process id and "%%" to "%"; NULL or "" means stderr. The file is opened without
+ * following a symlink in its last component (O_NOFOLLOW), without blocking, and must be a
+ * regular file with one link or a character device (/dev/null). Returns 0, or -1 (errno set: ELOOP for a symlink, EINVAL
+ * for a FIFO/device/folder, EMLINK for a hard-linked file) when it cannot be used, in
+ * which case logging stays where it was. */
 int clrmux_log_open(const char *path_template);
 
 /* Expands "%p" (pid) and "%%" in `tmpl` into `out` (size `outsz`, always NUL-terminated).

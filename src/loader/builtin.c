@@ -2,10 +2,12 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "loader/mux.h"
 #include "common/platform.h"
+#include "common/trust.h"
 #include "profiler/companion.h"
 #include "tracer/tracer.h"
 
@@ -25,6 +27,16 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
     if (dir_len + 1 + sizeof CLRMUX_PROFILER_LIBRARY > sizeof path)
         return NULL;
     snprintf(path + dir_len, sizeof path - dir_len, "%s%s", dir_len ? "/" : "", CLRMUX_PROFILER_LIBRARY);
+    char real[4096] = "", why[4096 + 160];
+    struct stat st; /* a missing library: dlopen's own message below says so */
+    if (stat(path, &st) == 0 && clrmux_path_trusted(path, real, sizeof real, why, sizeof why) != 0) {
+        if (!(clrmux_the_mux && clrmux_the_mux->cfg.allow_insecure_paths)) {
+            LOG_ERROR("child '%s': refused to load %s: %s (allow_insecure_paths = true in [loader] overrides this); "
+                      "child skipped", cc->name, path, why);
+            return NULL;
+        }
+        LOG_WARN("child '%s': %s: %s; loaded anyway (allow_insecure_paths = true)", cc->name, path, why);
+    }
     void *lib = clrmux_lib_open(path, err, sizeof err);
     if (!lib) {
         LOG_ERROR("child '%s': builtin 'profiler' needs %s, which cannot be loaded (%s); child skipped", cc->name,
@@ -39,6 +51,8 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
         LOG_ERROR("child '%s': %s %s; child skipped", cc->name, path,
                   create ? "did not create the profiler (a library from another clrmux build?)"
                          : "exports no " CLRMUX_PROFILER_CREATE_SYMBOL);
+    if (cb)
+        LOG_INFO("child '%s': builtin profiler from %s", cc->name, real[0] ? real : path);
     return cb; /* the library stays loaded, as children are never unloaded */
 }
 

@@ -3,6 +3,7 @@
  * IID_ICorProfilerCallback2) -> QueryInterface for ICorProfilerCallback11 down to 3 ->
  * Initialize(its own ICorProfilerInfo proxy). Children are never unloaded. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +12,16 @@
 #include "common/guid.h"
 #include "common/log.h"
 #include "common/platform.h"
+#include "common/trust.h"
 #include "loader/builtin.h"
+#include "loader/loop.h"
 #include "loader/mux.h"
 #include "loader/versions.h"
 
 /* Creates the child's callback object. Returns it (one reference) with its version, or
  * NULL after logging why. */
-static ICorProfilerCallback11 *create_library_child(const struct clrmux_child_conf *cc, int *version)
+static ICorProfilerCallback11 *create_library_child(const struct clrmux_child_conf *cc, int allow_insecure,
+                                                    char *real, size_t realsz, int *version)
 {
     char clsid[CLRMUX_GUID_STRLEN];
     clrmux_guid_format(&cc->clsid, clsid);
@@ -26,11 +30,26 @@ static ICorProfilerCallback11 *create_library_child(const struct clrmux_child_co
         LOG_ERROR("child '%s': %s: %s; child skipped", cc->name, cc->path, strerror(errno));
         return NULL;
     }
+    char why[PATH_MAX + 160];
+    if (clrmux_path_trusted(cc->path, real, realsz, why, sizeof why) != 0) {
+        if (!allow_insecure) {
+            LOG_ERROR("child '%s': refused to load %s: %s (a child library must be owned by root or this process's "
+                      "user and writable only by its owner, as must each folder above it; allow_insecure_paths = "
+                      "true in [loader] overrides this); child skipped", cc->name, cc->path, why);
+            return NULL;
+        }
+        LOG_WARN("child '%s': %s: %s; loaded anyway (allow_insecure_paths = true)", cc->name, cc->path, why);
+    }
     char err[512];
     void *lib = clrmux_lib_open(cc->path, err, sizeof err);
     if (!lib) {
         LOG_ERROR("child '%s': cannot load %s as a shared library: %s; child skipped", cc->name, cc->path, err);
         return NULL;
+    }
+    if (clrmux_is_clrmux_library(lib)) {
+        LOG_ERROR("child '%s': %s is a build of clrmux: clrmux cannot be its own child (a loader loop); child skipped",
+                  cc->name, real[0] ? real : cc->path);
+        return NULL; /* the library stays loaded (its constructors ran), as children are never unloaded */
     }
     clrmux_DllGetClassObject_fn get = (clrmux_DllGetClassObject_fn)clrmux_lib_sym(lib, "DllGetClassObject");
     if (!get) {
@@ -91,8 +110,10 @@ int clrmux_load_children(struct clrmux_mux *m)
         snprintf(c->name, sizeof c->name, "%s", cc->name);
         c->index = m->nchildren;
         int version = 0;
+        char real[PATH_MAX] = "";
         ICorProfilerCallback11 *cb = cc->builtin[0] ? clrmux_builtin_create(cc, &version)
-                                                    : create_library_child(cc, &version);
+                                                    : create_library_child(cc, cfg->allow_insecure_paths, real,
+                                                                           sizeof real, &version);
         if (!cb)
             continue;
         c->cb = cb;
@@ -122,7 +143,7 @@ int clrmux_load_children(struct clrmux_mux *m)
         }
         active++;
         LOG_INFO("child '%s': loaded (%s, ICorProfilerCallback%d), event mask low=0x%08X high=0x%08X", cc->name,
-                 cc->builtin[0] ? cc->builtin : cc->path, version, (unsigned)atomic_load(&c->mask_low),
+                 cc->builtin[0] ? cc->builtin : real[0] ? real : cc->path, version, (unsigned)atomic_load(&c->mask_low),
                  (unsigned)atomic_load(&c->mask_high));
     }
     return active;

@@ -2,15 +2,19 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/guid.h"
 #include "common/log.h"
+#include "common/trust.h"
 
 /* inih (Debian's build) reads at most INI_MAX_LINE - 1 characters per line. */
 #define LINE_MAX_CHARS (INI_MAX_LINE - 2)
@@ -186,7 +190,7 @@ static char *reader(char *str, int num, void *stream)
     return s;
 }
 
-enum { K_PATH = 1, K_CLSID = 2, K_ENABLED = 4, K_BUILTIN = 8, K_LEVEL = 16, K_FILE = 32, K_INC = 64, K_EXC = 128 };
+enum { K_PATH = 1, K_CLSID = 2, K_ENABLED = 4, K_BUILTIN = 8, K_LEVEL = 16, K_FILE = 32, K_INC = 64, K_EXC = 128, K_INSECURE = 256 };
 
 static int once(struct parser *p, unsigned bit, const char *key)
 {
@@ -252,6 +256,13 @@ static int handler(void *user, const char *section, const char *name, const char
         } else if (strcmp(name, "exclude_processes") == 0) {
             if (!once(p, K_EXC, name)) return 1;
             snprintf(cfg->exclude_processes, sizeof cfg->exclude_processes, "%s", value);
+        } else if (strcmp(name, "allow_insecure_paths") == 0) {
+            if (!once(p, K_INSECURE, name)) return 1;
+            int b = clrmux_parse_bool(value);
+            if (b < 0)
+                diag(cfg, CLRMUX_LOG_ERROR, p->line, "allow_insecure_paths = '%s' is not true or false; ignored", value);
+            else
+                cfg->allow_insecure_paths = b;
         } else {
             diag(cfg, CLRMUX_LOG_WARN, p->line, "unknown key '%s' in [loader]; ignored", name);
         }
@@ -298,13 +309,25 @@ static int handler(void *user, const char *section, const char *name, const char
         }
     } else {
         /* other keys belong to builtin children; validated once the section is complete */
+        if (c->nkvs >= CLRMUX_MAX_CHILD_KEYS || cfg->nkvs_total >= CLRMUX_MAX_KEYS) {
+            if (!c->keys_dropped++)
+                diag(cfg, CLRMUX_LOG_ERROR, p->line, "[child %s]: more than %d keys in this child or %d in the file; "
+                     "this key and the child's later ones are ignored", c->name, CLRMUX_MAX_CHILD_KEYS, CLRMUX_MAX_KEYS);
+            return 1;
+        }
         struct clrmux_kv *kvs = realloc(c->kvs, (c->nkvs + 1) * sizeof *kvs);
         if (!kvs) return 1;
         c->kvs = kvs;
         kvs[c->nkvs].key = strdup(name);
         kvs[c->nkvs].value = strdup(value);
         kvs[c->nkvs].line = p->line;
+        if (!kvs[c->nkvs].key || !kvs[c->nkvs].value) {
+            free(kvs[c->nkvs].key);
+            free(kvs[c->nkvs].value);
+            return 1;
+        }
         c->nkvs++;
+        cfg->nkvs_total++;
     }
     return 1;
 }
@@ -350,6 +373,80 @@ static void init_cfg(struct clrmux_config *cfg)
     cfg->log_level = -1;
 }
 
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* Reads a regular file of at most CLRMUX_CONFIG_MAX_BYTES into a NUL-terminated buffer
+ * (caller frees). Never blocks on a FIFO, never reads a device. NULL with a diagnostic. */
+static char *read_config_file(const char *path, struct clrmux_config *cfg, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        diag(cfg, CLRMUX_LOG_WARN, 0, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) != 0) {
+        diag(cfg, CLRMUX_LOG_ERROR, 0, "cannot read %s: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        diag(cfg, CLRMUX_LOG_ERROR, 0, "%s is %s, not a regular file; not read", path, file_kind(st.st_mode));
+    } else if ((unsigned long long)st.st_size > CLRMUX_CONFIG_MAX_BYTES) {
+        diag(cfg, CLRMUX_LOG_ERROR, 0, "%s is %lld bytes, more than the %u bytes a configuration may have; not read",
+             path, (long long)st.st_size, CLRMUX_CONFIG_MAX_BYTES);
+    } else if (!(buf = malloc(CLRMUX_CONFIG_MAX_BYTES + 2))) {
+        diag(cfg, CLRMUX_LOG_ERROR, 0, "cannot read %s: out of memory", path);
+    } else {
+        size_t n = 0;
+        for (;;) { /* one byte more than the limit tells a file that grew while read */
+            ssize_t r = read(fd, buf + n, CLRMUX_CONFIG_MAX_BYTES + 1 - n);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0) {
+                diag(cfg, CLRMUX_LOG_ERROR, 0, "cannot read %s: %s", path, strerror(errno));
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            n += (size_t)r;
+            if (r == 0 || n > CLRMUX_CONFIG_MAX_BYTES)
+                break;
+        }
+        if (buf && n > CLRMUX_CONFIG_MAX_BYTES) {
+            diag(cfg, CLRMUX_LOG_ERROR, 0, "%s grew past %u bytes while being read; not read", path,
+                 CLRMUX_CONFIG_MAX_BYTES);
+            free(buf);
+            buf = NULL;
+        }
+        if (buf) {
+            buf[n] = 0;
+            *len = n;
+        }
+    }
+    close(fd);
+    return buf;
+}
+
+static void parse_buffer(const char *text, size_t len, struct clrmux_config *cfg)
+{
+    FILE *f = len ? fmemopen((void *)text, len, "r") : NULL;
+    if (len && !f) {
+        diag(cfg, CLRMUX_LOG_ERROR, 0, "cannot read configuration text");
+        return;
+    }
+    cfg->found = 1;
+    if (!f) { /* empty */
+        validate_children(cfg);
+        diag(cfg, CLRMUX_LOG_WARN, 0, "no [child NAME] section");
+        return;
+    }
+    parse_file(f, cfg);
+    fclose(f);
+}
+
 void clrmux_config_load(const char *path, struct clrmux_config *cfg)
 {
     init_cfg(cfg);
@@ -358,14 +455,30 @@ void clrmux_config_load(const char *path, struct clrmux_config *cfg)
     char *slash = strrchr(cfg->dir, '/');
     if (slash) *slash = 0;
     else snprintf(cfg->dir, sizeof cfg->dir, ".");
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        diag(cfg, CLRMUX_LOG_WARN, 0, "cannot read %s: %s", path, strerror(errno));
+    size_t len = 0;
+    char *text = read_config_file(path, cfg, &len);
+    if (!text)
+        return;
+    parse_buffer(text, len, cfg);
+    free(text);
+    char real[PATH_MAX], why[PATH_MAX + 160];
+    if (clrmux_path_trusted(path, real, sizeof real, why, sizeof why) == 0)
+        return;
+    if (cfg->allow_insecure_paths) {
+        diag(cfg, CLRMUX_LOG_WARN, 0, "%s; used anyway (allow_insecure_paths = true)", why);
         return;
     }
-    cfg->found = 1;
-    parse_file(f, cfg);
-    fclose(f);
+    /* nothing of a file someone else could have written is used */
+    char keep_path[PATH_MAX], keep_dir[PATH_MAX];
+    memcpy(keep_path, cfg->path, sizeof keep_path);
+    memcpy(keep_dir, cfg->dir, sizeof keep_dir);
+    clrmux_config_free(cfg);
+    init_cfg(cfg);
+    memcpy(cfg->path, keep_path, sizeof keep_path);
+    memcpy(cfg->dir, keep_dir, sizeof keep_dir);
+    diag(cfg, CLRMUX_LOG_ERROR, 0, "refused: %s (a configuration must be owned by root or this process's user "
+         "and writable only by its owner, as must each folder above it; allow_insecure_paths = true in [loader] "
+         "overrides this)", why);
 }
 
 void clrmux_config_load_string(const char *text, const char *name, const char *dir,

@@ -17,6 +17,11 @@
 #define CLRMUX_MAX_CHILDREN 64
 #define CLRMUX_NAME_MAX 64
 #define CLRMUX_MAX_DIAGS 128
+/* Bounds that keep any file's cost small: larger files are refused unread; keys beyond
+ * these counts are dropped with one diagnostic. */
+#define CLRMUX_CONFIG_MAX_BYTES (4u << 20)
+#define CLRMUX_MAX_CHILD_KEYS 1024 /* other keys (trace = ...) kept per builtin child */
+#define CLRMUX_MAX_KEYS 4096       /* the same, for the whole file */
 
 /* One `key = value` of a builtin child's section, kept for the builtin to read. */
 struct clrmux_kv {
@@ -35,6 +40,7 @@ struct clrmux_child_conf {
     int has_clsid;
     int enabled;           /* 1 unless `enabled = false` */
     int invalid;           /* 1: a fatal problem was logged; the child is skipped */
+    size_t keys_dropped;   /* other keys beyond CLRMUX_MAX_CHILD_KEYS / CLRMUX_MAX_KEYS */
     struct clrmux_kv *kvs; /* builtin children's other keys, in file order (owned) */
     size_t nkvs;
 };
@@ -55,6 +61,8 @@ struct clrmux_config {
     int has_log_file;
     char include_processes[1024]; /* ';'- or ','-separated names; "" = every process */
     char exclude_processes[1024];
+    int allow_insecure_paths; /* [loader] allow_insecure_paths = true: see common/trust.h */
+    size_t nkvs_total;        /* builtin children's other keys kept, file-wide */
     struct clrmux_child_conf children[CLRMUX_MAX_CHILDREN];
     size_t nchildren; /* every [child] section, valid or not, in file order */
     struct clrmux_diag diags[CLRMUX_MAX_DIAGS];
@@ -63,7 +71,11 @@ struct clrmux_config {
 };
 
 /* Reads and validates `path`. Always fills *cfg (zeroed first); a missing file gives
- * found = 0 and one diagnostic. Release with clrmux_config_free. */
+ * found = 0 and one diagnostic. Only a regular file of at most CLRMUX_CONFIG_MAX_BYTES is
+ * read (a FIFO, device or folder is refused without blocking), and only one that
+ * clrmux_path_trusted accepts, unless the file itself sets allow_insecure_paths = true
+ * (then a warning); a refused file gives found = 0, no children and one diagnostic saying
+ * why. Release with clrmux_config_free. */
 void clrmux_config_load(const char *path, struct clrmux_config *cfg);
 /* Same, from text in memory (`name` is used in messages and `dir` for relative paths). */
 void clrmux_config_load_string(const char *text, const char *name, const char *dir,

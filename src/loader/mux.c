@@ -3,6 +3,7 @@
  * routing are written by hand below. */
 #include "loader/mux.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "common/platform.h"
 #include "common/utf16.h"
 #include "loader/child_base.h"
+#include "loader/loop.h"
 #include "loader/versions.h"
 
 struct clrmux_mux *clrmux_the_mux;
@@ -93,24 +95,30 @@ static void config_path(char *out, size_t outsz)
     }
 }
 
+/* Logging from the environment (cfg NULL: before the configuration is read, so that
+ * every refusal of the file is visible) or from the environment over loader.conf. */
 static void setup_logging(const struct clrmux_config *cfg)
 {
-    int level = cfg->log_level >= 0 ? cfg->log_level : CLRMUX_LOG_INFO;
+    int level = cfg && cfg->log_level >= 0 ? cfg->log_level : CLRMUX_LOG_INFO;
     const char *env = getenv("CLRMUX_LOG_LEVEL");
     if (env && *env) {
         int l = clrmux_log_level_parse(env);
         if (l >= 0)
             level = l;
-        else
+        else if (cfg)
             LOG_WARN("CLRMUX_LOG_LEVEL='%s' is not one of error|warn|info|debug|trace; ignored", env);
     }
     clrmux_log_set_level(level);
-    const char *file = cfg->has_log_file ? cfg->log_file : NULL;
+    const char *file = cfg && cfg->has_log_file ? cfg->log_file : NULL;
     const char *envf = getenv("CLRMUX_LOG_FILE");
     if (envf)
         file = envf;
+    if (!cfg && !(file && *file))
+        return;
     if (file && *file && clrmux_log_open(file) != 0)
-        LOG_WARN("cannot open log file '%s'; logging to stderr", file);
+        LOG_WARN("cannot open log file '%s' (%s); logging to stderr", file,
+                 errno == ELOOP ? "a symlink" : errno == EINVAL ? "not a regular file"
+                 : errno == EMLINK ? "a file with more than one hard link" : strerror(errno));
 }
 
 static HRESULT get_runtime_info(struct clrmux_mux *m, IUnknown *unk)
@@ -154,8 +162,18 @@ static HRESULT get_runtime_info(struct clrmux_mux *m, IUnknown *unk)
 static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IUnknown *pInfoUnk)
 {
     struct clrmux_mux *m = impl(This);
+    char who[4096];
+    if (clrmux_loop_detect(who, sizeof who)) {
+        setup_logging(NULL);
+        LOG_ERROR("loader loop: clrmux was loaded as a child profiler while clrmux (%s) is loading its children; "
+                  "this nested instance does nothing (remove clrmux, or the loader that loads it, from loader.conf)",
+                  who);
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    }
+    clrmux_the_mux = m; /* the instance the runtime initializes, never a nested one */
     char path[4096];
     config_path(path, sizeof path);
+    setup_logging(NULL);
     clrmux_config_load(path, &m->cfg);
     setup_logging(&m->cfg);
     LOG_INFO("clrmux starting: config %s", path);
@@ -186,7 +204,9 @@ static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IU
     }
     LOG_INFO("runtime: .NET %s, ICorProfilerInfo%d", m->runtime_version.text, m->info_version);
     atomic_store(&m->initializing, 1);
+    clrmux_loop_enter();
     int n = clrmux_load_children(m);
+    clrmux_loop_leave();
     atomic_store(&m->initializing, 0);
     if (n == 0) {
         LOG_WARN("no child profiler could be loaded; the application runs unprofiled");
@@ -384,7 +404,8 @@ struct clrmux_mux *clrmux_mux_create(void)
     pthread_mutex_init(&m->mask_lock, NULL);
     pthread_mutex_init(&m->ep_lock, NULL);
     m->cfg.log_level = -1;
-    clrmux_the_mux = m;
+    if (!clrmux_the_mux) /* a nested instance never replaces the first (CreateInstance runs on one thread) */
+        clrmux_the_mux = m;
     return m;
 }
 

@@ -46,6 +46,7 @@ int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc
         {"allocations", offsetof(struct prof_config, allocations)},
         {"contention", offsetof(struct prof_config, contention)},
     };
+    size_t unknown = 0; /* unknown keys: the first 10 are logged, then a count */
     for (size_t i = 0; i < cc->nkvs; i++) {
         const struct clrmux_kv *kv = &cc->kvs[i];
         int handled = 0;
@@ -84,9 +85,11 @@ int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc
                     *field = v;
             }
         }
-        if (!handled)
+        if (!handled && ++unknown <= 10)
             LOG_WARN("child '%s' line %d: unknown key '%s' for the profiler; ignored", cc->name, kv->line, kv->key);
     }
+    if (unknown > 10)
+        LOG_WARN("child '%s': %zu more unknown keys for the profiler ignored", cc->name, unknown - 10);
     int n;
     if (out[0] == '/' || !config_dir || !config_dir[0])
         n = snprintf(pc->output_dir, sizeof pc->output_dir, "%s", out);

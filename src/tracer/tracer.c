@@ -203,11 +203,14 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->target_hits = calloc(MAX_TARGETS, sizeof *t->target_hits);
     if (!t->targets || !t->target_hits)
         return -1;
+    size_t unknown = 0, too_many = 0; /* unknown keys: the first 10 are logged, then a count */
     for (size_t i = 0; i < cc->nkvs; i++) {
         const struct clrmux_kv *kv = &cc->kvs[i];
         if (strcmp(kv->key, "trace") == 0) {
             if (t->ntargets >= MAX_TARGETS) {
-                LOG_ERROR("%s:%d: [child %s]: more than %d trace targets; ignored", file, kv->line, cc->name, MAX_TARGETS);
+                if (!too_many++)
+                    LOG_ERROR("%s:%d: [child %s]: more than %d trace targets; this one and later ones ignored", file,
+                              kv->line, cc->name, MAX_TARGETS);
                 continue;
             }
             char err[400];
@@ -244,10 +247,12 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
                 LOG_ERROR("%s:%d: [child %s]: endpoint too long; ignored", file, kv->line, cc->name);
             else
                 snprintf(t->endpoint, sizeof t->endpoint, "%s", kv->value);
-        } else {
+        } else if (++unknown <= 10) {
             LOG_WARN("%s:%d: [child %s]: unknown key '%s'; ignored", file, kv->line, cc->name, kv->key);
         }
     }
+    if (unknown > 10)
+        LOG_WARN("%s: [child %s]: %zu more unknown keys ignored", file, cc->name, unknown - 10);
     char expanded[PATH_MAX];
     if (clrmux_expand_pid(output, expanded, sizeof expanded) != 0) {
         LOG_ERROR("child '%s': output path too long", cc->name);
