@@ -24,7 +24,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 STATIC_LIBS := -Wl,-Bstatic -linih $(EXTRA_STATIC_LIBS) -Wl,-Bdynamic
 LIBS      := -ldl -lpthread -lm
 
-.PHONY: all test unit abi-check clr-test demo bench clean
+.PHONY: all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan
 all: $(BUILD)/libclrmux.so $(FAKES)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
@@ -76,10 +76,48 @@ $(BUILD)/unit/%: tests/unit/%.c $(ASAN_OBJS) $(HDRS)
 unit: $(UNIT_BINS) $(FAKES)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CLRMUX_FAKE_DIR=$(BUILD)/fake $$t; done
 
-test: all unit
+# libFuzzer targets (tests/fuzz): built with clang, run by tests/fuzz/run.sh. `make fuzz`
+# runs each for FUZZ_SECONDS; `make test` runs each for FUZZ_QUICK_SECONDS.
+FUZZ_CC      ?= clang-14
+FUZZ_SECONDS ?= 300
+FUZZ_QUICK_SECONDS ?= 15
+FUZZ_CFLAGS  := $(CSTD) -Wall -Wextra -Werror -Iinclude -Isrc -I$(BUILD)/gen -g -O1 \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DCLRMUX_TESTING
+FUZZ_NAMES   := config target il utf16 framename events
+fuzz_config_SRCS    := src/loader/config.c src/common/guid.c src/common/log.c src/common/trust.c
+fuzz_config_LIBS    := -linih
+fuzz_target_SRCS    := src/tracer/target.c src/tracer/il.c
+fuzz_il_SRCS        := src/tracer/il.c
+fuzz_utf16_SRCS     := src/common/utf16.c src/profiler/framename.c
+fuzz_framename_SRCS := src/profiler/framename.c
+fuzz_events_SRCS    := src/profiler/events.c src/profiler/framename.c
+define FUZZ_RULE
+$(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(fuzz_$(1)_SRCS) $(HDRS)
+	@mkdir -p $$(dir $$@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $$@ tests/fuzz/fuzz_$(1).c $$(fuzz_$(1)_SRCS) $$(fuzz_$(1)_LIBS) -lpthread
+endef
+$(foreach n,$(FUZZ_NAMES),$(eval $(call FUZZ_RULE,$(n))))
+fuzz-build: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+fuzz: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_SECONDS)
+fuzz-quick: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_QUICK_SECONDS)
+
+# The mux under ThreadSanitizer: tests/tsan/stress_mux.c with the fake runtime.
+TSAN_OBJS := $(LIB_SRCS:%.c=$(BUILD)/tsan/%.o)
+$(BUILD)/tsan/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O1 -fsanitize=thread -DCLRMUX_TESTING -c $< -o $@
+$(BUILD)/tsan/stress_mux: tests/tsan/stress_mux.c tests/unit/fake_runtime.h $(TSAN_OBJS) $(HDRS)
+	$(CC) $(CFLAGS_COMMON) -O1 -fsanitize=thread -DCLRMUX_TESTING -Itests/unit -o $@ $< $(TSAN_OBJS) -linih $(LIBS)
+tsan: $(BUILD)/tsan/stress_mux
+	@echo "== $<"; TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $<
+
+test: all unit tsan fuzz-quick
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
 	@tests/clr/profiler.sh
+	@tests/clr/hardening.sh
 
 demo: all
 	@scripts/demo.sh
