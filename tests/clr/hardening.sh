@@ -16,7 +16,7 @@ if ! command -v dotnet >/dev/null 2>&1; then
 fi
 tests/clr/build-apps.sh || { echo "building the C# test apps failed"; exit 1; }
 
-LIB="$ROOT/build/libclrmux.so"
+LIB="${CLRMUX_TEST_LIB:-$ROOT/build/libclrmux.so}" # CLRMUX_TEST_LIB: test another build
 FAKE="$ROOT/build/fake"
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 REC="{C0000001-0000-0000-0000-000000000001}"
@@ -88,6 +88,12 @@ under chain "$WORK/chain.conf" CHAIN_PATH_C0000002="$LIB" RECORDER_OUT_C0000002=
 loop_case chain "a chaining loader child that loads clrmux" "loader loop: clrmux was loaded as a child profiler"
 expect "a chaining loader child that loads clrmux: the nested clrmux answers CORPROF_E_PROFILER_CANCEL_ACTIVATION" \
     "cat $WORK/chain.chained" grep -q '^# chained hr=0x80131375' "$WORK/chain.chained"
+
+# a chaining loader child that loads another clrmux build (found among the loaded objects)
+under chain3 "$WORK/chain.conf" CHAIN_PATH_C0000002="$WORK/other/libclrmux.so" RECORDER_OUT_C0000002="$WORK/chain3.chained"
+loop_case chain3 "a chaining loader child that loads another clrmux build" "loader loop: clrmux was loaded as a child profiler"
+expect "a chaining loader child that loads another clrmux build: the nested clrmux names the busy one" "show chain3" \
+    logged chain3 "while clrmux ($LIB) is loading its children"
 
 # a chaining loader in the runtime's slot loads clrmux, whose loader.conf lists the loader again
 run chain2 CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CHAIN" CORECLR_PROFILER_PATH="$FAKE/libchain.so" \
