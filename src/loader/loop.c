@@ -63,7 +63,7 @@ int clrmux_loop_detect(char *who, size_t whosz)
             if (h) {
                 int (*busy)(void) = (int (*)(void))dlsym(h, CLRMUX_LOOP_SYMBOL);
                 if (busy && busy()) {
-                    found = 1;
+                    found = 2;
                     snprintf(who, whosz, "%s", ns.v[i]);
                 }
                 dlclose(h);

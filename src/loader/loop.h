@@ -23,8 +23,8 @@
 void clrmux_loop_enter(void);
 void clrmux_loop_leave(void);
 
-/* Returns 1 when a clrmux copy in this process is loading its children now, and writes
- * that copy's file path (or "this library") into who[whosz]; else 0. */
+/* Returns 1 when this copy of clrmux is loading its children now, 2 when another clrmux
+ * build in this process is, and writes that copy's file path into who[whosz]; else 0. */
 int clrmux_loop_detect(char *who, size_t whosz);
 
 /* Returns 1 when the dlopen handle `lib` is a clrmux build (exports CLRMUX_LOOP_SYMBOL). */

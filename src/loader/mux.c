@@ -163,8 +163,10 @@ static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IU
 {
     struct clrmux_mux *m = impl(This);
     char who[4096];
-    if (clrmux_loop_detect(who, sizeof who)) {
-        setup_logging(NULL);
+    int loop = clrmux_loop_detect(who, sizeof who);
+    if (loop) {
+        if (loop == 2)
+            setup_logging(NULL); /* another build: its own logging is not set up yet */
         LOG_ERROR("loader loop: clrmux was loaded as a child profiler while clrmux (%s) is loading its children; "
                   "this nested instance does nothing (remove clrmux, or the loader that loads it, from loader.conf)",
                   who);

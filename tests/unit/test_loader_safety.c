@@ -444,6 +444,7 @@ static void test_loop_nested_instance_refused(void **state)
     clrmux_the_mux = NULL;
     struct clrmux_mux *outer = fake_mux_new(&rt);
     assert_ptr_equal(clrmux_the_mux, outer);
+    clrmux_log_set_level(CLRMUX_LOG_TRACE); /* as the outer's loader.conf might have set */
     clrmux_loop_enter(); /* as mux_Initialize does around clrmux_load_children */
     char conf[PATH_MAX + 200];
     snprintf(conf, sizeof conf, "[child good]\npath = %s/libnoop.so\nclsid = {D0000001-0000-0000-0000-000000000001}\n",
@@ -456,6 +457,8 @@ static void test_loop_nested_instance_refused(void **state)
     assert_int_equal(g_nlog, 1); /* nothing else: the nested instance did not start */
     assert_int_equal(nested->nchildren, 0);
     assert_ptr_equal(clrmux_the_mux, outer);
+    assert_int_equal(clrmux_log_get_level(), CLRMUX_LOG_TRACE); /* the outer's logging is untouched */
+    clrmux_log_set_level(CLRMUX_LOG_INFO);
     char who[PATH_MAX];
     assert_int_equal(clrmux_loop_detect(who, sizeof who), 0);
     fake_mux_free(outer);
