@@ -25,4 +25,10 @@ CLRMUX_EXPORT HRESULT STDMETHODCALLTYPE DllGetClassObject(REFCLSID rclsid, REFII
 /* Always S_FALSE: a profiler is never unloaded (the runtime does not call it anyway). */
 CLRMUX_EXPORT HRESULT STDMETHODCALLTYPE DllCanUnloadNow(void);
 
+/* The loader-loop marker every clrmux build exports: nonzero while that copy of clrmux is
+ * loading its children (inside its Initialize), else 0. A clrmux that finds a child
+ * library exporting it refuses that child; a clrmux whose Initialize runs while any copy
+ * answers nonzero refuses to start (see src/loader/loop.h). Thread-safe (an atomic read). */
+CLRMUX_EXPORT int clrmux_loader_busy(void);
+
 #endif
