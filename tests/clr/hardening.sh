@@ -3,18 +3,13 @@
 # configuration files, config amplification, a symlinked log file, and who may put code in
 # the process (permissions). Each case runs the `hello` app under clrmux with a time limit
 # and checks that the app runs, what clrmux logged, and that the other children work.
-# Prints one line per check and a closing "N passed, N failed" line.
+# Runs once per .NET runtime (tests/clr/lib.sh: 8, 9 and 10); prints one line per check and
+# a closing "hardening: N passed, N failed" line.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
-
-if ! command -v dotnet >/dev/null 2>&1; then
-    echo "## dotnet is not on PATH: the hardening tests (tests/clr/hardening.sh) did NOT run ##"
-    [ "${CI:-}" = "true" ] && exit 1
-    exit 0
-fi
-tests/clr/build-apps.sh || { echo "building the C# test apps failed"; exit 1; }
+. tests/clr/lib.sh
+clr_suite hardening "$@"
 
 LIB="${CLRMUX_TEST_LIB:-$ROOT/build/libclrmux.so}" # CLRMUX_TEST_LIB: test another build
 FAKE="$ROOT/build/fake"
@@ -23,10 +18,7 @@ REC="{C0000001-0000-0000-0000-000000000001}"
 CHAIN="{C0000002-0000-0000-0000-000000000002}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-hard.XXXXXX")
 trap 'chmod -R u+rwx "$WORK" 2>/dev/null; rm -rf "$WORK"' EXIT
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2" | head -30; }
+[ -f "$LIB" ] || { bad "$LIB is missing (run make all)"; clr_done; }
 expect() { # expect "description" detail-command... ; passes when `test` succeeds
     local d=$1 detail=$2; shift 2
     if "$@"; then ok "$d"; else bad "$d" "$(eval "$detail" 2>&1)"; fi
@@ -36,7 +28,7 @@ expect() { # expect "description" detail-command... ; passes when `test` succeed
 run() {
     local tag=$1; shift
     local start=$SECONDS
-    timeout -k 5 60 env DOTNET_gcServer=0 "$@" dotnet build/clr/hello/hello.dll >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+    timeout -k 5 60 env DOTNET_gcServer=0 "$@" "${DOTNET[@]}" build/clr/hello/hello.dll >"$WORK/$tag.out" 2>"$WORK/$tag.err"
     echo $? >"$WORK/$tag.rc"
     echo $((SECONDS - start)) >"$WORK/$tag.secs"
 }
@@ -202,5 +194,4 @@ expect "a world-writable loader.conf with allow_insecure_paths = true is used, w
     grep -q "WARN .*world-writable.*used anyway (allow_insecure_paths = true)" "$WORK/confok.log"
 expect "a world-writable loader.conf with allow_insecure_paths = true: the child works" "show confok" rec_ok confok
 
-echo "hardening: $PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+clr_done
