@@ -1,6 +1,10 @@
-# clrmux build. `make` builds build/libclrmux.so and the fake child profilers,
-# `make test` runs the unit tests under ASan/UBSan and the real-runtime tests,
-# `make demo` runs a .NET app under clrmux with loader.conf.example.
+# clrmux build. `make` builds build/libclrmux.so, its companion, the `clrmux` launcher and the
+# fake child profilers, `make test` runs the unit tests under ASan/UBSan and the real-runtime
+# tests, `make demo` runs a .NET app under clrmux with loader.conf.example and writes a report,
+# `make install PREFIX=/opt/clrmux` installs, `make dist` builds the tarball, .deb and .nupkg.
+# Each first runs scripts/setup.sh, which installs the Debian packages that are missing
+# (NO_SETUP=1 skips it).
+VERSION := 0.1.0
 CC      ?= gcc
 BUILD   ?= build
 WARN    := -Wall -Wextra -Werror
@@ -12,7 +16,7 @@ SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 # libclrmux.so: the loader and the built-in tracer. The built-in profiler is a companion
 # library (below); every src file is also compiled with ASan/UBSan for the unit tests.
 LIB_SRCS  := $(shell find src/common src/loader src/tracer -name '*.c' | sort)
-ALL_SRCS  := $(shell find src -name '*.c' | sort)
+ALL_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
 GEN       := $(BUILD)/gen/profile.pb-c.c
 HDRS      := $(shell find include src -name '*.h') $(BUILD)/gen/profile.pb-c.h
 OBJS      := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -24,8 +28,25 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 STATIC_LIBS := -Wl,-Bstatic -linih $(EXTRA_STATIC_LIBS) -Wl,-Bdynamic
 LIBS      := -ldl -lpthread -lm
 
-.PHONY: all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan
-all: $(BUILD)/libclrmux.so $(FAKES)
+.PHONY: all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan setup install dist
+all: $(BUILD)/libclrmux.so $(BUILD)/clrmux $(FAKES)
+
+# What scripts/setup.sh installs depends on the goal: the build's packages, or the test's,
+# demo's or dist's (a superset).
+SETUP_PROFILE := build
+ifneq ($(filter dist install-test,$(MAKECMDGOALS)),)
+SETUP_PROFILE := dist
+endif
+ifneq ($(filter demo,$(MAKECMDGOALS)),)
+SETUP_PROFILE := demo
+endif
+ifneq ($(filter test unit tsan fuzz fuzz-build fuzz-quick,$(MAKECMDGOALS)),)
+SETUP_PROFILE := test
+endif
+setup:
+ifneq ($(NO_SETUP),1)
+	@scripts/setup.sh $(SETUP_PROFILE)
+endif
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -39,7 +60,7 @@ $(BUILD)/libclrmux.so: $(OBJS)
 	$(CC) -shared -o $@ $(OBJS) $(STATIC_LIBS) $(LIBS) -Wl,--no-undefined -Wl,-z,defs -Wl,--exclude-libs,ALL
 
 # pprof's profile.proto -> protobuf-c code, generated at build time (not committed)
-$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: src/profiler/profile.proto
+$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h &: src/profiler/profile.proto | setup
 	@mkdir -p $(BUILD)/gen
 	protoc-c --c_out=$(BUILD)/gen --proto_path=src/profiler src/profiler/profile.proto
 
@@ -65,6 +86,11 @@ $(BUILD)/pobj/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profi
 $(BUILD)/libclrmux_profiler.so: $(PROF_OBJS)
 	$(CC) -shared -o $@ $(PROF_OBJS) -lprotobuf-c -lz $(LIBS) -Wl,--no-undefined -Wl,-z,defs
 
+# the launcher: validates and runs through libclrmux.so's exported clrmux_check_config
+$(BUILD)/clrmux: src/cli/clrmux.c include/clrmux/clrmux.h | setup
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DCLRMUX_VERSION='"$(VERSION)"' -o $@ $< -ldl
+
 $(BUILD)/fake/lib%.so: fake_profilers/%.c fake_profilers/fake_common.h $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -shared -o $@ $< $(LIBS)
@@ -73,7 +99,7 @@ $(BUILD)/unit/%: tests/unit/%.c $(ASAN_OBJS) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -DCLRMUX_TESTING -o $@ $< $(ASAN_OBJS) -lcmocka -linih -lprotobuf-c -lz $(LIBS)
 
-unit: $(UNIT_BINS) $(FAKES)
+unit: $(UNIT_BINS) $(FAKES) | setup
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; CLRMUX_FAKE_DIR=$(BUILD)/fake $$t; done
 
 # libFuzzer targets (tests/fuzz): built with clang, run by tests/fuzz/run.sh. `make fuzz`

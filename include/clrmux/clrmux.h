@@ -31,4 +31,34 @@ CLRMUX_EXPORT HRESULT STDMETHODCALLTYPE DllCanUnloadNow(void);
  * answers nonzero refuses to start (see src/loader/loop.h). Thread-safe (an atomic read). */
 CLRMUX_EXPORT int clrmux_loader_busy(void);
 
+/* ---- configuration check (for the launcher: `clrmux check`, `clrmux run`) -------------- */
+
+/* One problem or note found by clrmux_check_config: `level` is 0 error, 1 warning, 2 info;
+ * `file` the configuration's path; `line` 1-based, or 0 for the file as a whole; `message`
+ * one line without a newline. The strings are valid only during the call. */
+typedef void (*clrmux_check_report_fn)(int level, const char *file, int line, const char *message,
+                                       void *ctx);
+
+/* What clrmux_check_config found. Paths are absolute or relative to the current folder, as
+ * the library would open them; "%p" stands for the profiled process's id. */
+struct clrmux_check_result {
+    int errors;          /* problems that skip a key, a child or the file */
+    int warnings;        /* ignored keys or sections that change nothing else */
+    int active_children; /* children that would be created */
+    char log_file[4096]; /* log_file of [loader]; "" = stderr */
+    char traces[4096];   /* the tracer's span file; "" = no tracer, or spans go only to a collector */
+    char profiles_dir[4096]; /* the profiler's output_dir; "" = no profiler */
+};
+
+/* Validates the loader.conf at `path` as clrmux would at Initialize, without a runtime: the
+ * same parser, then each enabled child: a library child is opened and asked for its class
+ * factory (DllGetClassObject with its clsid; nothing else of it is called), a builtin child
+ * is created with its keys (where the tracer and the profiler check them) and released.
+ * Each problem, then one note per usable child, is passed to `report` in file order; *res is
+ * filled. Returns the number of errors (a missing file, or no usable child, is one), or -1
+ * when out of memory. Meant for a process of its own (the launcher): it loads the children's
+ * libraries, and a process hosts only one tracer. Not thread-safe (it redirects the log). */
+CLRMUX_EXPORT int clrmux_check_config(const char *path, clrmux_check_report_fn report, void *ctx,
+                                      struct clrmux_check_result *res);
+
 #endif
