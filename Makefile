@@ -140,6 +140,8 @@ tsan: $(BUILD)/tsan/stress_mux
 	@echo "== $<"; TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $<
 
 test: all unit tsan fuzz-quick
+	@tests/cli.sh
+	@tests/packaging.sh
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
 	@tests/clr/profiler.sh
@@ -147,6 +149,26 @@ test: all unit tsan fuzz-quick
 
 demo: all
 	@scripts/demo.sh
+
+# make install [PREFIX=/opt/clrmux] [DESTDIR=]: bin/clrmux, lib/libclrmux.so,
+# lib/libclrmux_profiler.so, etc/loader.conf (lib/loader.conf links to it, the library's
+# default), share/clrmux/instrument.sh, share/doc/clrmux/.
+PREFIX ?= /opt/clrmux
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/etc \
+	    $(DESTDIR)$(PREFIX)/share/clrmux $(DESTDIR)$(PREFIX)/share/doc/clrmux
+	install -m 0755 $(BUILD)/clrmux $(DESTDIR)$(PREFIX)/bin/clrmux
+	install -m 0644 $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 packaging/loader.conf $(DESTDIR)$(PREFIX)/etc/loader.conf
+	ln -sfn ../etc/loader.conf $(DESTDIR)$(PREFIX)/lib/loader.conf
+	sed 's|@PREFIX@|$(PREFIX)|g' packaging/instrument.sh >$(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh
+	chmod 0644 $(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh
+	install -m 0644 README.md loader.conf.example $(DESTDIR)$(PREFIX)/share/doc/clrmux/
+
+# make dist: build/dist/clrmux-VERSION-linux-x64.tar.gz, clrmux_VERSION_amd64.deb and
+# Clrmux.Bundle.VERSION.nupkg (tested by tests/packaging.sh in make test)
+dist: all
+	@scripts/dist.sh $(VERSION)
 
 bench: all
 	@bench/run.sh

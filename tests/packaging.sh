@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The packages of `make dist`, installed as a user would and used to run a .NET app:
+#   - the installed tree (make install DESTDIR=… PREFIX=…) has every file in its place
+#   - the tarball: unpacked anywhere, `clrmux check` and `clrmux run` work from it, and
+#     share/clrmux/instrument.sh registers clrmux for a `dotnet` started from the shell
+#   - the .deb: installed with dpkg into a scratch root (its Depends met by the host's own
+#     packages' status), the app runs under /opt/clrmux there; removed again, the conffile stays
+#   - the NuGet package: a C# app references Clrmux.Bundle from a local folder source, is
+#     published, and runs under the libclrmux.so and loader.conf of its publish folder
+# Prints one line per check and a closing "N passed, N failed" line.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+export MSBUILDDISABLENODEREUSE=1 DOTNET_CLI_USE_MSBUILD_SERVER=0
+VERSION=$(sed -n 's/^VERSION := //p' Makefile)
+CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-pkg.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+PASS=0
+FAIL=0
+ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2" | head -30; }
+check() { local d=$1; shift; if "$@" >/dev/null 2>&1; then ok "$d"; else bad "$d"; fi; }
+# spans FILE NAME: number of spans called NAME in an OTLP JSON lines file
+spans() { python3 - "$1" "$2" <<'PY'
+import json, sys
+n = 0
+try:
+    for line in open(sys.argv[1]):
+        for rs in json.loads(line).get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                n += sum(1 for s in ss.get("spans", []) if s["name"] == sys.argv[2])
+except OSError:
+    pass
+print(n)
+PY
+}
+have_dotnet=1
+command -v dotnet >/dev/null 2>&1 || have_dotnet=0
+if [ $have_dotnet = 0 ]; then
+    echo "## dotnet is not on PATH: the packages are checked, but no .NET app runs under them ##"
+    [ "${CI:-}" = "true" ] && { echo "CI=true: a missing dotnet is an error"; exit 1; }
+else
+    tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
+fi
+SAMPLE="$ROOT/build/clr/sample/sample.dll"
+
+# ---- make install ---------------------------------------------------------------------
+if make -s install NO_SETUP=1 PREFIX=/usr/lib/clrmux-test DESTDIR="$WORK/inst" >"$WORK/install.log" 2>&1; then
+    ok "make install DESTDIR=… PREFIX=/usr/lib/clrmux-test"
+else
+    bad "make install" "$(cat "$WORK/install.log")"
+fi
+P="$WORK/inst/usr/lib/clrmux-test"
+missing=""
+for f in bin/clrmux lib/libclrmux.so lib/libclrmux_profiler.so etc/loader.conf lib/loader.conf \
+         share/clrmux/instrument.sh share/doc/clrmux/README.md; do
+    [ -e "$P/$f" ] || missing="$missing $f"
+done
+[ -z "$missing" ] && ok "installed tree has bin/, lib/, etc/loader.conf, share/clrmux/instrument.sh" \
+    || bad "installed tree lacks:$missing"
+check "bin/clrmux is executable" test -x "$P/bin/clrmux"
+check "instrument.sh names the install prefix" grep -q '"/usr/lib/clrmux-test"' "$P/share/clrmux/instrument.sh"
+check "lib/loader.conf (the library's default) is etc/loader.conf" test "$(readlink "$P/lib/loader.conf")" = ../etc/loader.conf
+# etc/loader.conf documents every key that loader.conf.example documents
+keys() { python3 - "$1" <<'PY'
+import re, sys
+keys = set()
+for line in open(sys.argv[1]):
+    m = re.match(r"^[;#]?\s*([a-z_]+(?:\s*,\s*[a-z_]+)*)\s*=", line)
+    if m:
+        keys.update(k.strip() for k in m.group(1).split(","))
+print("\n".join(sorted(keys)))
+PY
+}
+undocumented=$(comm -23 <(keys loader.conf.example) <(keys packaging/loader.conf) | tr '\n' ' ')
+[ -z "$undocumented" ] && ok "etc/loader.conf lists every key of loader.conf.example ($(keys loader.conf.example | wc -l) keys)" \
+    || bad "packaging/loader.conf (installed as etc/loader.conf) does not document: $undocumented"
+out=$("$P/bin/clrmux" check 2>&1)
+rc=$?
+[ $rc = 0 ] && grep -q "clrmux-test/etc/loader.conf: 0 errors" <<<"$out" && ok "installed clrmux check: etc/loader.conf has no error" \
+    || bad "installed clrmux check (rc=$rc)" "$out"
+
+# ---- make dist ------------------------------------------------------------------------
+if make -s dist NO_SETUP=1 >"$WORK/dist.log" 2>&1; then ok "make dist"; else bad "make dist" "$(tail -30 "$WORK/dist.log")"; fi
+TAR=build/dist/clrmux-$VERSION-linux-x64.tar.gz
+DEB=build/dist/clrmux_${VERSION}_amd64.deb
+NUPKG=build/dist/Clrmux.Bundle.$VERSION.nupkg
+check "versioned tarball $TAR" test -s "$TAR"
+check "Debian package $DEB" test -s "$DEB"
+
+# ---- the tarball ----------------------------------------------------------------------
+mkdir -p "$WORK/tar"
+tar -C "$WORK/tar" -xzf "$TAR"
+T="$WORK/tar/clrmux-$VERSION"
+check "tarball unpacks to clrmux-$VERSION/{bin,lib,etc,share}" test -x "$T/bin/clrmux" -a -f "$T/lib/libclrmux.so" -a -f "$T/etc/loader.conf" -a -f "$T/share/clrmux/instrument.sh"
+check "tarball's clrmux --version says $VERSION" grep -qx "clrmux $VERSION" <("$T/bin/clrmux" --version)
+if [ $have_dotnet = 1 ]; then
+    out=$(cd "$WORK" && "$T/bin/clrmux" run --trace 'sample!Sample.Work::Fib' --profile --output-dir "$WORK/tar-run" -- dotnet "$SAMPLE" 2>&1)
+    rc=$?
+    n=$(spans "$(ls "$WORK"/tar-run/traces-*.otlp.jsonl 2>/dev/null | head -1)" Sample.Work.Fib)
+    np=$(ls "$WORK"/tar-run/profiles/*.pb.gz 2>/dev/null | wc -l)
+    [ $rc = 0 ] && [ "$n" -gt 0 ] && [ "$np" -ge 1 ] && ok "tarball: clrmux run gives $n Fib spans and $np profile" \
+        || bad "tarball: clrmux run (rc=$rc, $n spans, $np profiles)" "$out"
+    # instrument.sh, sourced by bash from the unpacked tree (no CLRMUX_HOME): a test config
+    cat >"$WORK/instr.conf" <<EOF
+[loader]
+log_file = $WORK/instr.log
+[child tracer]
+builtin = tracer
+output = $WORK/instr-spans.jsonl
+trace = sample!Sample.Work::Fib
+EOF
+    out=$(CLRMUX_CONFIG="$WORK/instr.conf" bash -c ". '$T/share/clrmux/instrument.sh' && echo \"\$CORECLR_PROFILER_PATH\" && dotnet '$SAMPLE'" 2>&1)
+    n=$(spans "$WORK/instr-spans.jsonl" Sample.Work.Fib)
+    grep -qx "$T/lib/libclrmux.so" <<<"$out" && [ "$n" -gt 0 ] \
+        && ok "tarball: bash sources instrument.sh, finds its tree, dotnet runs traced ($n spans)" \
+        || bad "tarball: instrument.sh under bash ($n spans)" "$out"
+    # POSIX sh (dash) has no BASH_SOURCE: CLRMUX_HOME names the tree
+    out=$(CLRMUX_HOME="$T" sh -c ". '$T/share/clrmux/instrument.sh' && echo \"\$CORECLR_PROFILER=\$CLRMUX_CONFIG\"" 2>&1)
+    [ "$out" = "$CLSID=$T/etc/loader.conf" ] && ok "tarball: sh sources instrument.sh with CLRMUX_HOME; CLRMUX_CONFIG defaults to etc/loader.conf" \
+        || bad "tarball: instrument.sh under sh" "$out"
+fi
+
+# ---- the .deb in a scratch root ------------------------------------------------------
+check "dpkg-deb --info: package clrmux $VERSION, amd64" bash -c "dpkg-deb -f '$DEB' Package Version Architecture | tr '\n' ' ' | grep -qx 'Package: clrmux Version: $VERSION Architecture: amd64 '"
+R="$WORK/root"
+mkdir -p "$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/info"
+# the scratch root's package database holds the host's own entries for the dependencies, so
+# that dpkg checks the Depends line for real
+deps=$(dpkg-deb -f "$DEB" Depends | sed 's/([^)]*)//g; s/,/ /g')
+# shellcheck disable=SC2086
+dpkg-query -s $deps >"$R/var/lib/dpkg/status" 2>/dev/null
+DPKG=(dpkg --root="$R" --force-not-root --log=/dev/null)
+if out=$("${DPKG[@]}" -i "$DEB" 2>&1); then ok "dpkg -i into a scratch root (Depends: $(echo $deps))"; else bad "dpkg -i into a scratch root" "$out"; fi
+check "dpkg -l: clrmux $VERSION installed" bash -c "dpkg-query --admindir='$R/var/lib/dpkg' -W -f='\${Status} \${Version}' clrmux | grep -qx 'install ok installed $VERSION'"
+check "the .deb links /usr/bin/clrmux to /opt/clrmux/bin/clrmux" test "$(readlink "$R/usr/bin/clrmux")" = /opt/clrmux/bin/clrmux
+if [ $have_dotnet = 1 ]; then
+    out=$(cd "$WORK" && "$R/opt/clrmux/bin/clrmux" run --trace 'sample!Sample.Work::Fib' --output-dir "$WORK/deb-run" -- dotnet "$SAMPLE" 2>&1)
+    rc=$?
+    n=$(spans "$(ls "$WORK"/deb-run/traces-*.otlp.jsonl 2>/dev/null | head -1)" Sample.Work.Fib)
+    [ $rc = 0 ] && [ "$n" -gt 0 ] && grep -q "under $R/opt/clrmux/lib/libclrmux.so" <<<"$out" \
+        && ok "deb: the app runs under /opt/clrmux/lib/libclrmux.so of the scratch root ($n spans)" \
+        || bad "deb: clrmux run (rc=$rc, $n spans)" "$out"
+fi
+echo "; edited by the admin" >>"$R/opt/clrmux/etc/loader.conf"
+if out=$("${DPKG[@]}" -r clrmux 2>&1); then ok "dpkg -r clrmux"; else bad "dpkg -r clrmux" "$out"; fi
+check "after dpkg -r: the libraries are gone, the edited conffile stays" test ! -e "$R/opt/clrmux/lib/libclrmux.so" -a -f "$R/opt/clrmux/etc/loader.conf"
+
+# ---- the NuGet package ----------------------------------------------------------------
+if [ $have_dotnet = 1 ]; then
+    check "NuGet package $NUPKG" test -s "$NUPKG"
+    listing=$(python3 -c "import sys, zipfile; print('\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))" "$NUPKG" 2>&1)
+    for f in libclrmux.so libclrmux_profiler.so loader.conf; do
+        grep -qx "runtimes/linux-x64/native/$f" <<<"$listing" && ok "nupkg holds runtimes/linux-x64/native/$f" \
+            || bad "nupkg lacks runtimes/linux-x64/native/$f" "$listing"
+    done
+    grep -q '^lib/' <<<"$listing" && bad "nupkg has a lib/ folder (no assembly expected)" || ok "nupkg has no assembly (no lib/)"
+    # a user's app: a local folder source, a private package cache (no stale Clrmux.Bundle)
+    A="$WORK/bundleapp"
+    cp -r tests/packaging/bundleapp "$A"
+    cat >"$A/NuGet.config" <<EOF
+<?xml version="1.0" encoding="utf-8"?>
+<configuration>
+  <packageSources>
+    <clear />
+    <add key="clrmux-dist" value="$ROOT/build/dist" />
+  </packageSources>
+</configuration>
+EOF
+    if out=$(cd "$A" && NUGET_PACKAGES="$WORK/nuget-cache" dotnet publish -c Release -o "$A/pub" -p:ClrmuxVersion="$VERSION" \
+                 -p:TargetFramework="net$(dotnet --version | cut -d. -f1).0" \
+                 --disable-build-servers -nodeReuse:false -p:UseSharedCompilation=false -v:quiet -clp:NoSummary 2>&1); then
+        ok "dotnet publish of an app that references Clrmux.Bundle $VERSION from a local folder"
+    else
+        bad "dotnet publish of the Clrmux.Bundle app" "$out"
+    fi
+    N="$A/pub/runtimes/linux-x64/native"
+    check "publish folder has runtimes/linux-x64/native/{libclrmux.so,libclrmux_profiler.so,loader.conf}" \
+        test -f "$N/libclrmux.so" -a -f "$N/libclrmux_profiler.so" -a -f "$N/loader.conf"
+    # 1. the package's own loader.conf (beside libclrmux.so): the built-in profiler
+    rm -f /var/tmp/clrmux/profiles/bundleapp-*.pb.gz 2>/dev/null
+    out=$(cd "$A/pub" && env -u CLRMUX_CONFIG CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" \
+              CORECLR_PROFILER_PATH="$N/libclrmux.so" CLRMUX_LOG_FILE="$WORK/bundle1.log" dotnet bundleapp.dll 2>&1)
+    rc=$?
+    prof=$(ls /var/tmp/clrmux/profiles/bundleapp-*.pb.gz 2>/dev/null | head -1)
+    [ $rc = 0 ] && grep -q "$N/loader.conf" "$WORK/bundle1.log" && [ -n "$prof" ] \
+        && ok "published app runs under its own libclrmux.so and loader.conf (profile ${prof##*/})" \
+        || bad "published app with the package's loader.conf (rc=$rc, profile '$prof')" "$out
+$(cat "$WORK/bundle1.log" 2>/dev/null)"
+    rm -f /var/tmp/clrmux/profiles/bundleapp-*.pb.gz 2>/dev/null
+    # 2. the user's own configuration: the tracer on the app's method
+    cat >"$WORK/bundle.conf" <<EOF
+[child tracer]
+builtin = tracer
+output = $WORK/bundle-spans.jsonl
+trace = bundleapp!BundleApp.Work::Compute
+EOF
+    out=$(cd "$A/pub" && env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$N/libclrmux.so" \
+              CLRMUX_CONFIG="$WORK/bundle.conf" CLRMUX_LOG_FILE="$WORK/bundle2.log" dotnet bundleapp.dll 2>&1)
+    n=$(spans "$WORK/bundle-spans.jsonl" BundleApp.Work.Compute)
+    calls=$(sed -n 's/^bundleapp: \([0-9]*\) calls.*/\1/p' <<<"$out")
+    [ -n "$calls" ] && [ "$n" = "$calls" ] && ok "published app traced through the package's libclrmux.so: $n spans for $calls calls" \
+        || bad "published app traced ($n spans, '$calls' calls)" "$out
+$(cat "$WORK/bundle2.log" 2>/dev/null)"
+fi
+
+echo "packaging: $PASS passed, $FAIL failed"
+[ $FAIL = 0 ]
