@@ -217,9 +217,14 @@ static int write_config(const char *path, char **traces, int ntraces, int profil
     for (int i = 0; i < nchildren; i++) {
         char *eq = strrchr(children[i], '=');
         *eq = 0;
-        char abs[PATH_MAX];
-        const char *p = realpath(children[i], abs) ? abs : children[i];
-        fprintf(f, "\n[child child%d]\npath = %s\nclsid = %s\n", i + 1, p, eq + 1);
+        /* relative to the current folder, as a user means it (the file is elsewhere) */
+        char abs[PATH_MAX], cwd[PATH_MAX];
+        if (!realpath(children[i], abs)) {
+            if (children[i][0] == '/' || !getcwd(cwd, sizeof cwd) ||
+                pathf(abs, sizeof abs, "%s/%s", cwd, children[i]) != 0)
+                snprintf(abs, sizeof abs, "%s", children[i]);
+        }
+        fprintf(f, "\n[child child%d]\npath = %s\nclsid = %s\n", i + 1, abs, eq + 1);
         *eq = '=';
     }
     if (ntraces) {
