@@ -142,6 +142,7 @@ tsan: $(BUILD)/tsan/stress_mux
 test: all unit tsan fuzz-quick
 	@tests/cli.sh
 	@tests/packaging.sh
+	@tests/report.sh
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
 	@tests/clr/profiler.sh

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # make demo: runs the sample .NET app under clrmux with loader.conf.example and prints, per
-# child, the callbacks it received.
+# child, the callbacks it received, the spans and the top of the CPU profile; then runs a small
+# order service (demo/shop) under the launcher (`clrmux run --trace ... --profile`) and ends by
+# writing build/demo/report.html: a flame graph of its CPU profile and the timeline of one
+# request (tools/report/report.py), with a screenshot (build/demo/report.png) when Chromium is
+# installed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -57,3 +61,31 @@ if command -v go >/dev/null 2>&1; then
 else
     echo "   (install golang-go to see the top functions: go tool pprof -top)"
 fi
+
+# ---- a service under the launcher, and the report a person opens ------------------------
+echo
+echo "== a small order service (demo/shop) under clrmux run: spans of each request and a CPU profile"
+SHOP="$OUT/shop"
+demo/shop/build.sh
+RUN="$OUT/shop-run"
+rm -rf "$RUN"
+CMD=(build/clrmux run --output-dir "$RUN" --profile
+     --trace 'shop!Shop.OrderService::HandleRequest' --trace 'shop!Shop.OrderService::ParseOrder'
+     --trace 'shop!Shop.OrderService::PriceOrder' --trace 'shop!Shop.OrderService::RenderReceipt'
+     --trace 'shop!Shop.Pricing::ComputeTax' --trace 'shop!Shop.Pricing::ApplyDiscounts'
+     --trace 'shop!Shop.Inventory::Reserve' -- dotnet "$SHOP/shop.dll" 3 3)
+echo "   \$ ${CMD[*]}"
+"${CMD[@]}" 2>&1 | sed 's/^/   /'
+echo
+echo "== the report: a flame graph of the CPU profile and the timeline of one request"
+ASSETS=$(tools/report/install.sh)
+python3 tools/report/report.py --assets "$ASSETS" --profile "$(ls "$RUN"/profiles/*.pb.gz | head -1)" \
+    --traces "$(ls "$RUN"/traces-*.otlp.jsonl | head -1)" --root Shop.OrderService.HandleRequest \
+    --title "clrmux demo: the shop service" --out "$OUT/report.html" | sed 's/^/   /'
+if command -v chromium >/dev/null 2>&1; then
+    tools/report/render.sh "$OUT/report.html" "$OUT/report.png" && echo "   screenshot: $ROOT/$OUT/report.png"
+else
+    echo "   (no chromium: no screenshot; scripts/setup.sh test installs it)"
+fi
+echo
+echo "Open file://$ROOT/$OUT/report.html in a browser."
