@@ -37,6 +37,9 @@ SETUP_PROFILE := build
 ifneq ($(filter dist install-test,$(MAKECMDGOALS)),)
 SETUP_PROFILE := dist
 endif
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+SETUP_PROFILE := bench
+endif
 ifneq ($(filter demo,$(MAKECMDGOALS)),)
 SETUP_PROFILE := demo
 endif

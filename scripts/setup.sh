@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that clrmux's build, tests and demo need, and only the missing
 # ones. `make` calls it before building (`scripts/setup.sh build`), `make test` and `.ci/run`
-# with `test`, `make demo` with `demo`, `make dist` with `dist`:
+# with `test`, `make demo` with `demo`, `make dist` with `dist`, `make bench` with `bench`:
 #
-#   scripts/setup.sh [build|test|demo|dist|all]    install what that target needs
+#   scripts/setup.sh [build|test|demo|dist|bench|all]   install what that target needs
 #   scripts/setup.sh --list [PROFILE]              print the packages, install nothing
 #
 # As root it runs apt-get; otherwise through sudo when sudo exists; otherwise it prints the one
@@ -22,6 +22,8 @@ TEST_PKGS="$BUILD_PKGS libcmocka-dev python3 golang-go:go clang clang-14 libclan
 # the demo's report: go tool pprof reads the profile, npm fetches d3-flame-graph
 DEMO_PKGS="$BUILD_PKGS python3 golang-go:go nodejs:node npm:npm"
 DIST_PKGS="$BUILD_PKGS dpkg-dev"
+# make bench: instruction counts (valgrind's callgrind), pprof
+BENCH_PKGS="$BUILD_PKGS python3 golang-go:go valgrind"
 
 list=0
 if [ "${1:-}" = "--list" ]; then list=1; shift; fi
@@ -31,8 +33,9 @@ case "$profile" in
     test) want=$TEST_PKGS ;;
     demo) want=$DEMO_PKGS ;;
     dist) want=$DIST_PKGS ;;
-    all) want="$TEST_PKGS $DEMO_PKGS $DIST_PKGS" ;;
-    *) echo "usage: scripts/setup.sh [--list] [build|test|demo|dist|all]" >&2; exit 2 ;;
+    bench) want=$BENCH_PKGS ;;
+    all) want="$TEST_PKGS $DEMO_PKGS $DIST_PKGS $BENCH_PKGS" ;;
+    *) echo "usage: scripts/setup.sh [--list] [build|test|demo|dist|bench|all]" >&2; exit 2 ;;
 esac
 
 pkgs=""
@@ -61,16 +64,16 @@ fi
 
 [ -z "$missing" ] && exit 0
 
-echo "setup: installing the Debian packages clrmux's '$profile' needs:$missing"
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ]; then
     SUDO=""
 elif command -v sudo >/dev/null 2>&1; then
     SUDO="sudo DEBIAN_FRONTEND=noninteractive"
 else
-    echo "setup: missing Debian packages; run as root: apt-get update && apt-get install -y$missing" >&2
+    echo "setup: clrmux's '$profile' needs Debian packages that are missing; as root, run: apt-get update && apt-get install -y$missing" >&2
     exit 1
 fi
+echo "setup: installing the Debian packages clrmux's '$profile' needs:$missing"
 # an old or empty package list cannot find the packages: update it first (once)
 # shellcheck disable=SC2086
 $SUDO apt-get update -q >/dev/null || echo "setup: apt-get update failed; trying the install anyway" >&2
