@@ -123,20 +123,62 @@ static void default_config(char *out, size_t outsz)
 
 /* ---- check -------------------------------------------------------------------------- */
 
-struct report_opts {
-    int verbose; /* print info notes too */
+/* The check's messages, printed in line order once the check is done (the parser's problems
+ * come first, then each child's). */
+struct message {
+    int level, line, seq;
+    char *text;
 };
 
-static void print_problem(int level, const char *file, int line, const char *message, void *ctx)
+struct report_opts {
+    int verbose; /* print info notes too */
+    struct message *msgs;
+    int n, cap;
+    char file[PATH_MAX];
+};
+
+static void collect(int level, const char *file, int line, const char *message, void *ctx)
 {
-    const struct report_opts *o = ctx;
+    struct report_opts *o = ctx;
     if (level >= 2 && !o->verbose)
         return;
-    const char *what = level <= 0 ? "error" : level == 1 ? "warning" : "note";
-    if (line > 0)
-        fprintf(stderr, "%s:%d: %s: %s\n", file, line, what, message);
-    else
-        fprintf(stderr, "%s: %s: %s\n", file, what, message);
+    snprintf(o->file, sizeof o->file, "%s", file);
+    if (o->n == o->cap) {
+        int cap = o->cap ? 2 * o->cap : 64;
+        struct message *m = realloc(o->msgs, (size_t)cap * sizeof *m);
+        if (!m)
+            return;
+        o->msgs = m;
+        o->cap = cap;
+    }
+    o->msgs[o->n] = (struct message){level, line, o->n, strdup(message)};
+    o->n++;
+}
+
+static int by_line(const void *a, const void *b)
+{
+    const struct message *x = a, *y = b;
+    unsigned lx = (unsigned)x->line - 1, ly = (unsigned)y->line - 1; /* line 0 (the whole file) last */
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void print_messages(struct report_opts *o)
+{
+    qsort(o->msgs, (size_t)o->n, sizeof *o->msgs, by_line);
+    for (int i = 0; i < o->n; i++) {
+        const struct message *m = &o->msgs[i];
+        const char *what = m->level <= 0 ? "error" : m->level == 1 ? "warning" : "note";
+        if (m->line > 0)
+            fprintf(stderr, "%s:%d: %s: %s\n", o->file, m->line, what, m->text ? m->text : "");
+        else
+            fprintf(stderr, "%s: %s: %s\n", o->file, what, m->text ? m->text : "");
+        free(m->text);
+    }
+    free(o->msgs);
+    o->msgs = NULL;
+    o->n = o->cap = 0;
 }
 
 typedef int (*check_fn)(const char *, clrmux_check_report_fn, void *, struct clrmux_check_result *);
@@ -153,8 +195,10 @@ static int run_check(const char *config, int verbose, struct clrmux_check_result
         fprintf(stderr, "clrmux: %s has no clrmux_check_config (a library from another version?)\n", lib_path);
         return -1;
     }
-    struct report_opts o = {verbose};
-    return check(config, print_problem, &o, res);
+    struct report_opts o = {.verbose = verbose};
+    int rc = check(config, collect, &o, res);
+    print_messages(&o);
+    return rc;
 }
 
 static int cmd_check(int argc, char **argv)

@@ -143,7 +143,7 @@ int clrmux_check_config(const char *path, clrmux_check_report_fn report, void *c
         emit(&c, CLRMUX_LOG_ERROR, 0, msg);
     }
     if (!cfg->found) {
-        res->errors += res->errors == 0;
+        emit(&c, CLRMUX_LOG_ERROR, 0, "no configuration to read: the application would run unprofiled");
         clrmux_config_free(&m->cfg);
         free(m);
         return res->errors;
