@@ -108,6 +108,10 @@ out=$(cd "$WORK" && "$CLRMUX" run --output-dir o2 -- sh -c 'echo "$CORECLR_ENABL
 [ "$out" = "1 {EE712634-5BBB-4C28-8E6A-45180A97AD0B} $ROOT/build/libclrmux.so $ROOT/build/libclrmux.so $WORK/o2/loader.conf" ] \
     && ok "run sets CORECLR_ENABLE_PROFILING, CORECLR_PROFILER, CORECLR_PROFILER_PATH(_64), CLRMUX_CONFIG" \
     || bad "run's environment" "$out"
+mkdir -p "$WORK/shared" && chmod 0777 "$WORK/shared"
+out=$("$CLRMUX" run --output-dir "$WORK/shared" -- true 2>&1); rc=$?
+[ $rc = 2 ] && has "$out" "is not a folder of yours that only you can write" && [ ! -e "$WORK/shared/loader.conf" ] \
+    && ok "run refuses to write its loader.conf into a folder others can write" || bad "run into a shared folder (rc=$rc)" "$out"
 grep -q '^builtin = profiler' "$WORK/o2/loader.conf" && ! grep -q tracer "$WORK/o2/loader.conf" \
     && ok "run without --trace/--child/--profile writes a loader.conf with the profiler" || bad "default loader.conf" "$(cat "$WORK/o2/loader.conf")"
 

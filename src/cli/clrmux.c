@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -251,8 +252,12 @@ static void forward_signal(int sig)
 /* Writes DIR/loader.conf from the options. Returns 0, or -1 after saying why. */
 static int write_config(const char *path, char **traces, int ntraces, int profile, char **children, int nchildren)
 {
-    FILE *f = fopen(path, "w");
+    /* never through a symbolic link someone else left there */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
+        if (fd >= 0)
+            close(fd);
         fprintf(stderr, "clrmux run: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
@@ -395,6 +400,14 @@ static int cmd_run(int argc, char **argv)
     char absout[PATH_MAX];
     if (!realpath(outdir, absout)) {
         fprintf(stderr, "clrmux run: %s: %s\n", outdir, strerror(errno));
+        return 2;
+    }
+    /* the configuration written there decides which libraries the app loads: the folder must
+     * be ours and not writable by others */
+    struct stat ost;
+    if (!config[0] && (stat(absout, &ost) != 0 || ost.st_uid != geteuid() || (ost.st_mode & (S_IWGRP | S_IWOTH)))) {
+        fprintf(stderr, "clrmux run: %s is not a folder of yours that only you can write; choose another "
+                        "--output-dir\n", absout);
         return 2;
     }
     char conf[PATH_MAX];
