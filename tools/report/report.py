@@ -294,7 +294,7 @@ function fmt(ns) {
 (function () {
   const R = DATA.request, svg = d3.select("#timeline");
   if (!R) { svg.attr("height", 20).append("text").attr("x", 4).attr("y", 14).text("no spans"); return; }
-  const rowH = 22, top = 24, left = 4, width = 1190;
+  const rowH = 22, top = 24, left = 4, width = 1160;
   const depth = d3.max(R.spans, s => s.depth) + 1;
   svg.attr("height", top + depth * rowH + 8);
   const x = d3.scaleLinear().domain([0, R.duration]).range([left, width]);
