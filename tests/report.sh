@@ -45,7 +45,7 @@ out=$(python3 tools/report/report.py --assets "$ASSETS" --profile "$PROF" --trac
 # the page is self-contained: no script or style from elsewhere
 grep -qE '<script[^>]+src=|<link[^>]+href=' "$HTML" && bad "the report loads files from elsewhere" || ok "the report is one self-contained file"
 # the flame graph's total is pprof's own total
-python3 - "$HTML" "$PROF" <<'PY' && ok "flame graph total = pprof's 'Total samples'" || bad "flame graph total differs from pprof's"
+python3 - "$HTML" "$PROF" <<'PY' && ok "flame graph total = pprof's 'Total samples'; wall time there too" || bad "flame graph total differs from pprof's"
 import json, os, re, subprocess, sys
 page = open(sys.argv[1]).read()
 data = json.loads(re.search(r"const DATA = (\{.*?\});\n", page).group(1).replace("<\\/", "</"))
@@ -54,8 +54,9 @@ top = subprocess.run(["go", "tool", "pprof", "-top", "-sample_index=cpu", sys.ar
 m = re.search(r"Total samples = ([0-9.]+)(ns|us|ms|s)\b", top)
 unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(2)]
 total = float(m.group(1)) * unit
-print("   flame %.0f ns, pprof %.0f ns" % (data["flame"]["value"], total))
-sys.exit(0 if abs(data["flame"]["value"] - total) <= 0.01 * total + 1e4 else 1)
+flame = data["flames"]["cpu"]["tree"]["value"]
+print("   flame %.0f ns, pprof %.0f ns; sample types: %s" % (flame, total, ", ".join(data["flames"])))
+sys.exit(0 if abs(flame - total) <= 0.01 * total + 1e4 and "wall" in data["flames"] else 1)
 PY
 # the timeline is one request: one trace, every span inside its root, children below it
 python3 - "$HTML" <<'PY' && ok "the timeline holds one request: nested spans inside the root's interval" || bad "timeline data"
@@ -95,6 +96,18 @@ print("   timeline labels: %s" % ", ".join(r["timeline"]))
 sys.exit(0 if "Shop.OrderService.HandleRequest" in r["flame"] and callees & set(r["flame"])
          and "Shop.OrderService.HandleRequest" in r["timeline"] and children & set(r["timeline"]) else 1)
 PY
+# report.html#pictures,wall opens on the wall-time flame graph
+if tools/report/render.sh "$HTML" "$WORK/wall.png" "$WORK/wall-dom.html" pictures,wall; then
+    python3 - "$WORK/wall-dom.html" <<'PY' && ok "report.html#wall opens the wall-time flame graph (Thread.Sleep under Inventory.Reserve)" || bad "the wall-time view"
+import html, json, re, sys
+m = re.search(r'data-rendered="([^"]*)"', open(sys.argv[1]).read())
+r = json.loads(html.unescape(m.group(1))) if m else {}
+print("   sample type %s, %d flame labels" % (r.get("sampleType"), len(r.get("flame", []))))
+sys.exit(0 if r.get("sampleType") == "wall" and {"Shop.Inventory.Reserve", "System.Threading.Thread.Sleep"} <= set(r["flame"]) else 1)
+PY
+else
+    bad "headless Chromium did not render report.html#pictures,wall"
+fi
 # what a person sees: OCR of the pictures (frames and spans on coloured bars, read loosely)
 ocr=$(tesseract "$WORK/pictures.png" - --psm 11 2>/dev/null | tr -d ' .,|' | tr 'A-Z' 'a-z')
 found=$(grep -oE "handlerequest|priceorder|computetax|applydiscounts|parseorder|renderreceipt|reserve|threadsleep|startcallback" <<<"$ocr" | sort -u | tr '\n' ' ')

@@ -13,9 +13,11 @@ of one request, in one self-contained file a person opens in a browser (no serve
 - The request: among the traces (spans sharing a traceId) whose root span is NAME (default:
   the most common root span name), the one at the 90th percentile of duration; its spans are
   drawn on a time axis, one row per nesting depth, failed spans in red with their exception.
-- report.html#pictures shows only the two pictures (tests/report.sh reads them with OCR), and
-  after drawing, the page lists the frame and span labels it drew wide enough to read in
-  <body data-rendered='{"flame": [...], "timeline": [...]}'>.
+- The page switches the flame graph between the sample types it holds (--sample-index, then
+  those of --also present in the profile). report.html#wall opens on wall time;
+  report.html#pictures (or #pictures,wall) shows only the two pictures (tests/report.sh reads
+  them with OCR). After drawing, the page lists the frame and span labels it drew wide enough
+  to read in <body data-rendered='{"sampleType": ..., "flame": [...], "timeline": [...]}'>.
 
 Exit status 1 with a message when an input is missing or unreadable.
 """
@@ -38,8 +40,9 @@ def die(msg):
     sys.exit(1)
 
 
-def pprof_stacks(profile, sample_index):
-    """[(value_ns, [root frame, ..., leaf frame])] from `go tool pprof -traces`."""
+def pprof_stacks(profile, sample_index, required=True):
+    """(header lines, [(value_ns, [root frame, ..., leaf frame])]) from `go tool pprof -traces`;
+    None when the profile has no such sample type and it is not required."""
     env = dict(os.environ, GOTOOLCHAIN="local", HOME=os.environ.get("HOME") or "/tmp")
     try:
         out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=" + sample_index, profile],
@@ -47,6 +50,8 @@ def pprof_stacks(profile, sample_index):
     except FileNotFoundError:
         die("`go` is not on PATH (Debian package golang-go): pprof reads the profile")
     if out.returncode != 0:
+        if not required:
+            return None
         die("go tool pprof -traces %s failed: %s" % (profile, out.stderr.strip()))
     header, stacks, cur = [], [], None
     seen_separator = False
@@ -157,7 +162,10 @@ def main():
     ap.add_argument("--profile", required=True)
     ap.add_argument("--traces", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--sample-index", default="cpu")
+    ap.add_argument("--sample-index", default="cpu",
+                    help="the sample type of the flame graph (cpu, wall, alloc-size, ...)")
+    ap.add_argument("--also", default="wall",
+                    help="comma-separated further sample types the page can switch to, when present")
     ap.add_argument("--root", default="")
     ap.add_argument("--title", default="")
     here = os.path.dirname(os.path.abspath(__file__))
@@ -180,13 +188,18 @@ def main():
 
     header, stacks = pprof_stacks(a.profile, a.sample_index)
     tree = flame_tree(stacks)
+    flames = {a.sample_index: {"tree": tree, "samples": len(stacks)}}
+    for extra in [x.strip() for x in a.also.split(",") if x.strip() and x.strip() != a.sample_index]:
+        got = pprof_stacks(a.profile, extra, required=False)
+        if got and got[1]:
+            flames[extra] = {"tree": flame_tree(got[1]), "samples": len(got[1])}
     service, spans = read_spans(a.traces)
     root, request, ncand = pick_request(spans, a.root)
     names = collections.Counter(s["name"] for s in spans)
 
     data = {
-        "flame": tree,
         "sampleIndex": a.sample_index,
+        "flames": flames,
         "request": None if root is None else {
             "traceId": root["trace"], "name": root["name"], "thread": root["thread"],
             "start": root["start"], "duration": root["end"] - root["start"], "of": ncand,
@@ -257,7 +270,8 @@ body.pictures .meta, body.pictures .cols { display: none; }
 <div class="meta">profile <code>@PROFILE@</code> &middot; spans <code>@TRACES@</code></div>
 <pre class="meta">@PPROF@</pre>
 
-<h2>CPU flame graph (@SAMPLEINDEX@, @TOTAL@ in @NSTACKS@ samples; click a frame to zoom)</h2>
+<h2>Flame graph of the <select id="sample-type"></select> profile
+(<span id="flame-total">@TOTAL@ in @NSTACKS@ samples</span>; click a frame to zoom)</h2>
 <div id="flame"></div>
 
 <h2 id="request-title">@REQTITLE@</h2>
@@ -273,7 +287,10 @@ body.pictures .meta, body.pictures .cols { display: none; }
 <script>@FLAMEGRAPH@</script>
 <script>
 const DATA = @DATA@;
-if (location.hash === "#pictures") document.body.classList.add("pictures");
+// report.html#pictures shows only the pictures; #wall (or #pictures,wall) opens that sample type
+const VIEW = location.hash.slice(1).split(",");
+if (VIEW.includes("pictures")) document.body.classList.add("pictures");
+const START_TYPE = VIEW.find(v => v in DATA.flames) || DATA.sampleIndex;
 function fmt(ns) {
   if (ns >= 1e9) return (ns / 1e9).toPrecision(3) + " s";
   if (ns >= 1e6) return (ns / 1e6).toPrecision(3) + " ms";
@@ -282,13 +299,25 @@ function fmt(ns) {
 }
 // the flame graph: d3-flame-graph, one frame per pprof location, width = sampled value
 (function () {
-  const total = DATA.flame.value || 1;
+  const first = DATA.flames[START_TYPE].tree;
+  d3.select("#flame-total").text(fmt(first.value) + " in " + DATA.flames[START_TYPE].samples + " samples");
+  let total = first.value || 1;
   const chart = flamegraph.default()
     .width(1200).cellHeight(18).minFrameSize(1).transitionDuration(0).sort(true)
     .title("")
     .setLabelHandler(d => d.data.name + " \u2014 " + fmt(d.value) + " (" + (100 * d.value / total).toFixed(1) + "%)")
     .setColorHue("warm");
-  d3.select("#flame").datum(DATA.flame).call(chart);
+  d3.select("#flame").datum(first).call(chart);
+  // the sample types the page holds (cpu first; wall time shows where threads wait)
+  const select = d3.select("#sample-type");
+  select.selectAll("option").data(Object.keys(DATA.flames)).enter().append("option")
+    .attr("value", k => k).property("selected", k => k === START_TYPE).text(k => k);
+  select.on("change", function () {
+    const f = DATA.flames[this.value];
+    total = f.tree.value || 1;
+    d3.select("#flame-total").text(fmt(f.tree.value) + " in " + f.samples + " samples");
+    chart.update(f.tree);
+  });
 })();
 // the timeline of one request: d3, one row per nesting depth, x = time since the request began
 (function () {
@@ -319,6 +348,7 @@ function fmt(ns) {
   const wide = (sel, box, name) => [...new Set([...document.querySelectorAll(sel)]
     .filter(g => g.querySelector(box) && +g.querySelector(box).getAttribute("width") >= 40).map(name))];
   document.body.dataset.rendered = JSON.stringify({
+    sampleType: document.getElementById("sample-type").value,
     flame: wide("#flame g.frame", "foreignObject", g => g.getAttribute("name")),
     timeline: wide("#timeline g.span", "rect", g => d3.select(g).datum().name),
   });
