@@ -84,6 +84,21 @@ for want in "$B:2: error: log_level 'loud'" \
             "$B: 10 errors, 3 warnings, 3 children would load"; do
     has "$out" "$want" && ok "check says: ${want#"$WORK/"}" || bad "check does not say: $want" "$out"
 done
+# the library's own rules for child libraries: ownership and permissions, loader loops
+mkdir -p "$WORK/open" && chmod 0777 "$WORK/open" && cp build/fake/librecorder.so "$WORK/open/"
+cat >"$WORK/rules.conf" <<EOF
+[child open]
+path = $WORK/open/librecorder.so
+clsid = {A0000001-0000-0000-0000-000000000001}
+[child self]
+path = $ROOT/build/libclrmux.so
+clsid = {A0000001-0000-0000-0000-000000000001}
+EOF
+out=$("$CLRMUX" check --config "$WORK/rules.conf" 2>&1); rc=$?
+[ $rc = 1 ] && has "$out" "rules.conf:1: error: [child open]: refused to load $WORK/open/librecorder.so: $WORK/open is" \
+    && has "$out" "rules.conf:4: error: [child self]: $ROOT/build/libclrmux.so is a build of clrmux" \
+    && ok "check applies the library's rules: a child in a world-writable folder, clrmux as its own child" \
+    || bad "check of trust and loop rules (rc=$rc)" "$out"
 out=$("$CLRMUX" check --config "$WORK/none.conf" 2>&1); rc=$?
 [ $rc = 1 ] && has "$out" "$WORK/none.conf: warning: cannot read $WORK/none.conf: No such file or directory" \
     && ok "check of a missing file: says so, exit 1" || bad "check of a missing file (rc=$rc)" "$out"

@@ -1,6 +1,7 @@
 /* clrmux_check_config: the library's own validation of a loader.conf, exported for the
  * launcher (`clrmux check`, `clrmux run`). It runs the same parser (config.c) and the same
- * child set-up the runtime's Initialize would: a library child is opened and asked for its
+ * child set-up the runtime's Initialize would: a library child passes the same ownership and
+ * permission rule (common/trust.h) and loader-loop check (loop.h), is opened and asked for its
  * class factory (DllGetClassObject with its clsid; CreateInstance and Initialize are not
  * called), a builtin child is created with its section's keys, which is where the tracer and
  * the profiler check them. Every problem reaches the caller with its file and line. */
@@ -14,7 +15,9 @@
 #include "common/guid.h"
 #include "common/log.h"
 #include "common/platform.h"
+#include "common/trust.h"
 #include "loader/builtin.h"
+#include "loader/loop.h"
 #include "loader/mux.h"
 #include "loader/versions.h"
 
@@ -64,7 +67,7 @@ static void sink(int level, const char *text, void *ctx)
 
 static void check_library_child(struct check_ctx *c, const struct clrmux_child_conf *cc)
 {
-    char msg[1024], err[512], clsid[CLRMUX_GUID_STRLEN];
+    char msg[10240], err[512], clsid[CLRMUX_GUID_STRLEN];
     clrmux_guid_format(&cc->clsid, clsid);
     struct stat st;
     if (stat(cc->path, &st) != 0) {
@@ -72,10 +75,31 @@ static void check_library_child(struct check_ctx *c, const struct clrmux_child_c
         emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
         return;
     }
+    /* the same rules, in the same order, as children.c's create_library_child */
+    char real[4096], why[4096 + 160];
+    if (clrmux_path_trusted(cc->path, real, sizeof real, why, sizeof why) != 0) {
+        if (!c->cfg->allow_insecure_paths) {
+            snprintf(msg, sizeof msg, "[child %s]: refused to load %s: %s (a child library must be owned by root or "
+                     "this process's user and writable only by its owner, as must each folder above it; "
+                     "allow_insecure_paths = true in [loader] overrides this); the child would be skipped",
+                     cc->name, cc->path, why);
+            emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
+            return;
+        }
+        snprintf(msg, sizeof msg, "[child %s]: %s: %s; loaded anyway (allow_insecure_paths = true)", cc->name,
+                 cc->path, why);
+        emit(c, CLRMUX_LOG_WARN, cc->line, msg);
+    }
     void *lib = clrmux_lib_open(cc->path, err, sizeof err);
     if (!lib) {
         snprintf(msg, sizeof msg, "[child %s]: cannot load %s as a shared library: %s; the child would be skipped",
                  cc->name, cc->path, err);
+        emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
+        return;
+    }
+    if (clrmux_is_clrmux_library(lib)) {
+        snprintf(msg, sizeof msg, "[child %s]: %s is a build of clrmux: clrmux cannot be its own child (a loader "
+                 "loop); the child would be skipped", cc->name, real[0] ? real : cc->path);
         emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
         return;
     }
