@@ -267,17 +267,43 @@ struct open_span {
 struct tstate {
     uint8_t trace_id[16];
     uint32_t depth;
+    uint32_t cap;             /* entries in `stack` */
+    struct open_span *stack;  /* `inline_stack`, or a heap copy grown for a deep recursion */
     uint32_t tid;
     uint64_t rng;
     uint16_t pending_exc;
-    struct open_span stack[CLRMUX_SPAN_MAX_DEPTH];
+    struct open_span inline_stack[CLRMUX_SPAN_INLINE_DEPTH];
 };
 
 static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
-static void tstate_free(void *p) { free(p); }
+static void tstate_free(void *p)
+{
+    struct tstate *t = p;
+    if (t && t->stack != t->inline_stack)
+        free(t->stack);
+    free(t);
+}
+
+/* Doubles the calling thread's stack of open spans (a recursion deeper than it). The rare
+ * path: never taken by a thread that stays within CLRMUX_SPAN_INLINE_DEPTH. */
+static __attribute__((noinline, cold)) int tstate_grow(struct tstate *t)
+{
+    if (t->cap >= CLRMUX_SPAN_MAX_DEPTH)
+        return -1;
+    uint32_t cap = t->cap * 2 > CLRMUX_SPAN_MAX_DEPTH ? CLRMUX_SPAN_MAX_DEPTH : t->cap * 2;
+    struct open_span *s = malloc((size_t)cap * sizeof *s);
+    if (!s)
+        return -1;
+    memcpy(s, t->stack, (size_t)t->depth * sizeof *s);
+    if (t->stack != t->inline_stack)
+        free(t->stack);
+    t->stack = s;
+    t->cap = cap;
+    return 0;
+}
 static void tls_init(void) { pthread_key_create(&tls_key, tstate_free); }
 
 static uint64_t splitmix(uint64_t *x)
@@ -303,6 +329,8 @@ static struct tstate *tstate_new(void)
     struct tstate *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
+    t->stack = t->inline_stack;
+    t->cap = CLRMUX_SPAN_INLINE_DEPTH;
     t->tid = (uint32_t)syscall(SYS_gettid);
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
@@ -318,7 +346,7 @@ int64_t clrmux_span_enter(int32_t method)
     struct tstate *t = tls;
     if (__builtin_expect(!t, 0) && !(t = tstate_new()))
         return -1;
-    if (t->depth >= CLRMUX_SPAN_MAX_DEPTH) {
+    if (__builtin_expect(t->depth >= t->cap, 0) && tstate_grow(t) != 0) {
         atomic_fetch_add_explicit(&st_too_deep, 1, memory_order_relaxed);
         return -1;
     }

@@ -10,7 +10,9 @@
  * trace id (a new trace id for each span opened on an empty stack). A closed span is pushed
  * into a bounded lock-free MPSC ring (one 64-byte cell per span); when the ring is full the
  * span is dropped and counted. In the steady state the probes neither lock nor allocate (a
- * thread's stack is allocated once, on its first span). The probes read a tick counter (the
+ * thread's state, with room for CLRMUX_SPAN_INLINE_DEPTH open spans, is allocated once, on its
+ * first span; a deeper recursion doubles the thread's stack, rarely, up to
+ * CLRMUX_SPAN_MAX_DEPTH open spans). The probes read a tick counter (the
  * TSC on x86-64); one background thread drains the ring (clrmux_spans_drain), which turns
  * ticks into Unix nanoseconds. */
 #ifndef CLRMUX_TRACER_SPANS_H
@@ -19,7 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLRMUX_SPAN_MAX_DEPTH 256
+/* Open spans per thread without a further allocation, and at most (a managed thread's
+ * stack overflows long before: a frame takes at least ~48 bytes of its 1.5-8 MB). */
+#define CLRMUX_SPAN_INLINE_DEPTH 256
+#define CLRMUX_SPAN_MAX_DEPTH (1u << 20)
 #define CLRMUX_SPAN_ERROR 1u
 
 /* A finished span (64 bytes). */
@@ -41,7 +46,8 @@ int clrmux_spans_init(size_t capacity);
 /* Frees the ring (tests). */
 void clrmux_spans_fini(void);
 
-/* The probes (see above). A slot < 0 means "not recorded" (stack full, no memory, no ring);
+/* The probes (see above). A slot < 0 means "not recorded" (deeper than CLRMUX_SPAN_MAX_DEPTH,
+ * or no memory to grow the thread's stack or create its state);
  * exit and exception ignore it. */
 int64_t clrmux_span_enter(int32_t method);
 void clrmux_span_exit(int64_t slot);
@@ -58,7 +64,8 @@ void clrmux_span_set_pending_exception(uint32_t exc);
 size_t clrmux_spans_drain(struct clrmux_span *out, size_t max);
 
 /* Statistics: spans finished (pushed or dropped), dropped because the ring was full, and
- * spans not recorded because a thread's stack was full. */
+ * spans not recorded because a thread's stack could not grow (CLRMUX_SPAN_MAX_DEPTH reached,
+ * or out of memory). */
 struct clrmux_span_stats {
     uint64_t finished, dropped, too_deep;
 };

@@ -1051,7 +1051,7 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         snprintf(dest + n, sizeof dest - (size_t)n, "%llu span(s) queued for %s in %llu request(s)",
                  (unsigned long long)t->queued, t->endpoint, (unsigned long long)t->requests);
     LOG_INFO("tracer: %u method(s) rewritten (%llu us each on average), %u skipped; %s, %llu dropped (buffer full), "
-             "%llu not recorded (nesting deeper than %d)",
+             "%llu not recorded (nesting deeper than %u, or no memory to grow a thread's span stack)",
              nrw, (unsigned long long)(nrw ? atomic_load(&t->rewrite_ns) / nrw / 1000 : 0),
              (unsigned)atomic_load(&t->skipped), dest, (unsigned long long)st.dropped,
              (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH);

@@ -195,23 +195,60 @@ static void test_full_ring_drops(void **state)
     assert_int_equal(clrmux_spans_drain(s, 8), 0);
 }
 
+/* A recursion deeper than the inline stack grows it: every call gets its span, each the child
+ * of the call around it (2009 nested calls, as tests/clr's deep recursion). */
+static void test_deep_recursion(void **state)
+{
+    (void)state;
+    enum { DEPTH = 2009 };
+    assert_int_equal(clrmux_spans_init(4096), 0);
+    for (int i = 0; i < DEPTH; i++)
+        assert_int_equal(clrmux_span_enter(i), i);
+    assert_int_equal(clrmux_span_depth(), DEPTH);
+    for (int i = DEPTH - 1; i >= 0; i--)
+        clrmux_span_exit(i);
+    assert_int_equal(clrmux_span_depth(), 0);
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    assert_int_equal(st.too_deep, 0);
+    assert_int_equal(st.finished, DEPTH);
+    static struct clrmux_span s[DEPTH + 1];
+    assert_int_equal(clrmux_spans_drain(s, DEPTH + 1), DEPTH);
+    uint64_t id_of[DEPTH] = {0}, parent_of[DEPTH] = {0};
+    for (int i = 0; i < DEPTH; i++) {
+        assert_true(s[i].method < DEPTH);
+        id_of[s[i].method] = s[i].span_id;
+        parent_of[s[i].method] = s[i].parent_id;
+        assert_memory_equal(s[i].trace_id, s[0].trace_id, 16);
+    }
+    assert_int_equal(parent_of[0], 0);
+    for (int i = 1; i < DEPTH; i++)
+        assert_true(parent_of[i] == id_of[i - 1]);
+    clrmux_spans_fini();
+}
+
+/* The hard limit: CLRMUX_SPAN_MAX_DEPTH open spans; a deeper call is counted, not recorded,
+ * and the stack stays consistent. */
 static void test_too_deep(void **state)
 {
     (void)state;
     assert_int_equal(clrmux_spans_init(1024), 0);
-    for (int i = 0; i < CLRMUX_SPAN_MAX_DEPTH; i++)
-        assert_int_equal(clrmux_span_enter(i), i);
+    for (uint32_t i = 0; i < CLRMUX_SPAN_MAX_DEPTH; i++)
+        if (clrmux_span_enter((int32_t)(i & 0xffff)) != (int64_t)i)
+            fail_msg("enter at depth %u", i);
     assert_int_equal(clrmux_span_enter(999), -1);
     assert_int_equal(clrmux_span_enter(999), -1);
     clrmux_span_exit(-1);
     assert_int_equal(clrmux_span_depth(), CLRMUX_SPAN_MAX_DEPTH);
     clrmux_span_exit(0);
+    assert_int_equal(clrmux_span_depth(), 0);
     struct clrmux_span_stats st;
     clrmux_spans_stats(&st);
     assert_int_equal(st.too_deep, 2);
     assert_int_equal(st.finished, CLRMUX_SPAN_MAX_DEPTH);
-    static struct clrmux_span s[CLRMUX_SPAN_MAX_DEPTH + 1];
-    assert_int_equal(clrmux_spans_drain(s, CLRMUX_SPAN_MAX_DEPTH + 1), CLRMUX_SPAN_MAX_DEPTH);
+    assert_int_equal(st.dropped, CLRMUX_SPAN_MAX_DEPTH - 1024); /* the ring holds 1024 */
+    static struct clrmux_span s[1025];
+    assert_int_equal(clrmux_spans_drain(s, 1025), 1024);
     clrmux_spans_fini();
 }
 
@@ -391,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_time_mapping),
         cmocka_unit_test(test_exception_and_bad_slots),
         cmocka_unit_test(test_full_ring_drops),
+        cmocka_unit_test(test_deep_recursion),
         cmocka_unit_test(test_too_deep),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_otlp_line),
