@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/guid.h"
+#include "common/hresult.h"
 #include "common/log.h"
 #include "common/platform.h"
 #include "common/trust.h"
@@ -59,7 +60,7 @@ static ICorProfilerCallback11 *create_library_child(const struct clrmux_child_co
     IClassFactory *factory = NULL;
     HRESULT hr = get(&cc->clsid, &IID_IClassFactory, (void **)&factory);
     if (FAILED(hr) || !factory) {
-        LOG_ERROR("child '%s': DllGetClassObject(%s) failed with HRESULT 0x%08X; child skipped", cc->name, clsid, (unsigned)hr);
+        LOG_ERROR("child '%s': DllGetClassObject(%s) failed with HRESULT %s; child skipped", cc->name, clsid, HR_STR(hr));
         return NULL;
     }
     IUnknown *obj = NULL;
@@ -71,8 +72,8 @@ static ICorProfilerCallback11 *create_library_child(const struct clrmux_child_co
                       "ICorProfilerCallback2 or later; child skipped", cc->name);
             v1->lpVtbl->Release(v1);
         } else {
-            LOG_ERROR("child '%s': CreateInstance(IID_ICorProfilerCallback2) failed with HRESULT 0x%08X; child skipped",
-                      cc->name, (unsigned)hr);
+            LOG_ERROR("child '%s': CreateInstance(IID_ICorProfilerCallback2) failed with HRESULT %s; child skipped",
+                      cc->name, HR_STR(hr));
         }
         factory->lpVtbl->Release(factory);
         return NULL;
@@ -134,7 +135,7 @@ int clrmux_load_children(struct clrmux_mux *m)
         HRESULT hr = cb->lpVtbl->Initialize(cb, (IUnknown *)&c->proxy.iface);
         if (FAILED(hr)) {
             atomic_store(&c->active, 0);
-            LOG_ERROR("child '%s': Initialize failed with HRESULT 0x%08X; child skipped", cc->name, (unsigned)hr);
+            LOG_ERROR("child '%s': Initialize failed with HRESULT %s; child skipped", cc->name, HR_STR(hr));
             atomic_store(&c->mask_low, 0);
             atomic_store(&c->mask_high, 0);
             clrmux_apply_union(m);

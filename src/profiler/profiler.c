@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hresult.h"
 #include "common/log.h"
 #include "common/platform.h"
 #include "loader/child_base.h"
@@ -71,6 +72,7 @@ struct profiler {
     /* per tick: t0 SuspendRuntime called, t_susp it returned, t_res ResumeRuntime called, t1 it
      * returned. The world is stopped from (about) t_susp to t_res. */
     uint64_t snap_empty;
+    uint64_t ticks_before_start; /* ticks skipped: the runtime had not started yet */
     uint64_t ticks, suspend_failures, snap_failures, pause_max, suspend_ns, walk_ns, resume_ns;
     int64_t pause_ewma;     /* ns, of (t_res - t0) */
     uint64_t interval_sum;  /* ns, of the intervals actually used (stretched by the budget) */
@@ -151,10 +153,20 @@ static void tick(struct profiler *p)
 {
     int64_t t0 = mono_ns();
     HRESULT hr = ICorProfilerInfo10_SuspendRuntime(p->info10);
+    if (hr == CORPROF_E_RUNTIME_UNINITIALIZED && !p->ticks) {
+        /* The sampler starts in Initialize, before the runtime has finished starting (it
+         * answers CORPROF_E_RUNTIME_UNINITIALIZED until EEStartup is done): sampling begins
+         * at the first tick after that, without a word. */
+        p->ticks_before_start++;
+        return;
+    }
+    if (!p->ticks && !p->suspend_failures)
+        LOG_DEBUG("profiler '%s': sampling begins (%llu tick(s) waited for the runtime to start)", p->name,
+                  (unsigned long long)p->ticks_before_start);
     if (FAILED(hr)) {
         if (p->suspend_failures++ == 0)
-            LOG_WARN("profiler '%s': SuspendRuntime failed with HRESULT 0x%08X; this tick has no cpu/wall sample "
-                     "(logged once)", p->name, (unsigned)hr);
+            LOG_WARN("profiler '%s': SuspendRuntime failed with HRESULT %s; this tick has no cpu/wall sample "
+                     "(logged once)", p->name, HR_STR(hr));
         return;
     }
     int64_t t_susp = mono_ns();
@@ -354,8 +366,8 @@ static void start_session(struct profiler *p)
         LOG_INFO("profiler '%s': EventPipe session started (Microsoft-Windows-DotNETRuntime keywords 0x%llX)",
                  p->name, (unsigned long long)pc.keywords);
     } else {
-        LOG_WARN("profiler '%s': EventPipeStartSession failed with HRESULT 0x%08X (attempt %d)%s", p->name,
-                 (unsigned)hr, p->session_attempts,
+        LOG_WARN("profiler '%s': EventPipeStartSession failed with HRESULT %s (attempt %d)%s", p->name,
+                 HR_STR(hr), p->session_attempts,
                  p->session_attempts < 3 ? "; retrying from the sampler thread" : "; no allocation/contention profile");
     }
 }
@@ -641,8 +653,8 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
         hr = ICorProfilerInfo3_SetEventMask(p->info, low);
     }
     if (FAILED(hr)) {
-        LOG_ERROR("profiler '%s': SetEventMask2(0x%08X, 0x%08X) failed with HRESULT 0x%08X; profiler disabled",
-                  p->name, (unsigned)low, (unsigned)high, (unsigned)hr);
+        LOG_ERROR("profiler '%s': SetEventMask2(0x%08X, 0x%08X) failed with HRESULT %s; profiler disabled",
+                  p->name, (unsigned)low, (unsigned)high, HR_STR(hr));
         return hr;
     }
     p->period_start_unix = unix_ns();

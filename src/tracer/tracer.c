@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hresult.h"
 #include "common/log.h"
 #include "common/platform.h"
 #include "common/utf16.h"
@@ -409,7 +410,7 @@ static void *rejit_thread(void *arg)
     struct tracer *t = arg;
     HRESULT hr = ICorProfilerInfo5_InitializeCurrentThread(t->info);
     if (FAILED(hr))
-        LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT 0x%08X", (unsigned)hr);
+        LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
     pthread_mutex_lock(&t->rj_lock);
     for (;;) {
         while (!t->rj_head && !t->rj_stop)
@@ -471,8 +472,8 @@ static void request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, U
         LOG_WARN("tracer: RequestReJIT for %s not done after %d s; its first calls may not be traced", assembly,
                  REJIT_WAIT_SECONDS);
     else if (FAILED(hr))
-        LOG_ERROR("tracer: RequestReJIT of %u method(s) of %s failed with HRESULT 0x%08X", (unsigned)n, assembly,
-                  (unsigned)hr);
+        LOG_ERROR("tracer: RequestReJIT of %u method(s) of %s failed with HRESULT %s", (unsigned)n, assembly,
+                  HR_STR(hr));
     else
         LOG_DEBUG("tracer: ReJIT requested for %u method(s) of %s", (unsigned)n, assembly);
 }
@@ -624,7 +625,7 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     ULONG il_size = 0;
     HRESULT hr = ICorProfilerInfo5_GetILFunctionBody(t->info, mod, tok, &il, &il_size);
     if (FAILED(hr) || !il) {
-        snprintf(why, whylen, "GetILFunctionBody failed with HRESULT 0x%08X", (unsigned)hr);
+        snprintf(why, whylen, "GetILFunctionBody failed with HRESULT %s", HR_STR(hr));
         return -1;
     }
     char err[256];
@@ -646,18 +647,18 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     pthread_mutex_lock(&t->rw_lock);
     hr = ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead | ofWrite, &IID_IMetaDataEmit2, &unk);
     if (FAILED(hr) || !unk) {
-        snprintf(why, whylen, "GetModuleMetaData(ofWrite) failed with HRESULT 0x%08X", (unsigned)hr);
+        snprintf(why, whylen, "GetModuleMetaData(ofWrite) failed with HRESULT %s", HR_STR(hr));
         goto out;
     }
     emit = (IMetaDataEmit2 *)unk;
     if (FAILED(hr = IMetaDataEmit2_QueryInterface(emit, &IID_IMetaDataImport2, (void **)&imp)) || !imp) {
-        snprintf(why, whylen, "no IMetaDataImport2 (HRESULT 0x%08X)", (unsigned)hr);
+        snprintf(why, whylen, "no IMetaDataImport2 (HRESULT %s)", HR_STR(hr));
         goto out;
     }
     PCCOR_SIGNATURE msig = NULL;
     ULONG msig_len = 0;
     if (FAILED(hr = IMetaDataImport2_GetMethodProps(imp, tok, NULL, NULL, 0, NULL, NULL, &msig, &msig_len, NULL, NULL))) {
-        snprintf(why, whylen, "GetMethodProps failed with HRESULT 0x%08X", (unsigned)hr);
+        snprintf(why, whylen, "GetMethodProps failed with HRESULT %s", HR_STR(hr));
         goto out;
     }
     clrmux_il_method_sig ms;
@@ -669,8 +670,8 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     ULONG lsig_len = 0;
     if (body.local_sig_tok &&
         FAILED(hr = IMetaDataImport2_GetSigFromToken(imp, (mdSignature)body.local_sig_tok, &lsig, &lsig_len))) {
-        snprintf(why, whylen, "GetSigFromToken(0x%08X) failed with HRESULT 0x%08X", (unsigned)body.local_sig_tok,
-                 (unsigned)hr);
+        snprintf(why, whylen, "GetSigFromToken(0x%08X) failed with HRESULT %s", (unsigned)body.local_sig_tok,
+                 HR_STR(hr));
         goto out;
     }
     /* new locals: int64 span slot, then the return value */
@@ -701,7 +702,7 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     if (FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, newsig, (ULONG)newsig_len, &local_tok)) ||
         FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, enter_sig, sizeof enter_sig, &sig_enter)) ||
         FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, void_sig, sizeof void_sig, &sig_void))) {
-        snprintf(why, whylen, "GetTokenFromSig failed with HRESULT 0x%08X", (unsigned)hr);
+        snprintf(why, whylen, "GetTokenFromSig failed with HRESULT %s", HR_STR(hr));
         goto out;
     }
     uint32_t slot = first_new;
@@ -743,7 +744,7 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         goto out;
     }
     if (FAILED(hr = ICorProfilerFunctionControl_SetILFunctionBody(fc, (ULONG)code_len, code))) {
-        snprintf(why, whylen, "SetILFunctionBody failed with HRESULT 0x%08X", (unsigned)hr);
+        snprintf(why, whylen, "SetILFunctionBody failed with HRESULT %s", HR_STR(hr));
         goto out;
     }
     snprintf(why, whylen, "%u -> %zu bytes of IL", (unsigned)il_size, code_len);
@@ -828,13 +829,13 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     struct tracer *t = impl(This);
     HRESULT hr = unk ? IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo5, (void **)&t->info) : E_POINTER;
     if (FAILED(hr) || !t->info) {
-        LOG_ERROR("child '%s': the runtime has no ICorProfilerInfo5 (HRESULT 0x%08X); tracer disabled", t->child,
-                  (unsigned)hr);
+        LOG_ERROR("child '%s': the runtime has no ICorProfilerInfo5 (HRESULT %s); tracer disabled", t->child,
+                  HR_STR(hr));
         return FAILED(hr) ? hr : E_NOINTERFACE;
     }
     hr = ICorProfilerInfo5_SetEventMask2(t->info, (DWORD)TRACER_MASK, 0);
     if (FAILED(hr)) {
-        LOG_ERROR("child '%s': SetEventMask2 failed with HRESULT 0x%08X; tracer disabled", t->child, (unsigned)hr);
+        LOG_ERROR("child '%s': SetEventMask2 failed with HRESULT %s; tracer disabled", t->child, HR_STR(hr));
         return hr;
     }
     if (clrmux_spans_init(t->buffer_spans) != 0)
@@ -916,7 +917,7 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     IUnknown *unk = NULL;
     HRESULT hr = ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk);
     if (FAILED(hr) || !unk) {
-        LOG_WARN("tracer: no metadata for %s (HRESULT 0x%08X); its targets are not traced", assembly, (unsigned)hr);
+        LOG_WARN("tracer: no metadata for %s (HRESULT %s); its targets are not traced", assembly, HR_STR(hr));
         return S_OK;
     }
     IMetaDataImport2 *imp = (IMetaDataImport2 *)unk;
@@ -960,8 +961,8 @@ static HRESULT STDMETHODCALLTYPE tr_ReJITError(ICorProfilerCallback11 *This, Mod
     struct tracer *t = impl(This);
     (void)fid;
     int idx = method_lookup(t, mod, tok);
-    LOG_WARN("tracer: ReJIT of %s (method 0x%08X) failed with HRESULT 0x%08X; not traced",
-             idx >= 0 ? t->methods[idx].name : "?", (unsigned)tok, (unsigned)status);
+    LOG_WARN("tracer: ReJIT of %s (method 0x%08X) failed with HRESULT %s; not traced",
+             idx >= 0 ? t->methods[idx].name : "?", (unsigned)tok, HR_STR(status));
     return S_OK;
 }
 

@@ -138,6 +138,14 @@ grep -q "profiler 'profiler': shut down; .* files written (0 failed)" "$WORK/sha
     && ok "shutdown summary logged: $(grep -o '[0-9]* ticks (interval avg [^)]*): SuspendRuntime avg [0-9.]* us, stack walks avg [0-9.]* us' "$WORK/shapes.log")" \
     || bad "shutdown summary logged" "$(grep profiler "$WORK/shapes.log")"
 
+# The sampler starts in Initialize, before the runtime can be suspended: no start-up noise
+# ("SuspendRuntime failed with HRESULT CORPROF_E_RUNTIME_UNINITIALIZED" on every run).
+if ! grep -q "SuspendRuntime failed" "$WORK/shapes.log" && grep -q "0 suspend failures" "$WORK/shapes.log"; then
+    ok "no SuspendRuntime failure while the runtime starts (sampling begins once it can work)"
+else
+    bad "no SuspendRuntime failure while the runtime starts" "$(grep -E 'SuspendRuntime|suspend failures' "$WORK/shapes.log")"
+fi
+
 # ---- a missing companion library: one log line, the child is skipped, the app runs on -------
 mkdir -p "$WORK/lonely"
 cp build/libclrmux.so "$WORK/lonely/"

@@ -1,0 +1,159 @@
+/* The HRESULT name table (see hresult.h). Values: winerror.h (Windows SDK) for the COM/Win32
+ * codes; dotnet/runtime src/coreclr/pal/prebuilt/inc/corerror.h (generated from corerror.xml)
+ * for FACILITY_URT codes, where EMAKEHR(x) = 0x80130000 | x and SMAKEHR(x) = 0x00130000 | x. */
+#include "common/hresult.h"
+
+#include <string.h>
+
+#define URT_E(x) (0x80130000u | (x))
+#define URT_S(x) (0x00130000u | (x))
+
+static const struct {
+    uint32_t hr;
+    const char *name;
+} k_names[] = {
+    /* winerror.h */
+    {0x00000000u, "S_OK"},
+    {0x00000001u, "S_FALSE"},
+    {0x80004001u, "E_NOTIMPL"},
+    {0x80004002u, "E_NOINTERFACE"},
+    {0x80004003u, "E_POINTER"},
+    {0x80004004u, "E_ABORT"},
+    {0x80004005u, "E_FAIL"},
+    {0x8000FFFFu, "E_UNEXPECTED"},
+    {0x80070005u, "E_ACCESSDENIED"},
+    {0x80070006u, "E_HANDLE"},
+    {0x8007000Eu, "E_OUTOFMEMORY"},
+    {0x80070057u, "E_INVALIDARG"},
+    {0x8000000Au, "E_PENDING"},
+    {0x8000000Bu, "E_BOUNDS"},
+    {0x80040110u, "CLASS_E_NOAGGREGATION"},
+    {0x80040111u, "CLASS_E_CLASSNOTAVAILABLE"},
+    {0x80040154u, "REGDB_E_CLASSNOTREG"},
+    {0x80070002u, "HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND)"},
+    {0x8007007Eu, "HRESULT_FROM_WIN32(ERROR_MOD_NOT_FOUND)"},
+    {0x8007007Au, "HRESULT_FROM_WIN32(ERROR_INSUFFICIENT_BUFFER)"},
+    {0x800700AAu, "HRESULT_FROM_WIN32(ERROR_BUSY)"},
+    {0x80070490u, "HRESULT_FROM_WIN32(ERROR_NOT_FOUND)"},
+    /* corerror.h: metadata */
+    {URT_S(0x1106), "CLDB_S_TRUNCATION"},
+    {URT_S(0x1197), "META_S_DUPLICATE"},
+    {URT_E(0x1100), "CLDB_E_FILE_BADREAD"},
+    {URT_E(0x1101), "CLDB_E_FILE_BADWRITE"},
+    {URT_E(0x1107), "CLDB_E_FILE_OLDVER"},
+    {URT_E(0x110a), "CLDB_E_SMDUPLICATE"},
+    {URT_E(0x110b), "CLDB_E_NO_DATA"},
+    {URT_E(0x110d), "CLDB_E_INCOMPATIBLE"},
+    {URT_E(0x110e), "CLDB_E_FILE_CORRUPT"},
+    {URT_E(0x1110), "CLDB_E_BADUPDATEMODE"},
+    {URT_E(0x1124), "CLDB_E_INDEX_NOTFOUND"},
+    {URT_E(0x1130), "CLDB_E_RECORD_NOTFOUND"},
+    {URT_E(0x1135), "CLDB_E_RECORD_OUTOFORDER"},
+    {URT_E(0x1154), "CLDB_E_TOO_BIG"},
+    {URT_E(0x115f), "META_E_INVALID_TOKEN_TYPE"},
+    {URT_E(0x118a), "META_E_BADMETADATA"},
+    {URT_E(0x1192), "META_E_BAD_SIGNATURE"},
+    {URT_E(0x1193), "META_E_BAD_INPUT_PARAMETER"},
+    {URT_E(0x1196), "META_E_CANNOTRESOLVETYPEREF"},
+    {URT_E(0x1198), "META_E_STRINGSPACE_FULL"},
+    {URT_E(0x11d4), "META_E_NOT_IN_ENC_MODE"},
+    /* corerror.h: runtime */
+    {URT_E(0x1013), "COR_E_TYPEUNLOADED"},
+    {URT_E(0x1014), "COR_E_APPDOMAINUNLOADED"},
+    {URT_E(0x101b), "COR_E_NEWER_RUNTIME"},
+    {URT_E(0x1500), "COR_E_EXCEPTION"},
+    {URT_E(0x1501), "COR_E_SYSTEM"},
+    {URT_E(0x1502), "COR_E_ARGUMENTOUTOFRANGE"},
+    {URT_E(0x1505), "COR_E_TIMEOUT"},
+    {URT_E(0x1506), "COR_E_EXECUTIONENGINE"},
+    {URT_E(0x1509), "COR_E_INVALIDOPERATION"},
+    {URT_E(0x1515), "COR_E_NOTSUPPORTED"},
+    {URT_E(0x1522), "COR_E_TYPELOAD"},
+    {URT_E(0x1539), "COR_E_PLATFORMNOTSUPPORTED"},
+    {URT_E(0x153a), "COR_E_INVALIDPROGRAM"},
+    {URT_E(0x1620), "COR_E_IO"},
+    {URT_E(0x1621), "COR_E_FILELOAD"},
+    {URT_E(0x1623), "COR_E_FAILFAST"},
+    /* corerror.h: the profiling API */
+    {URT_E(0x1350), "CORPROF_E_FUNCTION_NOT_COMPILED"},
+    {URT_E(0x1351), "CORPROF_E_DATAINCOMPLETE"},
+    {URT_E(0x1354), "CORPROF_E_FUNCTION_NOT_IL"},
+    {URT_E(0x1355), "CORPROF_E_NOT_MANAGED_THREAD"},
+    {URT_E(0x1356), "CORPROF_E_CALL_ONLY_FROM_INIT"},
+    {URT_E(0x135b), "CORPROF_E_NOT_YET_AVAILABLE"},
+    {URT_E(0x135c), "CORPROF_E_TYPE_IS_PARAMETERIZED"},
+    {URT_E(0x135d), "CORPROF_E_FUNCTION_IS_PARAMETERIZED"},
+    {URT_E(0x135e), "CORPROF_E_STACKSNAPSHOT_INVALID_TGT_THREAD"},
+    {URT_E(0x135f), "CORPROF_E_STACKSNAPSHOT_UNMANAGED_CTX"},
+    {URT_E(0x1360), "CORPROF_E_STACKSNAPSHOT_UNSAFE"},
+    {URT_E(0x1361), "CORPROF_E_STACKSNAPSHOT_ABORTED"},
+    {URT_E(0x1362), "CORPROF_E_LITERALS_HAVE_NO_ADDRESS"},
+    {URT_E(0x1363), "CORPROF_E_UNSUPPORTED_CALL_SEQUENCE"},
+    {URT_E(0x1364), "CORPROF_E_ASYNCHRONOUS_UNSAFE"},
+    {URT_E(0x1365), "CORPROF_E_CLASSID_IS_ARRAY"},
+    {URT_E(0x1366), "CORPROF_E_CLASSID_IS_COMPOSITE"},
+    {URT_E(0x1367), "CORPROF_E_PROFILER_DETACHING"},
+    {URT_E(0x1368), "CORPROF_E_PROFILER_NOT_ATTACHABLE"},
+    {URT_E(0x1369), "CORPROF_E_UNRECOGNIZED_PIPE_MSG_FORMAT"},
+    {URT_E(0x136a), "CORPROF_E_PROFILER_ALREADY_ACTIVE"},
+    {URT_E(0x136b), "CORPROF_E_PROFILEE_INCOMPATIBLE_WITH_TRIGGER"},
+    {URT_E(0x136c), "CORPROF_E_IPC_FAILED"},
+    {URT_E(0x136d), "CORPROF_E_PROFILEE_PROCESS_NOT_FOUND"},
+    {URT_E(0x136e), "CORPROF_E_CALLBACK3_REQUIRED"},
+    {URT_E(0x136f), "CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER"},
+    {URT_E(0x1370), "CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT"},
+    {URT_E(0x1371), "CORPROF_E_RUNTIME_UNINITIALIZED"},
+    {URT_E(0x1372), "CORPROF_E_IMMUTABLE_FLAGS_SET"},
+    {URT_E(0x1373), "CORPROF_E_PROFILER_NOT_YET_INITIALIZED"},
+    {URT_E(0x1374), "CORPROF_E_INCONSISTENT_WITH_FLAGS"},
+    {URT_E(0x1375), "CORPROF_E_PROFILER_CANCEL_ACTIVATION"},
+    {URT_E(0x1376), "CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE"},
+    {URT_E(0x1378), "CORPROF_E_DEBUGGING_DISABLED"},
+    {URT_E(0x1379), "CORPROF_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC"},
+    {URT_E(0x137a), "CORPROF_E_MODULE_IS_DYNAMIC"},
+    {URT_E(0x137b), "CORPROF_E_CALLBACK4_REQUIRED"},
+    {URT_E(0x137c), "CORPROF_E_REJIT_NOT_ENABLED"},
+    {URT_E(0x137e), "CORPROF_E_FUNCTION_IS_COLLECTIBLE"},
+    {URT_E(0x1380), "CORPROF_E_CALLBACK6_REQUIRED"},
+    {URT_E(0x1382), "CORPROF_E_CALLBACK7_REQUIRED"},
+    {URT_E(0x1383), "CORPROF_E_REJIT_INLINING_DISABLED"},
+    {URT_E(0x1384), "CORDIAGIPC_E_BAD_ENCODING"},
+    {URT_E(0x1385), "CORDIAGIPC_E_UNKNOWN_COMMAND"},
+    {URT_E(0x1386), "CORDIAGIPC_E_UNKNOWN_MAGIC"},
+    {URT_E(0x1387), "CORDIAGIPC_E_UNKNOWN_ERROR"},
+    {URT_E(0x1388), "CORPROF_E_SUSPENSION_IN_PROGRESS"},
+    {URT_E(0x1389), "CORPROF_E_NOT_GC_OBJECT"},
+    {URT_E(0x138a), "CORPROF_E_MODULE_IS_ENC"}, /* corerror.xml of .NET 9+ */
+};
+
+const char *clrmux_hresult_name(int32_t hr)
+{
+    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++)
+        if (k_names[i].hr == (uint32_t)hr)
+            return k_names[i].name;
+    return NULL;
+}
+
+char *clrmux_hresult_str(int32_t hr, char *buf)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    const char *name = clrmux_hresult_name(hr);
+    size_t n = 0;
+    if (name) {
+        size_t len = strlen(name);
+        if (len > CLRMUX_HRESULT_STR_MAX - 16)
+            len = CLRMUX_HRESULT_STR_MAX - 16;
+        memcpy(buf, name, len);
+        n = len;
+        buf[n++] = ' ';
+        buf[n++] = '(';
+    }
+    buf[n++] = '0';
+    buf[n++] = 'x';
+    for (int shift = 28; shift >= 0; shift -= 4)
+        buf[n++] = digits[((uint32_t)hr >> shift) & 15];
+    if (name)
+        buf[n++] = ')';
+    buf[n] = 0;
+    return buf;
+}
