@@ -136,3 +136,57 @@ void clrmux_log(int level, const char *fmt, ...)
     clrmux_vlog(level, fmt, ap);
     va_end(ap);
 }
+
+/* ---- async-signal-safe line: integers and the civil date by hand --------------------- */
+
+static size_t put_uint(char *p, unsigned long long v, int width)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n < width)
+        tmp[n++] = '0';
+    for (int i = 0; i < n; i++)
+        p[i] = tmp[n - 1 - i];
+    return (size_t)n;
+}
+
+void clrmux_log_signal_safe(int level, const char *msg)
+{
+    char line[512];
+    size_t n = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    /* days since 1970-01-01 -> year, month, day (H. Hinnant's civil_from_days) */
+    long long z = ts.tv_sec / 86400 + 719468, sod = ts.tv_sec % 86400;
+    long long era = z / 146097, doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    long long d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9, y = yoe + era * 400 + (m <= 2);
+    memcpy(line, "clrmux[", 7), n = 7;
+    n += put_uint(line + n, (unsigned long long)getpid(), 1);
+    line[n++] = ']', line[n++] = ' ';
+    n += put_uint(line + n, (unsigned long long)y, 4), line[n++] = '-';
+    n += put_uint(line + n, (unsigned long long)m, 2), line[n++] = '-';
+    n += put_uint(line + n, (unsigned long long)d, 2), line[n++] = 'T';
+    n += put_uint(line + n, (unsigned long long)(sod / 3600), 2), line[n++] = ':';
+    n += put_uint(line + n, (unsigned long long)(sod / 60 % 60), 2), line[n++] = ':';
+    n += put_uint(line + n, (unsigned long long)(sod % 60), 2), line[n++] = '.';
+    n += put_uint(line + n, (unsigned long long)(ts.tv_nsec / 1000000), 3);
+    line[n++] = 'Z', line[n++] = ' ';
+    const char *lv = clrmux_log_level_name(level);
+    size_t l = strlen(lv);
+    memcpy(line + n, lv, l), n += l;
+    while (l++ < 6)
+        line[n++] = ' ';
+    size_t ml = strlen(msg);
+    if (ml > sizeof line - n - 1)
+        ml = sizeof line - n - 1;
+    memcpy(line + n, msg, ml), n += ml;
+    line[n++] = '\n';
+    ssize_t w = write(atomic_load(&g_fd), line, n);
+    (void)w;
+}

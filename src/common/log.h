@@ -36,6 +36,10 @@ int clrmux_log_open(const char *path_template);
  * Returns 0, or -1 when the result does not fit. */
 int clrmux_expand_pid(const char *tmpl, char *out, unsigned long outsz);
 
+/* Writes "clrmux[<pid>] <UTC time> <LEVEL> <msg>\n" with one write(2), formatting nothing
+ * with stdio: async-signal-safe (for signal handlers). No sink, no level check. */
+void clrmux_log_signal_safe(int level, const char *msg);
+
 void clrmux_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void clrmux_vlog(int level, const char *fmt, va_list ap);
 

@@ -7,24 +7,30 @@
  * of libclrmux.so and calls its one export, CLRMUX_PROFILER_CREATE_SYMBOL.
  *
  * The companion logs through the host's logger (one log file, one level): it does not
- * link src/common/log.c but forwards clrmux_log() to the functions given in `host`. */
+ * link src/common/log.c but forwards clrmux_log() to the functions given in `host`; and it
+ * registers its last-gasp flush with the host's (src/common/lastgasp.c, one set of signal
+ * handlers and one thread for the process). */
 #ifndef CLRMUX_PROFILER_COMPANION_H
 #define CLRMUX_PROFILER_COMPANION_H
 
 #include <stdarg.h>
 
 #include "clrmux/corprof.h"
+#include "common/lastgasp.h"
 #include "loader/config.h"
 
 #define CLRMUX_PROFILER_LIBRARY "libclrmux_profiler.so"
 #define CLRMUX_PROFILER_CREATE_SYMBOL "clrmux_profiler_create"
 /* Bumped whenever struct clrmux_profiler_host or struct clrmux_child_conf changes. */
-#define CLRMUX_PROFILER_HOST_ABI 1
+#define CLRMUX_PROFILER_HOST_ABI 2
 
 struct clrmux_profiler_host {
     int abi;                                                /* CLRMUX_PROFILER_HOST_ABI */
     void (*vlog)(int level, const char *fmt, va_list ap);   /* clrmux_vlog of the host */
     int (*log_level)(void);                                 /* clrmux_log_get_level of the host */
+    /* the host's last gasp (common/lastgasp.h): one mechanism for the whole process */
+    int (*lastgasp_register)(clrmux_lastgasp_fn fn, void *ctx);
+    void (*lastgasp_unregister)(clrmux_lastgasp_fn fn, void *ctx);
 };
 
 /* Creates the profiler child for section `cc` (keys in cc->kvs; relative output_dir resolved

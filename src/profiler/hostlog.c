@@ -1,5 +1,6 @@
 /* Logging inside the companion library: clrmux_log() forwards to the host's logger, so the
- * profiler's lines land in clrmux's one log (same file, same level). Compiled only into
+ * profiler's lines land in clrmux's one log (same file, same level); and the last gasp goes
+ * through the host's too. Compiled only into
  * libclrmux_profiler.so (CLRMUX_PROFILER_COMPANION); elsewhere src/common/log.c provides
  * these functions. */
 #ifdef CLRMUX_PROFILER_COMPANION
@@ -45,7 +46,21 @@ void clrmux_log(int level, const char *fmt, ...)
     clrmux_vlog(level, fmt, ap);
     va_end(ap);
 }
+
+int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx)
+{
+    return g_host.lastgasp_register ? g_host.lastgasp_register(fn, ctx) : -1;
+}
+
+void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx)
+{
+    if (g_host.lastgasp_unregister)
+        g_host.lastgasp_unregister(fn, ctx);
+}
 #else
-/* ISO C forbids an empty translation unit. */
-typedef int clrmux_profiler_hostlog_unused;
+#include "common/lastgasp.h"
+#include "profiler/prof.h"
+
+int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx) { return clrmux_lastgasp_register(fn, ctx); }
+void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx) { clrmux_lastgasp_unregister(fn, ctx); }
 #endif

@@ -191,5 +191,9 @@ struct prof_stats {
 struct profiler;
 /* In hostlog.c (companion build only). */
 void prof_hostlog_set(const struct clrmux_profiler_host *host);
+/* The host's last gasp (common/lastgasp.h): through `host` in the companion, directly in
+ * the unit tests' build. */
+int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx);
+void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx);
 
 #endif

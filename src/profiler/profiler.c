@@ -54,6 +54,10 @@ struct profiler {
 
     pthread_t sampler;
     int sampler_started;
+    /* held by the sampler while it works (tick, drain, flush), by Shutdown and by the last
+     * gasp (common/lastgasp.h), which sets `final`: no file is written after it */
+    pthread_mutex_t work_lock;
+    int final;
     _Atomic int stop;
     pthread_mutex_t wake_lock;
     pthread_cond_t wake;
@@ -291,8 +295,9 @@ static void drain(struct profiler *p)
     prof_rawbuf_clear(b);
 }
 
-/* Writes the current period's file and starts the next period. */
-static void flush(struct profiler *p, int last)
+/* Writes the current period's file and starts the next period. `last`: NULL for a periodic
+ * file, "shutdown", or the last gasp's cause ("SIGTERM", "exit"...). */
+static void flush(struct profiler *p, const char *last)
 {
     drain(p);
     drain(p); /* both buffers: events pushed while the first was drained */
@@ -303,7 +308,8 @@ static void flush(struct profiler *p, int last)
     char c[160];
     snprintf(c, sizeof c, "clrmux profiler: sampling interval %d ms (average used %.1f ms, pause budget %d%%), "
              "period %d s%s", p->cfg.interval_ms, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
-             p->cfg.pause_budget_pct, p->cfg.period_s, last ? ", last period (shutdown)" : "");
+             p->cfg.pause_budget_pct, p->cfg.period_s, !last ? "" : strcmp(last, "shutdown") == 0 ? ", last period (shutdown)"
+                 : ", last period (the process ended without Shutdown)");
     clrmux_pprof_add_comment(p->pb, c);
     if (raw_drops) {
         snprintf(c, sizeof c, "dropped %llu events: raw sample buffer full", (unsigned long long)raw_drops);
@@ -377,6 +383,7 @@ static void start_session(struct profiler *p)
 static void *sampler_main(void *arg)
 {
     struct profiler *p = arg;
+    clrmux_block_termination_signals();
     pthread_setname_np(pthread_self(), "clrmux-prof");
     int64_t interval = (int64_t)p->cfg.interval_ms * 1000000;
     int64_t period = (int64_t)p->cfg.period_s * 1000000000;
@@ -390,6 +397,12 @@ static void *sampler_main(void *arg)
         if (atomic_load(&p->stop))
             break;
         pthread_mutex_unlock(&p->wake_lock);
+        pthread_mutex_lock(&p->work_lock);
+        if (p->final) {
+            pthread_mutex_unlock(&p->work_lock);
+            pthread_mutex_lock(&p->wake_lock);
+            break;
+        }
         if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3)
             start_session(p);
         if (sample)
@@ -397,13 +410,14 @@ static void *sampler_main(void *arg)
         drain(p);
         int64_t now = mono_ns();
         if (now - p->period_start_mono >= period)
-            flush(p, 0);
+            flush(p, NULL);
         /* the pause budget: at most pause_budget_pct of wall time stopped (at most 1 s) */
         int64_t iv = interval;
         if (sample && p->cfg.pause_budget_pct > 0) {
             int64_t need = p->pause_ewma * 100 / p->cfg.pause_budget_pct;
             iv = need > iv ? (need < 1000000000 ? need : 1000000000) : iv;
         }
+        pthread_mutex_unlock(&p->work_lock);
         p->interval_sum += (uint64_t)iv;
         next += iv;
         if (next <= now)
@@ -540,17 +554,63 @@ static void stop_sampler(struct profiler *p)
     p->sampler_started = 0;
 }
 
+/* The process ends without Shutdown (common/lastgasp.h): the current period, up to now, as a
+ * readable file; nothing written after it. The last-gasp thread. */
+static void prof_last_gasp(void *ctx, const char *cause, int64_t deadline_ns)
+{
+    struct profiler *p = ctx;
+    pthread_mutex_lock(&p->wake_lock);
+    atomic_store(&p->stop, 1); /* no more ticks */
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->wake_lock);
+    int64_t left_ns = deadline_ns - mono_ns();
+    struct timespec abs;
+    clock_gettime(CLOCK_REALTIME, &abs);
+    if (left_ns > 0) {
+        abs.tv_sec += left_ns / 1000000000;
+        abs.tv_nsec += left_ns % 1000000000;
+        if (abs.tv_nsec >= 1000000000) {
+            abs.tv_sec++;
+            abs.tv_nsec -= 1000000000;
+        }
+    }
+    if (pthread_mutex_timedlock(&p->work_lock, &abs) != 0) {
+        LOG_ERROR("profiler '%s': last gasp (%s): the sampler did not finish its tick in time; the current period "
+                  "(%.1f s) is lost", p->name, cause, (double)(mono_ns() - p->period_start_mono) / 1e9);
+        return;
+    }
+    if (!p->final) {
+        uint64_t files = p->files;
+        double secs = (double)(mono_ns() - p->period_start_mono) / 1e9;
+        flush(p, cause);
+        p->final = 1;
+        if (p->files > files)
+            LOG_WARN("profiler '%s': last gasp (%s): the current period (%.1f s, up to now) is written; %llu file(s) "
+                     "in all; lost: nothing sampled before this point", p->name, cause, secs,
+                     (unsigned long long)p->files);
+        else
+            LOG_ERROR("profiler '%s': last gasp (%s): the current period (%.1f s) could not be written", p->name,
+                      cause, secs);
+    }
+    pthread_mutex_unlock(&p->work_lock);
+}
+
 static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
 {
     struct profiler *p = impl(This);
     if (atomic_load(&p->shut_down))
         return S_OK;
+    prof_lastgasp_unregister(prof_last_gasp, p); /* waits for a last gasp under way */
     stop_sampler(p);
     if (atomic_load(&p->session_started)) {
         atomic_store(&p->session_started, 0);
         ICorProfilerInfo12_EventPipeStopSession(p->info12, p->session);
     }
-    flush(p, 1);
+    pthread_mutex_lock(&p->work_lock);
+    if (!p->final)
+        flush(p, "shutdown");
+    p->final = 1;
+    pthread_mutex_unlock(&p->work_lock);
     atomic_store(&p->shut_down, 1);
     prof_rawq_close(&p->q);
     double t = p->ticks ? (double)p->ticks * 1000.0 : 1;
@@ -668,10 +728,14 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     pthread_cond_init(&p->wake, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&p->wake_lock, NULL);
+    pthread_mutex_init(&p->work_lock, NULL);
     if (pthread_create(&p->sampler, NULL, sampler_main, p) == 0)
         p->sampler_started = 1;
     else
         LOG_ERROR("profiler '%s': cannot start the sampler thread; profiles are written at shutdown only", p->name);
+    if (prof_lastgasp_register(prof_last_gasp, p) != 0)
+        LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
+                 p->name);
     LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, sampling every %d ms; cpu=%d wall=%d "
              "exceptions=%d allocations=%d contention=%d", p->name, p->process, p->pid, p->cfg.output_dir,
              p->cfg.period_s, p->cfg.interval_ms, p->cfg.cpu && p->info10, p->cfg.wall && p->info10,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/hresult.h"
+#include "common/lastgasp.h"
 #include "common/log.h"
 #include "common/platform.h"
 #include "common/utf16.h"
@@ -21,6 +22,7 @@
 #include "tracer/il.h"
 #include "tracer/otlp.h"
 #include "tracer/otlp_http.h"
+#include "tracer/spanfile.h"
 #include "tracer/spans.h"
 #include "tracer/target.h"
 
@@ -104,14 +106,20 @@ struct tracer {
     pthread_cond_t ex_cond;
     int ex_stop, ex_started;
     pthread_t ex_thread;
-    FILE *out;
+    struct clrmux_spanfile *out; /* the output file (NULL: none) */
+    uint64_t max_file_bytes;     /* `max_file_mb` (0: no cap) */
+    unsigned max_files;          /* `max_files` */
+    uint64_t rotation_errors, render_errors;
     struct clrmux_curl *curl; /* OTLP/HTTP (endpoint set and libcurl loaded) */
     struct clrmux_http *http;
     uint64_t queued, requests, request_errors;
     struct clrmux_span *batch;
     size_t nbatch;
-    int unflushed;
-    uint64_t written, lines, dropped_logged;
+    uint64_t written, lines, dropped_logged, deleted_logged;
+    /* the writer: the export thread, Shutdown, or the last gasp (common/lastgasp.h), which
+     * sets `final`: nothing is written after it */
+    pthread_mutex_t wr_lock;
+    int final;
     int write_failed;
     _Atomic int shut_down;
 };
@@ -200,6 +208,8 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     snprintf(t->service, sizeof t->service, "%s", app[0] ? app : exe[0] ? exe : "unknown_service");
     t->buffer_spans = 65536;
     t->flush_ms = 1000;
+    t->max_file_bytes = (uint64_t)100 << 20;
+    t->max_files = 5;
     t->targets = calloc(MAX_TARGETS, sizeof *t->targets);
     t->target_hits = calloc(MAX_TARGETS, sizeof *t->target_hits);
     if (!t->targets || !t->target_hits)
@@ -240,6 +250,19 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
             } else {
                 t->flush_ms = v;
             }
+        } else if (strcmp(kv->key, "max_file_mb") == 0 || strcmp(kv->key, "max_files") == 0) {
+            char *end = NULL;
+            errno = 0;
+            long v = strtol(kv->value, &end, 10);
+            int is_mb = strcmp(kv->key, "max_file_mb") == 0;
+            long lo = is_mb ? 0 : 1, hi = is_mb ? 1048576 : CLRMUX_SPANFILE_MAX_FILES;
+            if (errno || !end || *end || end == kv->value || v < lo || v > hi)
+                LOG_ERROR("%s:%d: [child %s]: %s = '%s' is not a number in %ld..%ld; default kept", file, kv->line,
+                          cc->name, kv->key, kv->value, lo, hi);
+            else if (is_mb)
+                t->max_file_bytes = (uint64_t)v << 20;
+            else
+                t->max_files = (unsigned)v;
         } else if (strcmp(kv->key, "endpoint") == 0) {
             if (strncasecmp(kv->value, "http://", 7) != 0 && strncasecmp(kv->value, "https://", 8) != 0)
                 LOG_ERROR("%s:%d: [child %s]: endpoint '%s' is not an http:// or https:// URL; ignored", file,
@@ -273,51 +296,68 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 
 /* ---- export -------------------------------------------------------------------------- */
 
-/* The batch as one OTLP JSON request body (the file's line without its newline) for the
- * OTLP/HTTP queue, and the same bytes to the file when there is one. */
-static void send_batch(struct tracer *t, const struct clrmux_otlp_names *names)
-{
-    char *body = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&body, &len);
-    int rc = m ? clrmux_otlp_write_line(m, t->service, (long)getpid(), t->batch, t->nbatch, names) : -1;
-    if (m && fclose(m) != 0)
-        rc = -1;
-    if (rc != 0 || !body || !len) {
-        free(body);
-        if (!t->request_errors++)
-            LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped", t->nbatch);
-        return;
-    }
-    if (t->out && !t->write_failed) {
-        if (fwrite(body, 1, len, t->out) != len) {
-            LOG_ERROR("tracer: writing %s failed: %s; spans are no longer written to it", t->output, strerror(errno));
-            t->write_failed = 1;
-        } else {
-            t->written += t->nbatch;
-            t->lines++;
-            t->unflushed = 1;
-        }
-    }
-    t->queued += t->nbatch;
-    t->requests++;
-    clrmux_http_enqueue(t->http, body, len - 1, t->nbatch);
-}
-
-static void write_batch(struct tracer *t)
+/* The batch as one OTLP JSON line, '\n' included, in memory (malloc'd, *len set), or NULL. */
+static char *render_batch(struct tracer *t, size_t *len)
 {
     struct clrmux_otlp_names names = {method_name_cb, exc_name_cb, t};
-    if (t->nbatch && t->http) {
-        send_batch(t, &names);
-    } else if (t->nbatch && t->out && !t->write_failed) {
-        if (clrmux_otlp_write_line(t->out, t->service, (long)getpid(), t->batch, t->nbatch, &names) != 0) {
-            LOG_ERROR("tracer: writing %s failed: %s; spans are no longer exported", t->output, strerror(errno));
+    char *body = NULL;
+    *len = 0;
+    FILE *m = open_memstream(&body, len);
+    int rc = m ? clrmux_otlp_write_line(m, t->service, (long)getpid(), t->batch, t->nbatch, &names) : -1;
+    if (m && fclose(m) != 0)
+        rc = -1;
+    if (rc != 0 || !body || !*len) {
+        free(body);
+        return NULL;
+    }
+    return body;
+}
+
+/* Writes the batch as one line, with one write(2) (whole lines only), to the file, and/or
+ * queues it for the OTLP/HTTP collector. Export thread, or the last gasp (under wr_lock). */
+static void write_batch(struct tracer *t)
+{
+    if (!t->nbatch)
+        return;
+    int to_file = t->out && !t->write_failed;
+    if (!to_file && !t->http) {
+        t->nbatch = 0;
+        return;
+    }
+    size_t len = 0;
+    char *line = render_batch(t, &len);
+    if (!line) {
+        if (!t->render_errors++)
+            LOG_ERROR("tracer: cannot format %zu span(s): out of memory; dropped (logged once)", t->nbatch);
+        t->nbatch = 0;
+        return;
+    }
+    if (to_file) {
+        char err[PATH_MAX + 200];
+        int rc = clrmux_spanfile_write(t->out, line, len, t->nbatch, err, sizeof err);
+        if (rc < 0) {
+            LOG_ERROR("tracer: %s; spans are no longer written to it", err);
             t->write_failed = 1;
         } else {
             t->written += t->nbatch;
             t->lines++;
-            t->unflushed = 1;
+            if (rc > 0 && !t->rotation_errors++)
+                LOG_ERROR("tracer: %s: the file was emptied instead to keep max_file_mb (logged once)", err);
+            struct clrmux_spanfile_stats fs;
+            clrmux_spanfile_stats(t->out, &fs);
+            if (fs.files_deleted > t->deleted_logged && !t->deleted_logged)
+                LOG_WARN("tracer: %s reached max_file_mb = %llu with max_files = %u: the oldest file is deleted at "
+                         "each rotation from now on (its spans are counted as dropped; totals at shutdown)",
+                         t->output, (unsigned long long)(t->max_file_bytes >> 20), t->max_files);
+            t->deleted_logged = fs.files_deleted;
         }
+    }
+    if (t->http) {
+        t->queued += t->nbatch;
+        t->requests++;
+        clrmux_http_enqueue(t->http, line, len - 1, t->nbatch); /* takes the buffer */
+    } else {
+        free(line);
     }
     t->nbatch = 0;
 }
@@ -332,12 +372,8 @@ static void export_pending(struct tracer *t, int flush)
             break;
         write_batch(t);
     }
-    if (flush) {
+    if (flush)
         write_batch(t);
-        if (t->unflushed && t->out)
-            fflush(t->out);
-        t->unflushed = 0;
-    }
     struct clrmux_span_stats st;
     clrmux_spans_stats(&st);
     if (st.dropped > t->dropped_logged && (flush || st.dropped - t->dropped_logged >= 100000)) {
@@ -367,6 +403,8 @@ static int before(const struct timespec *a, const struct timespec *b)
 static void *export_thread(void *arg)
 {
     struct tracer *t = arg;
+    clrmux_block_termination_signals();
+    pthread_setname_np(pthread_self(), "clrmux-export");
     const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
     struct timespec flush_at, next, now;
     clock_gettime(CLOCK_REALTIME, &flush_at);
@@ -390,16 +428,24 @@ static void *export_thread(void *arg)
             add_ms(&flush_at, t->flush_ms);
         }
         pthread_mutex_unlock(&t->ex_lock);
-        export_pending(t, flush);
-        if (t->http) /* what is due, for at most a poll interval: then the ring is drained again */
-            clrmux_http_pump(t->http, poll);
+        pthread_mutex_lock(&t->wr_lock);
+        if (!t->final) {
+            export_pending(t, flush);
+            if (t->http) /* what is due, for at most a poll interval: then the ring is drained again */
+                clrmux_http_pump(t->http, poll);
+        }
+        pthread_mutex_unlock(&t->wr_lock);
         pthread_mutex_lock(&t->ex_lock);
     }
     pthread_mutex_unlock(&t->ex_lock);
     /* Shutdown: the last spans, and the requests still queued, within a bounded time */
-    export_pending(t, 1);
-    if (t->http)
-        clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
+    pthread_mutex_lock(&t->wr_lock);
+    if (!t->final) {
+        export_pending(t, 1);
+        if (t->http)
+            clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
+    }
+    pthread_mutex_unlock(&t->wr_lock);
     return NULL;
 }
 
@@ -408,6 +454,7 @@ static void *export_thread(void *arg)
 static void *rejit_thread(void *arg)
 {
     struct tracer *t = arg;
+    clrmux_block_termination_signals();
     HRESULT hr = ICorProfilerInfo5_InitializeCurrentThread(t->info);
     if (FAILED(hr))
         LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
@@ -824,6 +871,8 @@ static ULONG STDMETHODCALLTYPE tr_Release(ICorProfilerCallback11 *This) { return
     (COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION |           \
      COR_PRF_MONITOR_CACHE_SEARCHES | COR_PRF_MONITOR_EXCEPTIONS)
 
+static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns);
+
 static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
 {
     struct tracer *t = impl(This);
@@ -868,11 +917,13 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             snprintf(via, sizeof via, " (OTLP/HTTP JSON with %s)", loaded);
         }
     }
-    if (!t->http || t->output_set)
-        t->out = fopen(t->output, "a");
-    if ((!t->http || t->output_set) && !t->out) {
-        LOG_ERROR("child '%s': cannot open output %s: %s; tracer disabled", t->child, t->output, strerror(errno));
-        return E_FAIL;
+    if (!t->http || t->output_set) {
+        char err[PATH_MAX + 200];
+        t->out = clrmux_spanfile_open(t->output, t->max_file_bytes, t->max_files, err, sizeof err);
+        if (!t->out) {
+            LOG_ERROR("child '%s': cannot open output %s: %s; tracer disabled", t->child, t->output, err);
+            return E_FAIL;
+        }
     }
     if (pthread_create(&t->rj_thread, NULL, rejit_thread, t) != 0) {
         LOG_ERROR("child '%s': cannot start the ReJIT thread; tracer disabled", t->child);
@@ -883,6 +934,8 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         t->ex_started = 1;
     else
         LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
+    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
+        LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
     if (!t->http)
         LOG_INFO("tracer: %d target(s), spans to %s (service.name %s)", t->ntargets, t->output, t->service);
     else if (!t->out)
@@ -1008,11 +1061,82 @@ static HRESULT STDMETHODCALLTYPE tr_ExceptionThrown(ICorProfilerCallback11 *This
     return S_OK;
 }
 
+/* The closing summary: at Shutdown (cause NULL, info), or at the last gasp (warn, with what
+ * that flush wrote and what could not be saved). */
+static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
+{
+    struct clrmux_spanfile_stats fs;
+    clrmux_spanfile_stats(t->out, &fs);
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    unsigned nrw = (unsigned)atomic_load(&t->rewritten);
+    char dest[PATH_MAX + 2200];
+    int n = 0;
+    if (t->out || !t->http) {
+        char rot[160] = "";
+        if (fs.rotations)
+            snprintf(rot, sizeof rot, " (%llu rotation(s); %llu old file(s) deleted, holding %llu span(s))",
+                     (unsigned long long)fs.rotations, (unsigned long long)fs.files_deleted,
+                     (unsigned long long)fs.spans_dropped);
+        n = snprintf(dest, sizeof dest, "%llu span(s) written to %s in %llu line(s)%s%s", (unsigned long long)t->written,
+                     t->output, (unsigned long long)t->lines, rot, t->http ? ", " : "");
+    }
+    if (t->http)
+        snprintf(dest + n, sizeof dest - (size_t)n, "%llu span(s) queued for %s in %llu request(s)",
+                 (unsigned long long)t->queued, t->endpoint, (unsigned long long)t->requests);
+    if (!cause)
+        LOG_INFO("tracer: %u method(s) rewritten (%llu us each on average), %u skipped; %s, %llu dropped (buffer full), "
+                 "%llu not recorded (nesting deeper than %u, or no memory to grow a thread's span stack)",
+                 nrw, (unsigned long long)(nrw ? atomic_load(&t->rewrite_ns) / nrw / 1000 : 0),
+                 (unsigned)atomic_load(&t->skipped), dest, (unsigned long long)st.dropped,
+                 (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH);
+    else
+        LOG_WARN("tracer: last gasp (%s): every span finished so far is saved (%llu written now); %s, %llu dropped "
+                 "(buffer full), %llu not recorded (too deep); lost: the spans of calls still running, which "
+                 "never finish",
+                 cause, (unsigned long long)flushed, dest, (unsigned long long)st.dropped,
+                 (unsigned long long)st.too_deep);
+}
+
+/* The process ends without Shutdown (common/lastgasp.h): write every finished span, then
+ * nothing more. The last-gasp thread. */
+static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns)
+{
+    struct tracer *t = ctx;
+    int64_t left_ns = deadline_ns - clrmux_mono_ns();
+    struct timespec abs;
+    clock_gettime(CLOCK_REALTIME, &abs);
+    if (left_ns > 0) {
+        abs.tv_sec += left_ns / 1000000000;
+        abs.tv_nsec += left_ns % 1000000000;
+        if (abs.tv_nsec >= 1000000000) {
+            abs.tv_sec++;
+            abs.tv_nsec -= 1000000000;
+        }
+    }
+    if (pthread_mutex_timedlock(&t->wr_lock, &abs) != 0) {
+        LOG_ERROR("tracer: last gasp (%s): the export thread did not finish its write in time; the spans not yet "
+                  "written (%llu written so far) are lost", cause, (unsigned long long)t->written);
+        return;
+    }
+    if (!t->final) {
+        uint64_t before = t->written + t->queued;
+        export_pending(t, 1);
+        long ms = (long)((deadline_ns - clrmux_mono_ns()) / 1000000);
+        if (t->http && ms > 0)
+            clrmux_http_finish(t->http, ms);
+        t->final = 1;
+        log_summary(t, cause, t->written + t->queued - before);
+    }
+    pthread_mutex_unlock(&t->wr_lock);
+}
+
 static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
 {
     struct tracer *t = impl(This);
     if (atomic_exchange(&t->shut_down, 1))
         return S_OK;
+    clrmux_lastgasp_unregister(tracer_last_gasp, t); /* waits for a last gasp under way */
     if (t->ex_started) {
         pthread_mutex_lock(&t->ex_lock);
         t->ex_stop = 1;
@@ -1020,14 +1144,13 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         pthread_mutex_unlock(&t->ex_lock);
         pthread_join(t->ex_thread, NULL); /* it wrote the last spans and sent the last requests */
     } else {
-        export_pending(t, 1);
-        if (t->http)
-            clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
-    }
-    int to_file = t->out != NULL;
-    if (t->out) {
-        fclose(t->out);
-        t->out = NULL;
+        pthread_mutex_lock(&t->wr_lock);
+        if (!t->final) {
+            export_pending(t, 1);
+            if (t->http)
+                clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
+        }
+        pthread_mutex_unlock(&t->wr_lock);
     }
     if (t->rj_started) {
         pthread_mutex_lock(&t->rj_lock);
@@ -1040,22 +1163,13 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
             LOG_WARN("tracer: %s:%d: target %s!%s::%s%s matched no method", t->conf, t->targets[i].line,
                      t->targets[i].assembly, t->targets[i].type, t->targets[i].method,
                      t->targets[i].has_params ? "(...)" : "");
-    struct clrmux_span_stats st;
-    clrmux_spans_stats(&st);
-    unsigned nrw = (unsigned)atomic_load(&t->rewritten);
-    char dest[PATH_MAX + 2200];
-    int n = 0;
-    if (to_file || !t->http)
-        n = snprintf(dest, sizeof dest, "%llu span(s) written to %s in %llu line(s)%s", (unsigned long long)t->written,
-                     t->output, (unsigned long long)t->lines, t->http ? ", " : "");
-    if (t->http)
-        snprintf(dest + n, sizeof dest - (size_t)n, "%llu span(s) queued for %s in %llu request(s)",
-                 (unsigned long long)t->queued, t->endpoint, (unsigned long long)t->requests);
-    LOG_INFO("tracer: %u method(s) rewritten (%llu us each on average), %u skipped; %s, %llu dropped (buffer full), "
-             "%llu not recorded (nesting deeper than %u, or no memory to grow a thread's span stack)",
-             nrw, (unsigned long long)(nrw ? atomic_load(&t->rewrite_ns) / nrw / 1000 : 0),
-             (unsigned)atomic_load(&t->skipped), dest, (unsigned long long)st.dropped,
-             (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH);
+    if (!t->final)
+        log_summary(t, NULL, 0);
+    pthread_mutex_lock(&t->wr_lock);
+    t->final = 1;
+    clrmux_spanfile_close(t->out);
+    t->out = NULL;
+    pthread_mutex_unlock(&t->wr_lock);
     return S_OK;
 }
 
@@ -1101,6 +1215,7 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     pthread_mutex_init(&t->rw_lock, NULL);
     pthread_mutex_init(&t->exc_lock, NULL);
     pthread_mutex_init(&t->ex_lock, NULL);
+    pthread_mutex_init(&t->wr_lock, NULL);
     pthread_cond_init(&t->ex_cond, NULL);
     t->methods = calloc(MAX_METHODS, sizeof *t->methods);
     t->slots = calloc(METHOD_SLOTS, sizeof *t->slots);

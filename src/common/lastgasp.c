@@ -1,0 +1,262 @@
+/* The last gasp: flush at exit and on fatal signals, chained to the runtime's handlers (see
+ * lastgasp.h). */
+#include "common/lastgasp.h"
+
+#include <errno.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* the signals handled, and whether the runtime may handle them itself (faults) */
+static const struct {
+    int sig;
+    int fault;
+    const char *name;
+} k_sigs[] = {
+    {SIGTERM, 0, "SIGTERM"}, {SIGINT, 0, "SIGINT"},   {SIGQUIT, 0, "SIGQUIT"}, {SIGHUP, 0, "SIGHUP"},
+    {SIGABRT, 0, "SIGABRT"}, {SIGSEGV, 1, "SIGSEGV"}, {SIGBUS, 1, "SIGBUS"},   {SIGILL, 1, "SIGILL"},
+    {SIGFPE, 1, "SIGFPE"},
+};
+#define NSIGS (sizeof k_sigs / sizeof k_sigs[0])
+
+static struct sigaction g_prev[NSIGS];
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* the table; held while flushing */
+static struct {
+    clrmux_lastgasp_fn fn;
+    void *ctx;
+} g_fns[CLRMUX_LASTGASP_MAX];
+static int g_started;
+static sem_t g_sem;
+static _Atomic int g_state;      /* 0 idle, 1 flushing, 2 done */
+static _Atomic int g_cause = -1; /* index in k_sigs, or -1: exit */
+static _Atomic pid_t g_tid;      /* the last-gasp thread */
+static _Atomic int g_exit_requested;
+
+int64_t clrmux_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char *cause_name(int c) { return c >= 0 && (size_t)c < NSIGS ? k_sigs[c].name : "exit"; }
+
+static void run_flushes(void)
+{
+    int c = atomic_load(&g_cause);
+    int64_t t0 = clrmux_mono_ns(), deadline = t0 + (int64_t)CLRMUX_LASTGASP_BUDGET_MS * 1000000;
+    pthread_mutex_lock(&g_lock);
+    int n = 0;
+    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
+        if (g_fns[i].fn)
+            n++;
+    if (n)
+        LOG_WARN("the process is ending (%s) without the runtime's Shutdown: writing what clrmux holds",
+                 cause_name(c));
+    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++) {
+        if (!g_fns[i].fn)
+            continue;
+        g_fns[i].fn(g_fns[i].ctx, cause_name(c), deadline);
+        g_fns[i].fn = NULL; /* at most once */
+    }
+    if (n)
+        LOG_INFO("last gasp (%s) done in %.1f ms", cause_name(c), (double)(clrmux_mono_ns() - t0) / 1e6);
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void *lastgasp_thread(void *arg)
+{
+    (void)arg;
+    clrmux_block_termination_signals();
+    atomic_store(&g_tid, (pid_t)syscall(SYS_gettid));
+    for (;;) {
+        while (sem_wait(&g_sem) != 0 && errno == EINTR) {
+        }
+        if (atomic_load(&g_state) == 1) {
+            run_flushes();
+            atomic_store(&g_state, 2);
+        }
+    }
+    return NULL;
+}
+
+/* Wakes the thread (once) and waits for it, at most CLRMUX_LASTGASP_WAIT_MS.
+ * Async-signal-safe. Returns 1 when the flush is done. */
+static int trigger_and_wait(int cause)
+{
+    if ((pid_t)syscall(SYS_gettid) == atomic_load(&g_tid))
+        return 0; /* a fault inside a flush: do not wait for ourselves */
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&g_state, &expected, 1)) {
+        atomic_store(&g_cause, cause);
+        sem_post(&g_sem);
+    }
+    int64_t deadline = clrmux_mono_ns() + (int64_t)CLRMUX_LASTGASP_WAIT_MS * 1000000;
+    while (atomic_load(&g_state) != 2 && clrmux_mono_ns() < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&g_state) == 2)
+        return 1;
+    clrmux_log_signal_safe(CLRMUX_LOG_ERROR, "the last gasp did not finish in time (" "3000" " ms): "
+                                             "data not yet written is lost");
+    return 0;
+}
+
+static int is_dfl(const struct sigaction *a) { return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL; }
+static int is_ign(const struct sigaction *a) { return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_IGN; }
+
+static void call_prev(const struct sigaction *a, int sig, siginfo_t *si, void *uc)
+{
+    if (a->sa_flags & SA_SIGINFO)
+        a->sa_sigaction(sig, si, uc);
+    else
+        a->sa_handler(sig);
+}
+
+static void handler(int sig, siginfo_t *si, void *uc);
+
+static int still_ours(int sig)
+{
+    struct sigaction cur;
+    return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == handler;
+}
+
+/* The default action again, delivered when the handler returns (the signal is blocked in
+ * the handler). */
+static void reraise_default(int i, int sig)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, is_dfl(&g_prev[i]) ? &g_prev[i] : &dfl, NULL);
+    syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+}
+
+static void handler(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    size_t i = 0;
+    while (i < NSIGS && k_sigs[i].sig != sig)
+        i++;
+    if (i == NSIGS) {
+        errno = saved;
+        return;
+    }
+    const struct sigaction *prev = &g_prev[i];
+    if (k_sigs[i].fault) {
+        if (!is_dfl(prev) && !is_ign(prev)) {
+            call_prev(prev, sig, si, uc);
+            if (still_ours(sig)) { /* handled (a managed exception), or not ours to judge */
+                errno = saved;
+                return;
+            }
+            trigger_and_wait((int)i); /* the runtime restored the default: the fault repeats and ends it */
+        } else {
+            trigger_and_wait((int)i);
+            if (si && si->si_code <= 0) /* sent with kill(): returning would not repeat it */
+                reraise_default((int)i, sig);
+            else
+                sigaction(sig, prev, NULL);
+        }
+        errno = saved;
+        return;
+    }
+    if (is_ign(prev)) {
+        errno = saved;
+        return;
+    }
+    trigger_and_wait((int)i);
+    if (is_dfl(prev))
+        reraise_default((int)i, sig);
+    else
+        call_prev(prev, sig, si, uc);
+    errno = saved;
+}
+
+static void at_exit(void)
+{
+    int any = 0;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
+        any |= g_fns[i].fn != NULL;
+    pthread_mutex_unlock(&g_lock);
+    if (any && !atomic_exchange(&g_exit_requested, 1))
+        trigger_and_wait(-1);
+}
+
+static void install(void)
+{
+    for (size_t i = 0; i < NSIGS; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        if (sigaction(k_sigs[i].sig, NULL, &g_prev[i]) != 0)
+            continue;
+        if (is_ign(&g_prev[i]) && !k_sigs[i].fault)
+            continue; /* ignored (nohup, a parent's choice): stays ignored, nothing to flush for */
+        sa.sa_sigaction = handler;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(k_sigs[i].sig, &sa, NULL);
+    }
+    atexit(at_exit);
+}
+
+int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&g_lock);
+    int rc = -1;
+    if (!g_started) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (sem_init(&g_sem, 0, 0) == 0 && pthread_create(&th, &attr, lastgasp_thread, NULL) == 0) {
+            pthread_setname_np(th, "clrmux-lastgasp");
+            g_started = 1;
+            install();
+        } else {
+            LOG_ERROR("cannot start the last-gasp thread: data is lost if the process ends without Shutdown");
+        }
+        pthread_attr_destroy(&attr);
+    }
+    for (int i = 0; g_started && i < CLRMUX_LASTGASP_MAX; i++) {
+        if (!g_fns[i].fn) {
+            g_fns[i].fn = fn;
+            g_fns[i].ctx = ctx;
+            rc = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return rc;
+}
+
+void clrmux_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
+        if (g_fns[i].fn == fn && g_fns[i].ctx == ctx)
+            g_fns[i].fn = NULL;
+    pthread_mutex_unlock(&g_lock);
+}
+
+int clrmux_lastgasp_fire(const char *cause)
+{
+    int c = -1;
+    for (size_t i = 0; cause && i < NSIGS; i++)
+        if (strcmp(cause, k_sigs[i].name) == 0)
+            c = (int)i;
+    int rc = g_started ? trigger_and_wait(c) : 0;
+    int done = 2;
+    atomic_compare_exchange_strong(&g_state, &done, 0); /* tests fire more than once */
+    return rc;
+}

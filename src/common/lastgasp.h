@@ -1,0 +1,66 @@
+/* The last gasp: what clrmux writes when the process ends without ICorProfilerCallback::
+ * Shutdown (an unhandled exception, SIGTERM or SIGINT on a plain console app, exit() from
+ * native code, a crash).
+ *
+ * Children that buffer data (the tracer's spans, the profiler's current period) register a
+ * flush function. The first registration starts one thread ("clrmux-lastgasp") and installs:
+ *   - an atexit handler (exit() and a return from main that skipped Shutdown);
+ *   - handlers for SIGTERM, SIGINT, SIGQUIT, SIGHUP and SIGABRT, chained to whatever was there
+ *     before (the runtime's PAL, dotnet/runtime src/coreclr/pal/src/exception/signal.cpp,
+ *     installs its own for SIGINT, SIGQUIT, SIGABRT and, in some hosts, SIGTERM): unless the
+ *     previous action ignores the signal, the handler wakes the thread, waits for it at most
+ *     CLRMUX_LASTGASP_WAIT_MS, then calls the previous handler, or restores the default
+ *     action and raises the signal again;
+ *   - handlers for SIGSEGV, SIGBUS, SIGILL and SIGFPE that first call the previous handler
+ *     (the runtime turns faults in managed code into exceptions: NullReferenceException must
+ *     keep working) and flush only when it gave up, i.e. when it returned after restoring
+ *     the default action (the fault then repeats and ends the process).
+ * A handler does only async-signal-safe things (an atomic, sem_post, clock_gettime,
+ * nanosleep, write); the flush functions run on the last-gasp thread, an ordinary thread.
+ * Each is called at most once, with a deadline, and must write what it has, log what was
+ * lost, and write nothing more afterwards. Signals already handled by an earlier flush
+ * wait for it. SIGKILL cannot be caught: what was not yet written is lost. */
+#ifndef CLRMUX_COMMON_LASTGASP_H
+#define CLRMUX_COMMON_LASTGASP_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <pthread.h>
+
+/* How long a signal handler waits for the flush, and the flush functions' deadline. */
+#define CLRMUX_LASTGASP_WAIT_MS 3000
+#define CLRMUX_LASTGASP_BUDGET_MS 2500
+#define CLRMUX_LASTGASP_MAX 8
+
+/* cause: "exit", "SIGTERM", "SIGSEGV"...; deadline_ns: CLOCK_MONOTONIC time by which to
+ * return. */
+typedef void (*clrmux_lastgasp_fn)(void *ctx, const char *cause, int64_t deadline_ns);
+
+/* Registers fn(ctx) (at most CLRMUX_LASTGASP_MAX; the first call starts the thread and
+ * installs the handlers). Returns 0, or -1 (table full, or no thread: logged). */
+int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx);
+/* Removes fn(ctx) (at Shutdown, before its data goes away); waits while a flush runs. */
+void clrmux_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx);
+
+/* Runs the flush now as a signal `cause` would (tests). Returns 1 if it finished in time. */
+int clrmux_lastgasp_fire(const char *cause);
+
+/* CLOCK_MONOTONIC nanoseconds. */
+int64_t clrmux_mono_ns(void);
+
+/* Blocks the termination signals a process receives from outside (SIGTERM, SIGINT,
+ * SIGQUIT, SIGHUP) in the calling thread, so that the kernel delivers them to an
+ * application thread, never to one of clrmux's own threads in the middle of a write. Called
+ * first by each thread clrmux starts. */
+static inline void clrmux_block_termination_signals(void)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGQUIT);
+    sigaddset(&s, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);
+}
+
+#endif

@@ -1,0 +1,228 @@
+/* The tracer's output file: safe open, whole lines, size cap and rotation (see spanfile.h). */
+#include "tracer/spanfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct clrmux_spanfile {
+    int fd;
+    uint64_t size, max_bytes;
+    unsigned max_files;
+    uint64_t spans_in[CLRMUX_SPANFILE_MAX_FILES]; /* [0]: the current file, [i]: path.i */
+    struct clrmux_spanfile_stats st;
+    char path[]; /* followed by room for the rotated names */
+};
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Opens path for appending (read too: to look at its last byte), refusing what someone else
+ * could have planted (spanfile.h). */
+static int open_checked(const char *path, uint64_t *size, char *err, size_t errsz)
+{
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP)
+            snprintf(err, errsz, "it is a symbolic link (not followed)");
+        else if (e == ENXIO)
+            snprintf(err, errsz, "it is not a regular file (a FIFO or socket)");
+        else
+            snprintf(err, errsz, "%s", strerror(e));
+        errno = e;
+        return -1;
+    }
+    struct stat st;
+    const char *why = NULL;
+    char buf[160];
+    if (fstat(fd, &st) != 0) {
+        snprintf(buf, sizeof buf, "fstat failed: %s", strerror(errno));
+        why = buf;
+    } else if (!S_ISREG(st.st_mode)) {
+        why = "it is not a regular file";
+    } else if (st.st_uid != geteuid()) {
+        snprintf(buf, sizeof buf, "it is owned by uid %u, not by this process's user (uid %u)", (unsigned)st.st_uid,
+                 (unsigned)geteuid());
+        why = buf;
+    } else if (st.st_nlink > 1) {
+        snprintf(buf, sizeof buf, "it has %lu hard links", (unsigned long)st.st_nlink);
+        why = buf;
+    }
+    if (why) {
+        snprintf(err, errsz, "%s; refused", why);
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *size = (uint64_t)st.st_size;
+    if (st.st_size > 0) { /* a writer killed mid-line: start ours on a line of their own */
+        char last = '\n';
+        if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n' && write_all(fd, "\n", 1) == 0)
+            (*size)++;
+    }
+    return fd;
+}
+
+static void rotated_name(const struct clrmux_spanfile *f, unsigned i, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "%s.%u", f->path, i);
+}
+
+struct clrmux_spanfile *clrmux_spanfile_open(const char *path, uint64_t max_bytes, unsigned max_files, char *err,
+                                             size_t errsz)
+{
+    if (max_files < 1)
+        max_files = 1;
+    if (max_files > CLRMUX_SPANFILE_MAX_FILES)
+        max_files = CLRMUX_SPANFILE_MAX_FILES;
+    size_t plen = strlen(path);
+    struct clrmux_spanfile *f = calloc(1, sizeof *f + plen + 1);
+    if (!f) {
+        snprintf(err, errsz, "out of memory");
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(f->path, path, plen + 1);
+    f->max_bytes = max_bytes;
+    f->max_files = max_files;
+    f->fd = open_checked(path, &f->size, err, errsz);
+    if (f->fd < 0) {
+        int e = errno;
+        free(f);
+        errno = e;
+        return NULL;
+    }
+    return f;
+}
+
+/* Moves the current file aside (or empties it) and opens a new one. */
+static int rotate(struct clrmux_spanfile *f, char *err, size_t errsz)
+{
+    size_t n = strlen(f->path) + 16;
+    char *a = malloc(n), *b = malloc(n);
+    int rc = -1;
+    if (!a || !b) {
+        snprintf(err, errsz, "out of memory rotating %s", f->path);
+        errno = ENOMEM;
+        goto out;
+    }
+    f->st.rotations++;
+    if (f->max_files == 1) {
+        if (ftruncate(f->fd, 0) != 0) {
+            snprintf(err, errsz, "cannot empty %s: %s", f->path, strerror(errno));
+            goto out;
+        }
+        f->st.files_deleted++;
+        f->st.spans_dropped += f->spans_in[0];
+        f->spans_in[0] = 0;
+        f->size = 0;
+        rc = 0;
+        goto out;
+    }
+    unsigned last = f->max_files - 1;
+    rotated_name(f, last, a, n);
+    if (unlink(a) == 0) {
+        f->st.files_deleted++;
+        f->st.spans_dropped += f->spans_in[last];
+    }
+    for (unsigned i = last; i > 1; i--) {
+        rotated_name(f, i - 1, a, n);
+        rotated_name(f, i, b, n);
+        if (rename(a, b) != 0 && errno != ENOENT) {
+            snprintf(err, errsz, "cannot rename %s to %s: %s", a, b, strerror(errno));
+            goto out;
+        }
+        f->spans_in[i] = f->spans_in[i - 1];
+        f->spans_in[i - 1] = 0;
+    }
+    rotated_name(f, 1, b, n);
+    if (rename(f->path, b) != 0) {
+        snprintf(err, errsz, "cannot rename %s to %s: %s", f->path, b, strerror(errno));
+        goto out;
+    }
+    f->spans_in[1] = f->spans_in[0];
+    f->spans_in[0] = 0;
+    uint64_t size = 0;
+    char why[300];
+    int fd = open_checked(f->path, &size, why, sizeof why);
+    if (fd < 0) {
+        snprintf(err, errsz, "cannot open %s after rotating it: %s", f->path, why);
+        goto out;
+    }
+    close(f->fd);
+    f->fd = fd;
+    f->size = size;
+    rc = 0;
+out:
+    free(a);
+    free(b);
+    return rc;
+}
+
+int clrmux_spanfile_write(struct clrmux_spanfile *f, const char *line, size_t len, size_t nspans, char *err,
+                          size_t errsz)
+{
+    int rc = 0;
+    if (f->max_bytes && f->size > 0 && f->size + len > f->max_bytes && rotate(f, err, errsz) != 0) {
+        /* keep the cap: empty the current file instead (its spans are counted as dropped) */
+        int e = errno;
+        if (ftruncate(f->fd, 0) == 0) {
+            f->st.files_deleted++;
+            f->st.spans_dropped += f->spans_in[0];
+            f->spans_in[0] = 0;
+            f->size = 0;
+        }
+        errno = e;
+        rc = 1;
+    }
+    if (write_all(f->fd, line, len) != 0) {
+        snprintf(err, errsz, "writing %s failed: %s", f->path, strerror(errno));
+        return -1;
+    }
+    f->size += len;
+    f->spans_in[0] += nspans;
+    f->st.lines++;
+    f->st.spans += nspans;
+    f->st.bytes += len;
+    return rc;
+}
+
+void clrmux_spanfile_stats(const struct clrmux_spanfile *f, struct clrmux_spanfile_stats *out)
+{
+    if (f)
+        *out = f->st;
+    else
+        memset(out, 0, sizeof *out);
+}
+
+void clrmux_spanfile_close(struct clrmux_spanfile *f)
+{
+    if (!f)
+        return;
+    close(f->fd);
+    free(f);
+}

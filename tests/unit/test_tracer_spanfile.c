@@ -1,0 +1,190 @@
+/* The tracer's output file (src/tracer/spanfile.c): planted links and special files refused,
+ * whole lines, the size cap with rotation and its drop counts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tracer/spanfile.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/clrmux-spanfile.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void pathof(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", dir, name); }
+
+static long file_size(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static char *slurp(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+static void test_refuses_planted_files(void **state)
+{
+    (void)state;
+    char target[300], sym[300], fifo[300], hard[300], err[512];
+    pathof(target, sizeof target, "victim");
+    FILE *v = fopen(target, "w");
+    fputs("precious\n", v);
+    fclose(v);
+    /* a symbolic link to another file: refused, the target untouched */
+    pathof(sym, sizeof sym, "traces.jsonl");
+    assert_int_equal(symlink(target, sym), 0);
+    assert_null(clrmux_spanfile_open(sym, 0, 1, err, sizeof err));
+    assert_non_null(strstr(err, "is a symbolic link"));
+    assert_string_equal(slurp(target), "precious\n");
+    /* a dangling link (would create a file elsewhere): refused, nothing created */
+    char dangling[300], nowhere[300];
+    pathof(dangling, sizeof dangling, "dangling.jsonl");
+    pathof(nowhere, sizeof nowhere, "created-through-link");
+    assert_int_equal(symlink(nowhere, dangling), 0);
+    assert_null(clrmux_spanfile_open(dangling, 0, 1, err, sizeof err));
+    assert_int_equal(access(nowhere, F_OK), -1);
+    /* a FIFO: refused at once, no blocking open */
+    pathof(fifo, sizeof fifo, "fifo.jsonl");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_null(clrmux_spanfile_open(fifo, 0, 1, err, sizeof err));
+    assert_non_null(strstr(err, "not a regular file"));
+    /* a directory */
+    assert_null(clrmux_spanfile_open(dir, 0, 1, err, sizeof err));
+    /* a hard link to another file */
+    pathof(hard, sizeof hard, "hard.jsonl");
+    assert_int_equal(link(target, hard), 0);
+    assert_null(clrmux_spanfile_open(hard, 0, 1, err, sizeof err));
+    assert_non_null(strstr(err, "hard links"));
+    assert_string_equal(slurp(target), "precious\n");
+}
+
+static void test_whole_lines_and_mode(void **state)
+{
+    (void)state;
+    char p[300], err[512];
+    pathof(p, sizeof p, "lines.jsonl");
+    FILE *torn = fopen(p, "w"); /* what a writer killed mid-line left */
+    fputs("{\"a\":1}\n{\"b\":", torn);
+    fclose(torn);
+    struct clrmux_spanfile *f = clrmux_spanfile_open(p, 0, 1, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(clrmux_spanfile_write(f, "{\"c\":3}\n", 8, 1, err, sizeof err), 0);
+    assert_int_equal(clrmux_spanfile_write(f, "{\"d\":4}\n", 8, 2, err, sizeof err), 0);
+    struct clrmux_spanfile_stats st;
+    clrmux_spanfile_stats(f, &st);
+    assert_int_equal(st.lines, 2);
+    assert_int_equal(st.spans, 3);
+    clrmux_spanfile_close(f);
+    assert_string_equal(slurp(p), "{\"a\":1}\n{\"b\":\n{\"c\":3}\n{\"d\":4}\n");
+    char fresh[300];
+    pathof(fresh, sizeof fresh, "fresh.jsonl");
+    mode_t old = umask(022);
+    f = clrmux_spanfile_open(fresh, 0, 1, err, sizeof err);
+    umask(old);
+    assert_non_null(f);
+    clrmux_spanfile_close(f);
+    struct stat sb;
+    assert_int_equal(stat(fresh, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+}
+
+/* 300-byte lines of 10 spans, a 1000-byte cap, 3 files kept: every file holds 3 whole lines
+ * at most, only path, path.1 and path.2 remain, and the spans of the deleted files are
+ * counted. */
+static void test_rotation(void **state)
+{
+    (void)state;
+    char p[300], err[512], name[320];
+    pathof(p, sizeof p, "rot.jsonl");
+    struct clrmux_spanfile *f = clrmux_spanfile_open(p, 1000, 3, err, sizeof err);
+    assert_non_null(f);
+    char line[300];
+    memset(line, 'x', sizeof line);
+    line[0] = '{', line[298] = '}', line[299] = '\n';
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(clrmux_spanfile_write(f, line, sizeof line, 10, err, sizeof err), 0);
+    struct clrmux_spanfile_stats st;
+    clrmux_spanfile_stats(f, &st);
+    clrmux_spanfile_close(f);
+    long kept = 0;
+    for (int i = 0; i < 3; i++) {
+        if (i)
+            snprintf(name, sizeof name, "%s.%d", p, i);
+        else
+            snprintf(name, sizeof name, "%s", p);
+        long sz = file_size(name);
+        assert_true(sz > 0 && sz <= 1000 && sz % 300 == 0);
+        kept += sz / 300;
+    }
+    snprintf(name, sizeof name, "%s.3", p);
+    assert_int_equal(file_size(name), -1);
+    assert_int_equal(st.lines, 20);
+    assert_int_equal(st.spans, 200);
+    assert_int_equal(kept, 3 + 3 + 2);            /* 20 lines: 3 per file, the last has 2 */
+    assert_int_equal(st.rotations, 6);            /* after lines 3, 6, ..., 18 */
+    assert_int_equal(st.files_deleted, 4);        /* the first 4 rotations' oldest files */
+    assert_int_equal(st.spans_dropped, 200 - 10 * kept);
+}
+
+static void test_rotation_one_file_and_oversize(void **state)
+{
+    (void)state;
+    char p[300], err[512];
+    pathof(p, sizeof p, "one.jsonl");
+    struct clrmux_spanfile *f = clrmux_spanfile_open(p, 100, 1, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(clrmux_spanfile_write(f, "{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":1}\n", 63, 4, err,
+                                           sizeof err), 0);
+    assert_int_equal(clrmux_spanfile_write(f, "{\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\":2}\n", 63, 5, err,
+                                           sizeof err), 0);
+    static char big[400];
+    memset(big, 'z', sizeof big);
+    big[sizeof big - 1] = '\n';
+    assert_int_equal(clrmux_spanfile_write(f, big, sizeof big, 7, err, sizeof err), 0); /* alone in its file */
+    struct clrmux_spanfile_stats st;
+    clrmux_spanfile_stats(f, &st);
+    clrmux_spanfile_close(f);
+    assert_int_equal(file_size(p), (long)sizeof big);
+    assert_int_equal(st.files_deleted, 2);
+    assert_int_equal(st.spans_dropped, 9);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_refuses_planted_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_lines_and_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rotation_one_file_and_oversize, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
