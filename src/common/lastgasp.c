@@ -35,7 +35,9 @@ static struct {
 static int g_started;
 static sem_t g_sem;
 static _Atomic int g_state;      /* 0 idle, 1 flushing, 2 done */
-static _Atomic int g_cause = -1; /* index in k_sigs, or -1: exit */
+static _Atomic int g_cause = -1; /* index in k_sigs, or CAUSE_EXIT, CAUSE_UNHANDLED */
+#define CAUSE_EXIT (-1)
+#define CAUSE_UNHANDLED (-2)
 static _Atomic pid_t g_tid;      /* the last-gasp thread */
 static _Atomic int g_exit_requested;
 
@@ -46,7 +48,10 @@ int64_t clrmux_mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static const char *cause_name(int c) { return c >= 0 && (size_t)c < NSIGS ? k_sigs[c].name : "exit"; }
+static const char *cause_name(int c)
+{
+    return c >= 0 && (size_t)c < NSIGS ? k_sigs[c].name : c == CAUSE_UNHANDLED ? "unhandled exception" : "exit";
+}
 
 static void run_flushes(void)
 {
@@ -190,7 +195,13 @@ static void at_exit(void)
         any |= g_fns[i].fn != NULL;
     pthread_mutex_unlock(&g_lock);
     if (any && !atomic_exchange(&g_exit_requested, 1))
-        trigger_and_wait(-1);
+        trigger_and_wait(CAUSE_EXIT);
+}
+
+void clrmux_lastgasp_now(void)
+{
+    if (g_started)
+        trigger_and_wait(CAUSE_UNHANDLED);
 }
 
 static void install(void)

@@ -42,6 +42,11 @@ int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx);
 /* Removes fn(ctx) (at Shutdown, before its data goes away); waits while a flush runs. */
 void clrmux_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx);
 
+/* The process is about to end in a way no handler sees (an unhandled managed exception:
+ * common/unhandled.h): runs the last gasp now, cause "unhandled exception", and waits for
+ * it at most CLRMUX_LASTGASP_WAIT_MS. Ordinary thread context. */
+void clrmux_lastgasp_now(void);
+
 /* Runs the flush now as a signal `cause` would (tests). Returns 1 if it finished in time. */
 int clrmux_lastgasp_fire(const char *cause);
 

@@ -17,6 +17,7 @@
 #include "common/lastgasp.h"
 #include "common/log.h"
 #include "common/platform.h"
+#include "common/unhandled.h"
 #include "common/utf16.h"
 #include "loader/child_base.h"
 #include "tracer/il.h"
@@ -116,6 +117,7 @@ struct tracer {
     struct clrmux_span *batch;
     size_t nbatch;
     uint64_t written, lines, dropped_logged, deleted_logged;
+    struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
     /* the writer: the export thread, Shutdown, or the last gasp (common/lastgasp.h), which
      * sets `final`: nothing is written after it */
     pthread_mutex_t wr_lock;
@@ -1040,9 +1042,25 @@ static HRESULT STDMETHODCALLTYPE tr_JITInlining(ICorProfilerCallback11 *This, Fu
     return S_OK;
 }
 
+/* An unhandled exception is about to end the process (common/unhandled.h): the last gasp,
+ * on the dying thread, before the runtime aborts. */
+static void check_unhandled(struct tracer *t, FunctionID fid)
+{
+    if (clrmux_unhandled_is_hook(&t->unhandled, (ICorProfilerInfo *)t->info, fid))
+        clrmux_lastgasp_now();
+}
+
+static HRESULT STDMETHODCALLTYPE tr_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID fid, BOOL safe)
+{
+    (void)safe;
+    check_unhandled(impl(This), fid);
+    return S_OK;
+}
+
 static HRESULT STDMETHODCALLTYPE tr_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID fid,
                                                                    BOOL *pbUseCachedFunction)
 {
+    check_unhandled(impl(This), fid);
     if (pbUseCachedFunction && *pbUseCachedFunction && is_traced_function(impl(This), fid))
         *pbUseCachedFunction = FALSE;
     return S_OK;
@@ -1187,6 +1205,7 @@ static const ICorProfilerCallback11Vtbl tracer_vtbl = {
     .ReJITError = tr_ReJITError,
     .JITInlining = tr_JITInlining,
     .JITCachedFunctionSearchStarted = tr_JITCachedFunctionSearchStarted,
+    .JITCompilationStarted = tr_JITCompilationStarted,
     .ExceptionThrown = tr_ExceptionThrown,
 };
 #pragma GCC diagnostic pop

@@ -159,10 +159,10 @@ path = $FAKE/librecorder.so
 clsid = {not-a-guid}" "f_bad_clsid.conf:[0-9]+: \[child badclsid\]: clsid '\{not-a-guid\}' is not a GUID"
 fault_case create_fails "[child nocreate]
 path = $FAKE/libfailcreate.so
-clsid = $REC_B" "child 'nocreate': CreateInstance\\(IID_ICorProfilerCallback2\\) failed with HRESULT 0x8007000E"
+clsid = $REC_B" "child 'nocreate': CreateInstance\\(IID_ICorProfilerCallback2\\) failed with HRESULT E_OUTOFMEMORY \\(0x8007000E\\)"
 fault_case init_fails "[child failing]
 path = $FAKE/libfailinit.so
-clsid = $REC_B" "child 'failing': Initialize failed with HRESULT 0x80004005"
+clsid = $REC_B" "child 'failing': Initialize failed with HRESULT E_FAIL \\(0x80004005\\)"
 fault_case v1_only "[child old]
 path = $FAKE/libv1only.so
 clsid = $REC_B" "child 'old': implements only ICorProfilerCallback \(version 1\)"

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# Real-runtime tests of what clrmux saves however a process ends (src/common/lastgasp.c,
+# src/common/unhandled.c) and of the tracer's output file (src/tracer/spanfile.c): the
+# `ending` app (tests/clr/apps/ending) runs under the tracer and the profiler, calls a traced
+# method 1000 times, then returns, exits, throws an unhandled exception, is sent SIGTERM,
+# SIGINT or SIGQUIT, or faults in native code; every finished span must be in the file and
+# the profile up to that point a readable pprof file. Also: NullReferenceException still
+# works under clrmux's SIGSEGV handler, 2009 nested calls give 2009 spans, a kill during
+# heavy writing leaves only whole lines, the size cap rotates and counts, a planted symlink
+# is refused. Prints one line per check and "ending: N passed, N failed".
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+
+if ! command -v dotnet >/dev/null 2>&1; then
+    echo "## dotnet is not on PATH: the process-ending tests (tests/clr/ending.sh) did NOT run"
+    [ "${CI:-}" = "true" ] && { echo "CI=true: a missing dotnet is an error"; exit 1; }
+    exit 0
+fi
+command -v python3 >/dev/null || { echo "ending: python3 is needed"; exit 1; }
+for f in build/libclrmux.so build/libclrmux_profiler.so; do
+    [ -f "$f" ] || { echo "ending: $f missing: run 'make all'"; exit 1; }
+done
+tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
+
+LIB="$ROOT/build/libclrmux.so"
+CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-ending.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+PASS=0
+FAIL=0
+ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2" | head -30; }
+
+# run TAG CONF SIGNAL MODE [N]: ending under clrmux in $WORK/TAG/ (its own folder: spans.jsonl,
+# profiles/); SIGNAL (or "-") is sent once the app printed "ready". SIGINT and SIGQUIT are
+# reset to their default first (a shell's background job starts with them ignored).
+run() {
+    local tag=$1 conf=$2 sig=$3
+    shift 3
+    mkdir -p "$WORK/$tag"
+    cp "$conf" "$WORK/$tag/loader.conf"
+    python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL); signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" \
+        CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$WORK/$tag/loader.conf" CLRMUX_LOG_FILE="$WORK/$tag/log" \
+        dotnet build/clr/ending/ending.dll "$@" >"$WORK/$tag/out" 2>"$WORK/$tag/err" &
+    local pid=$!
+    if [ "$sig" != - ]; then
+        for _ in $(seq 300); do grep -q ready "$WORK/$tag/out" && break; sleep 0.05; done
+        sleep "${KILL_AFTER:-0}"
+        kill -s "$sig" "$pid"
+    fi
+    { wait "$pid"; } 2>/dev/null
+    echo $? >"$WORK/$tag/rc"
+}
+# spans TAG [FILE...]: "name count" per span name, "bad N" (lines that are not JSON), "lines N",
+# "roots N", "orphans N" (a parentSpanId that is no span of the files)
+spans() {
+    local tag=$1
+    shift
+    local files=("$@")
+    [ ${#files[@]} = 0 ] && files=("$WORK/$tag/spans.jsonl")
+    python3 - "${files[@]}" <<'PY_END'
+import collections, json, sys
+names, bad, lines, ids, parents = collections.Counter(), 0, 0, set(), []
+for path in sys.argv[1:]:
+    try:
+        f = open(path, 'rb')
+    except FileNotFoundError:
+        continue
+    for raw in f:
+        lines += 1
+        try:
+            req = json.loads(raw)
+        except Exception:
+            bad += 1
+            continue
+        for rs in req["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for s in ss["spans"]:
+                    names[s["name"]] += 1
+                    ids.add(s["spanId"])
+                    parents.append(s.get("parentSpanId"))
+for n, c in sorted(names.items()):
+    print(n, c)
+print("bad", bad)
+print("lines", lines)
+print("roots", sum(1 for p in parents if not p))
+print("orphans", sum(1 for p in parents if p and p not in ids))
+PY_END
+}
+# profile_ok TAG: exactly one profile, read by go tool pprof (or, without go, a gzip'd
+# protobuf), and with go its cpu samples name Ending.Work.Spin
+profile_ok() {
+    local files=("$WORK/$1"/profiles/*.pb.gz)
+    [ ${#files[@]} = 1 ] && [ -s "${files[0]}" ] || return 1
+    if command -v go >/dev/null 2>&1; then
+        go tool pprof -top -sample_index=cpu "${files[0]}" 2>/dev/null | grep -q "Ending.Work.Spin"
+    else
+        python3 -c 'import gzip, sys; sys.exit(0 if len(gzip.open(sys.argv[1]).read()) > 100 else 1)' "${files[0]}"
+    fi
+}
+
+cat >"$WORK/both.conf" <<'CONF_END'
+[loader]
+log_level = info
+[child tracer]
+builtin = tracer
+output = spans.jsonl
+trace = ending!Ending.Work::Step
+trace = ending!Ending.Work::Recurse
+[child profiler]
+builtin = profiler
+output_dir = profiles
+period_s = 60
+CONF_END
+
+# ---- each way to end: every finished span written, the profile up to then readable --------
+# tag, signal, mode, expected exit code, what the log says
+while read -r tag sig mode code cause; do
+    run "$tag" "$WORK/both.conf" "$sig" "$mode" 1000
+    got=$(spans "$tag")
+    rc=$(cat "$WORK/$tag/rc")
+    what=$mode
+    [ "$sig" != - ] && what="$mode + SIG$sig"
+    if [ "$rc" = "$code" ] && grep -qx "Ending.Work.Step 1000" <<<"$got" && grep -qx "bad 0" <<<"$got"; then
+        ok "$what (exit $rc): all 1000 finished spans written"
+    else
+        bad "$what: all 1000 finished spans written (exit $rc, want $code)" "$got
+$(grep -E 'WARN|ERROR' "$WORK/$tag/log"; tail -3 "$WORK/$tag/err")"
+    fi
+    if profile_ok "$tag"; then ok "$what: the profile up to the end is one readable pprof file naming Ending.Work.Spin"
+    else bad "$what: a readable profile" "$(ls "$WORK/$tag/profiles"; grep profiler "$WORK/$tag/log" | tail -5)"; fi
+    if [ "$cause" = shutdown ]; then
+        if grep -q "tracer: [0-9]* method(s) rewritten" "$WORK/$tag/log" && ! grep -q "last gasp" "$WORK/$tag/log"; then
+            ok "$what: the runtime's Shutdown wrote everything (no last gasp)"
+        else bad "$what: Shutdown, no last gasp" "$(grep -E 'tracer|gasp' "$WORK/$tag/log")"; fi
+    else
+        if grep -q "the process is ending ($cause) without the runtime's Shutdown" "$WORK/$tag/log" \
+            && grep -q "tracer: last gasp ($cause): every span finished so far is saved" "$WORK/$tag/log" \
+            && grep -q "profiler 'profiler': last gasp ($cause): the current period" "$WORK/$tag/log"; then
+            ok "$what: the log says how it ended, what was saved and what was lost"
+        else bad "$what: the last gasp logged" "$(grep -E 'WARN|ERROR|gasp' "$WORK/$tag/log")"; fi
+    fi
+done <<'CASES_END'
+return - return 0 shutdown
+exit - exit 3 shutdown
+throw - throw 134 unhandled exception
+term TERM wait 143 SIGTERM
+int INT wait 130 SIGINT
+quit QUIT wait 131 SIGQUIT
+segv - segv 139 SIGSEGV
+CASES_END
+
+# ---- faults the runtime handles still work beside clrmux's SIGSEGV handler ------------------
+run nre "$WORK/both.conf" - nre 1000
+if [ "$(cat "$WORK/nre/rc")" = 0 ] && grep -qx "nre 1000" "$WORK/nre/out" && ! grep -q "last gasp" "$WORK/nre/log"; then
+    ok "1000 NullReferenceExceptions (faults in managed code) are caught as before; no last gasp"
+else bad "NullReferenceException under clrmux" "$(cat "$WORK/nre/out" "$WORK/nre/err" | tail -5)"; fi
+
+# ---- deep recursion: a span for every call ---------------------------------------------------
+run deep "$WORK/both.conf" - deep 2009
+got=$(spans deep)
+if grep -qx "deep 2009" "$WORK/deep/out" && grep -qx "Ending.Work.Recurse 2009" <<<"$got" && grep -qx "roots 1" <<<"$got" \
+    && grep -qx "orphans 0" <<<"$got" && grep -q " 0 not recorded" "$WORK/deep/log"; then
+    ok "2009 nested calls of a traced method: 2009 spans, one root, every parent present"
+else bad "deep recursion: 2009 spans" "$got
+$(grep tracer "$WORK/deep/log" | tail -3)"; fi
+
+# ---- a kill while batches are written: only whole lines --------------------------------------
+cat >"$WORK/flood.conf" <<'CONF_END'
+[child tracer]
+builtin = tracer
+output = spans.jsonl
+flush_interval_ms = 10
+max_file_mb = 8
+max_files = 2
+trace = ending!Ending.Work::Step
+CONF_END
+for sig in TERM INT; do
+    KILL_AFTER=1.5 run "flood$sig" "$WORK/flood.conf" "$sig" flood
+    got=$(spans "flood$sig" "$WORK/flood$sig"/spans.jsonl*)
+    lines=$(sed -n 's/^lines //p' <<<"$got")
+    if grep -qx "bad 0" <<<"$got" && [ "${lines:-0}" -ge 20 ] && grep -q "tracer: last gasp (SIG$sig)" "$WORK/flood$sig/log"; then
+        ok "SIG$sig during heavy writing (4 threads, a line every 10 ms): $lines lines, every one whole JSON"
+    else bad "SIG$sig during heavy writing: whole lines only" "$got
+$(grep -E 'WARN|ERROR' "$WORK/flood$sig/log" | tail -3)"; fi
+done
+
+# ---- the size cap: rotation, files kept, drops counted ---------------------------------------
+cat >"$WORK/rot.conf" <<'CONF_END'
+[child tracer]
+builtin = tracer
+output = spans.jsonl
+buffer_spans = 1048576
+max_file_mb = 1
+max_files = 3
+trace = ending!Ending.Work::Step
+CONF_END
+run rot "$WORK/rot.conf" - burst 50000
+files=("$WORK"/rot/spans.jsonl*)
+sizes=$(stat -c %s "${files[@]}" | sort -n | tr '\n' ' ')
+got=$(spans rot "${files[@]}")
+kept=$(sed -n 's/^Ending.Work.Step //p' <<<"$got")
+summary=$(grep -o "[0-9]* span(s) written to [^ ]* in [0-9]* line(s) ([0-9]* rotation(s); [0-9]* old file(s) deleted, holding [0-9]* span(s)), [0-9]* dropped (buffer full)" "$WORK/rot/log")
+read -r written deleted buffer_dropped < <(sed -E 's/^([0-9]+) span.*holding ([0-9]+) span.*, ([0-9]+) dropped.*/\1 \2 \3/' <<<"$summary")
+names=$(cd "$WORK/rot" && ls spans.jsonl* | tr '\n' ' ')
+if [ "$names" = "spans.jsonl spans.jsonl.1 spans.jsonl.2 " ] && [ "$(stat -c %s "${files[@]}" | sort -n | tail -1)" -le 1048576 ] \
+    && grep -qx "bad 0" <<<"$got" && [ -n "$summary" ] && [ $((kept + deleted)) = "$written" ] \
+    && [ $((written + buffer_dropped)) = 200000 ] && grep -q "reached max_file_mb = 1 with max_files = 3" "$WORK/rot/log"; then
+    ok "max_file_mb = 1, max_files = 3: files $names(bytes: $sizes), whole lines; $kept spans kept + $deleted in deleted files = $written written (+ $buffer_dropped buffer drops = 200000)"
+else bad "rotation" "names: $names sizes: $sizes kept: $kept summary: $summary
+$(grep -E 'WARN|ERROR|tracer' "$WORK/rot/log" | tail -4)"; fi
+
+# ---- a planted symlink as the output: refused, the app runs on ------------------------------
+mkdir -p "$WORK/link"
+echo precious >"$WORK/victim"
+ln -s "$WORK/victim" "$WORK/link/spans.jsonl"
+run link "$WORK/flood.conf" - return 10
+if [ "$(cat "$WORK/link/rc")" = 0 ] && [ "$(cat "$WORK/victim")" = precious ] \
+    && grep -q "child 'tracer': cannot open output $WORK/link/spans.jsonl: it is a symbolic link (not followed); tracer disabled" "$WORK/link/log"; then
+    ok "output is a planted symlink: refused with the reason, the target untouched, the app runs on"
+else bad "planted symlink as output" "$(cat "$WORK/victim"; grep -E 'ERROR|WARN' "$WORK/link/log")"; fi
+
+echo "ending: $PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]

@@ -1,0 +1,171 @@
+/* The last gasp (src/common/lastgasp.c): flush functions called once with the cause, none
+ * after unregister; in a forked child, SIGTERM runs the flush and still ends the process by
+ * SIGTERM; an ignored signal stays ignored; a handler installed before clrmux's is still
+ * called; exit() flushes; the async-signal-safe log line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/lastgasp.h"
+#include "common/log.h"
+
+static int calls;
+static char last_cause[64];
+
+static void flush_fn(void *ctx, const char *cause, int64_t deadline_ns)
+{
+    assert_true(deadline_ns > clrmux_mono_ns());
+    calls += *(int *)ctx;
+    snprintf(last_cause, sizeof last_cause, "%s", cause);
+}
+
+static void test_fire_and_unregister(void **state)
+{
+    (void)state;
+    int one = 1;
+    calls = 0;
+    assert_int_equal(clrmux_lastgasp_register(flush_fn, &one), 0);
+    assert_int_equal(clrmux_lastgasp_fire("SIGTERM"), 1);
+    assert_int_equal(calls, 1);
+    assert_string_equal(last_cause, "SIGTERM");
+    assert_int_equal(clrmux_lastgasp_fire("SIGINT"), 1); /* called at most once */
+    assert_int_equal(calls, 1);
+    assert_int_equal(clrmux_lastgasp_register(flush_fn, &one), 0);
+    clrmux_lastgasp_unregister(flush_fn, &one);
+    assert_int_equal(clrmux_lastgasp_fire("SIGTERM"), 1);
+    assert_int_equal(calls, 1);
+}
+
+/* in a child: the flush writes a marker file */
+static char marker[256];
+static void marker_fn(void *ctx, const char *cause, int64_t deadline_ns)
+{
+    (void)ctx, (void)deadline_ns;
+    FILE *f = fopen(marker, "w");
+    if (f) {
+        fputs(cause, f);
+        fclose(f);
+    }
+}
+
+static volatile sig_atomic_t prev_called;
+static void prev_handler(int sig) { (void)sig, prev_called = 1; }
+
+/* Forks; the child runs `body` and exits 0 if it returns. Returns the wait status; the
+ * marker file's content in out (empty when absent). */
+static int in_child(void (*body)(void), char *out, size_t outsz)
+{
+    snprintf(marker, sizeof marker, "%s/clrmux-lastgasp-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    unlink(marker);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        body();
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    out[0] = 0;
+    FILE *f = fopen(marker, "r");
+    if (f) {
+        if (!fgets(out, (int)outsz, f))
+            out[0] = 0;
+        fclose(f);
+    }
+    unlink(marker);
+    return st;
+}
+
+static void body_sigterm(void)
+{
+    clrmux_lastgasp_register(marker_fn, NULL);
+    raise(SIGTERM);
+    sleep(5); /* not reached: SIGTERM's default action ends the process */
+    _exit(7);
+}
+
+static void body_ignored(void)
+{
+    signal(SIGHUP, SIG_IGN);
+    clrmux_lastgasp_register(marker_fn, NULL);
+    raise(SIGHUP);
+    _exit(0);
+}
+
+static void body_chained(void)
+{
+    signal(SIGQUIT, prev_handler); /* a handler before clrmux's (as the runtime's) */
+    clrmux_lastgasp_register(marker_fn, NULL);
+    raise(SIGQUIT);
+    _exit(prev_called ? 5 : 6);
+}
+
+static void body_exit(void)
+{
+    clrmux_lastgasp_register(marker_fn, NULL);
+    exit(4);
+}
+
+static void test_signals_in_child(void **state)
+{
+    (void)state;
+    char cause[64];
+    int st = in_child(body_sigterm, cause, sizeof cause);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    assert_string_equal(cause, "SIGTERM");
+
+    st = in_child(body_ignored, cause, sizeof cause);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_string_equal(cause, ""); /* ignored: nothing to flush for */
+
+    st = in_child(body_chained, cause, sizeof cause);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 5);
+    assert_string_equal(cause, "SIGQUIT");
+
+    st = in_child(body_exit, cause, sizeof cause);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 4);
+    assert_string_equal(cause, "exit");
+}
+
+static char captured[600];
+static void test_signal_safe_log(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    int saved = dup(2);
+    dup2(fds[1], 2);
+    clrmux_log_signal_safe(CLRMUX_LOG_ERROR, "the last gasp did not finish");
+    dup2(saved, 2);
+    close(saved);
+    close(fds[1]);
+    ssize_t n = read(fds[0], captured, sizeof captured - 1);
+    close(fds[0]);
+    assert_true(n > 0);
+    captured[n] = 0;
+    char expect[64];
+    snprintf(expect, sizeof expect, "clrmux[%d] ", (int)getpid());
+    assert_memory_equal(captured, expect, strlen(expect));
+    /* "clrmux[pid] YYYY-MM-DDTHH:MM:SS.mmmZ ERROR the last gasp did not finish\n" as clrmux_log */
+    const char *t = captured + strlen(expect);
+    assert_true(t[4] == '-' && t[7] == '-' && t[10] == 'T' && t[13] == ':' && t[19] == '.' && t[23] == 'Z');
+    assert_string_equal(t + 25, "ERROR the last gasp did not finish\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_signal_safe_log),
+        cmocka_unit_test(test_signals_in_child),
+        cmocka_unit_test(test_fire_and_unregister),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
