@@ -215,7 +215,8 @@ static void install(void)
             continue; /* ignored (nohup, a parent's choice): stays ignored, nothing to flush for */
         sa.sa_sigaction = handler;
         sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
+        sa.sa_mask = g_prev[i].sa_mask; /* what the previous handler expects blocked (the PAL's
+                                           SIGSEGV handler: its activation signal) */
         sigaction(k_sigs[i].sig, &sa, NULL);
     }
     atexit(at_exit);

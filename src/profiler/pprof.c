@@ -994,8 +994,10 @@ int clrmux_pprof_write_file(const clrmux_pprof_builder *b, const char *path)
         return -ENOMEM;
     }
     snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                  0644);
+    /* a new file: never one planted under the temporary name (a symbolic or hard link
+     * would otherwise be followed or truncated) */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         rc = -errno;
         goto out;

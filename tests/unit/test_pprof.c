@@ -728,6 +728,22 @@ static void test_write_file_atomic(void **state)
     char bad[PATH_MAX + 16];
     snprintf(bad, sizeof bad, "%s/nope/x.pb.gz", dir);
     assert_int_equal(clrmux_pprof_write_file(b, bad), -ENOENT);
+    /* a hard link planted under the temporary name: the linked file is neither written nor
+     * truncated */
+    char victim[PATH_MAX + 16];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *v = fopen(victim, "w");
+    fputs("precious", v);
+    fclose(v);
+    assert_int_equal(link(victim, tmp), 0);
+    assert_int_equal(clrmux_pprof_write_file(b, path), 0);
+    size_t vlen;
+    uint8_t *vdata = read_file(victim, &vlen);
+    assert_int_equal(vlen, 8);
+    assert_memory_equal(vdata, "precious", 8);
+    free(vdata);
+    assert_int_equal(stat(tmp, &st_), -1);
+    assert_int_equal(unlink(victim), 0);
 
     assert_int_equal(unlink(path), 0);
     assert_int_equal(rmdir(dir), 0);
