@@ -13,6 +13,7 @@ struct clrmux_spanfile {
     int fd;
     uint64_t size, max_bytes;
     unsigned max_files;
+    int regular; /* 0: a character device (no cap, no rotation) */
     uint64_t spans_in[CLRMUX_SPANFILE_MAX_FILES]; /* [0]: the current file, [i]: path.i */
     struct clrmux_spanfile_stats st;
     char path[]; /* followed by room for the rotated names */
@@ -39,7 +40,7 @@ static int write_all(int fd, const char *p, size_t len)
 
 /* Opens path for appending (read too: to look at its last byte), refusing what someone else
  * could have planted (spanfile.h). */
-static int open_checked(const char *path, uint64_t *size, char *err, size_t errsz)
+static int open_checked(const char *path, uint64_t *size, int *regular, char *err, size_t errsz)
 {
     int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -59,6 +60,9 @@ static int open_checked(const char *path, uint64_t *size, char *err, size_t errs
     if (fstat(fd, &st) != 0) {
         snprintf(buf, sizeof buf, "fstat failed: %s", strerror(errno));
         why = buf;
+    } else if (S_ISCHR(st.st_mode)) {
+        /* a character device (/dev/null, a terminal): only a privileged user can create one,
+         * so nobody planted it; written, never rotated */
     } else if (!S_ISREG(st.st_mode)) {
         why = "it is not a regular file";
     } else if (st.st_uid != geteuid()) {
@@ -78,8 +82,9 @@ static int open_checked(const char *path, uint64_t *size, char *err, size_t errs
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0)
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    *size = (uint64_t)st.st_size;
-    if (st.st_size > 0) { /* a writer killed mid-line: start ours on a line of their own */
+    *regular = S_ISREG(st.st_mode);
+    *size = *regular ? (uint64_t)st.st_size : 0;
+    if (*regular && st.st_size > 0) { /* a writer killed mid-line: start ours on a line of their own */
         char last = '\n';
         if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n' && write_all(fd, "\n", 1) == 0)
             (*size)++;
@@ -109,7 +114,7 @@ struct clrmux_spanfile *clrmux_spanfile_open(const char *path, uint64_t max_byte
     memcpy(f->path, path, plen + 1);
     f->max_bytes = max_bytes;
     f->max_files = max_files;
-    f->fd = open_checked(path, &f->size, err, errsz);
+    f->fd = open_checked(path, &f->size, &f->regular, err, errsz);
     if (f->fd < 0) {
         int e = errno;
         free(f);
@@ -168,7 +173,8 @@ static int rotate(struct clrmux_spanfile *f, char *err, size_t errsz)
     f->spans_in[0] = 0;
     uint64_t size = 0;
     char why[300];
-    int fd = open_checked(f->path, &size, why, sizeof why);
+    int regular = 1;
+    int fd = open_checked(f->path, &size, &regular, why, sizeof why);
     if (fd < 0) {
         snprintf(err, errsz, "cannot open %s after rotating it: %s", f->path, why);
         goto out;
@@ -187,7 +193,7 @@ int clrmux_spanfile_write(struct clrmux_spanfile *f, const char *line, size_t le
                           size_t errsz)
 {
     int rc = 0;
-    if (f->max_bytes && f->size > 0 && f->size + len > f->max_bytes && rotate(f, err, errsz) != 0) {
+    if (f->regular && f->max_bytes && f->size > 0 && f->size + len > f->max_bytes && rotate(f, err, errsz) != 0) {
         /* keep the cap: empty the current file instead (its spans are counted as dropped) */
         int e = errno;
         if (ftruncate(f->fd, 0) == 0) {

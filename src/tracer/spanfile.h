@@ -4,7 +4,9 @@
  * Opening (clrmux_spanfile_open and each rotation): O_NOFOLLOW (a planted symbolic link is
  * refused, never followed), O_NONBLOCK during open (a planted FIFO cannot block it), then
  * fstat: only a regular file, owned by the process's effective user, with one link (a
- * planted hard link to another file is refused); created with mode 0644 (less the umask).
+ * planted hard link to another file is refused), or a character device such as /dev/null
+ * (which only a privileged user can create; never capped or rotated); created with mode 0644
+ * (less the umask).
  * A file that does not end in '\n' (a writer killed mid-line) gets a '\n' first, so that the
  * lines written here start on a line of their own.
  *

@@ -85,6 +85,16 @@ static void test_refuses_planted_files(void **state)
     assert_null(clrmux_spanfile_open(hard, 0, 1, err, sizeof err));
     assert_non_null(strstr(err, "hard links"));
     assert_string_equal(slurp(target), "precious\n");
+    /* /dev/null: accepted, never rotated (a rename of /dev/null would be a disaster) */
+    struct clrmux_spanfile *f = clrmux_spanfile_open("/dev/null", 10, 2, err, sizeof err);
+    assert_non_null(f);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(clrmux_spanfile_write(f, "{\"x\":12345}\n", 12, 1, err, sizeof err), 0);
+    struct clrmux_spanfile_stats st;
+    clrmux_spanfile_stats(f, &st);
+    assert_int_equal(st.rotations, 0);
+    clrmux_spanfile_close(f);
+    assert_int_equal(access("/dev/null.1", F_OK), -1);
 }
 
 static void test_whole_lines_and_mode(void **state)
