@@ -24,7 +24,7 @@ for f in build/libclrmux.so build/libclrmux_profiler.so; do
 done
 tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
 
-LIB="$ROOT/build/libclrmux.so"
+LIB="${CLRMUX_TEST_LIB:-$ROOT/build/libclrmux.so}" # another build to compare with
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-ending.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -109,6 +109,8 @@ log_level = info
 [child tracer]
 builtin = tracer
 output = spans.jsonl
+; no periodic write during the run: what is in the file was written at the end
+flush_interval_ms = 600000
 trace = ending!Ending.Work::Step
 trace = ending!Ending.Work::Recurse
 [child profiler]
