@@ -60,6 +60,14 @@ struct rejit_job {
     HRESULT hr;
 };
 
+/* The line being built: a buffer kept across batches (it grows to the largest line once),
+ * filled through a stdio cookie (glibc's open_memstream costs ~10 us per span here). */
+struct linebuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
 struct tracer {
     ICorProfilerCallback11 iface;
     _Atomic LONG refs;
@@ -118,6 +126,7 @@ struct tracer {
     size_t nbatch;
     uint64_t written, lines, dropped_logged, deleted_logged;
     struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
+    struct linebuf line;                    /* the OTLP JSON line being written */
     /* the writer: the export thread, Shutdown, or the last gasp (common/lastgasp.h), which
      * sets `final`: nothing is written after it */
     pthread_mutex_t wr_lock;
@@ -298,21 +307,40 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 
 /* ---- export -------------------------------------------------------------------------- */
 
-/* The batch as one OTLP JSON line, '\n' included, in memory (malloc'd, *len set), or NULL. */
-static char *render_batch(struct tracer *t, size_t *len)
+static ssize_t linebuf_write(void *cookie, const char *buf, size_t n)
+{
+    struct linebuf *b = cookie;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return -1;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, buf, n);
+    b->len += n;
+    return (ssize_t)n;
+}
+
+/* The batch as one OTLP JSON line, '\n' included, in t->line; 0, or -1 (out of memory). */
+static int render_batch(struct tracer *t)
 {
     struct clrmux_otlp_names names = {method_name_cb, exc_name_cb, t};
-    char *body = NULL;
-    *len = 0;
-    FILE *m = open_memstream(&body, len);
-    int rc = m ? clrmux_otlp_write_line(m, t->service, (long)getpid(), t->batch, t->nbatch, &names) : -1;
-    if (m && fclose(m) != 0)
+    t->line.len = 0;
+    t->line.oom = 0;
+    FILE *m = fopencookie(&t->line, "w", (cookie_io_functions_t){.write = linebuf_write});
+    if (!m)
+        return -1;
+    setvbuf(m, NULL, _IOFBF, 1 << 16);
+    int rc = clrmux_otlp_write_line(m, t->service, (long)getpid(), t->batch, t->nbatch, &names);
+    if (fclose(m) != 0 || t->line.oom || !t->line.len)
         rc = -1;
-    if (rc != 0 || !body || !*len) {
-        free(body);
-        return NULL;
-    }
-    return body;
+    return rc;
 }
 
 /* Writes the batch as one line, with one write(2) (whole lines only), to the file, and/or
@@ -326,9 +354,7 @@ static void write_batch(struct tracer *t)
         t->nbatch = 0;
         return;
     }
-    size_t len = 0;
-    char *line = render_batch(t, &len);
-    if (!line) {
+    if (render_batch(t) != 0) {
         if (!t->render_errors++)
             LOG_ERROR("tracer: cannot format %zu span(s): out of memory; dropped (logged once)", t->nbatch);
         t->nbatch = 0;
@@ -336,7 +362,7 @@ static void write_batch(struct tracer *t)
     }
     if (to_file) {
         char err[PATH_MAX + 200];
-        int rc = clrmux_spanfile_write(t->out, line, len, t->nbatch, err, sizeof err);
+        int rc = clrmux_spanfile_write(t->out, t->line.p, t->line.len, t->nbatch, err, sizeof err);
         if (rc < 0) {
             LOG_ERROR("tracer: %s; spans are no longer written to it", err);
             t->write_failed = 1;
@@ -355,20 +381,27 @@ static void write_batch(struct tracer *t)
         }
     }
     if (t->http) {
-        t->queued += t->nbatch;
-        t->requests++;
-        clrmux_http_enqueue(t->http, line, len - 1, t->nbatch); /* takes the buffer */
-    } else {
-        free(line);
+        char *body = malloc(t->line.len);
+        if (body) {
+            memcpy(body, t->line.p, t->line.len - 1); /* the request body: the line without '\n' */
+            t->queued += t->nbatch;
+            t->requests++;
+            clrmux_http_enqueue(t->http, body, t->line.len - 1, t->nbatch); /* takes body */
+        } else if (!t->render_errors++) {
+            LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped (logged once)",
+                      t->nbatch);
+        }
     }
     t->nbatch = 0;
 }
 
 /* Moves finished spans from the ring into the batch, writing each full batch as a line; with
- * `flush`, also the partial batch, and flushes the file. Export thread (or Shutdown). */
+ * `flush`, also the partial batch. Export thread, Shutdown or the last gasp (under wr_lock). */
 static void export_pending(struct tracer *t, int flush)
 {
-    for (;;) {
+    /* at most one ring's worth per call: producers that keep up with the writer must not keep
+     * it (and wr_lock) forever; the spans after that wait for the next poll */
+    for (size_t n = 0; n <= t->buffer_spans / EXPORT_BATCH + 1; n++) {
         t->nbatch += clrmux_spans_drain(t->batch + t->nbatch, EXPORT_BATCH - t->nbatch);
         if (t->nbatch < EXPORT_BATCH)
             break;

@@ -27,7 +27,7 @@ tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed";
 LIB="${CLRMUX_TEST_LIB:-$ROOT/build/libclrmux.so}" # another build to compare with
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-ending.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
 PASS=0
 FAIL=0
 ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
@@ -185,7 +185,7 @@ for sig in TERM INT; do
     KILL_AFTER=1.5 run "flood$sig" "$WORK/flood.conf" "$sig" flood
     got=$(spans "flood$sig" "$WORK/flood$sig"/spans.jsonl*)
     lines=$(sed -n 's/^lines //p' <<<"$got")
-    if grep -qx "bad 0" <<<"$got" && [ "${lines:-0}" -ge 20 ] && grep -q "tracer: last gasp (SIG$sig)" "$WORK/flood$sig/log"; then
+    if grep -qx "bad 0" <<<"$got" && [ "${lines:-0}" -ge 20 ] && grep -q "tracer: last gasp (SIG$sig): every span finished so far is saved" "$WORK/flood$sig/log"; then
         ok "SIG$sig during heavy writing (4 threads, a line every 10 ms): $lines lines, every one whole JSON"
     else bad "SIG$sig during heavy writing: whole lines only" "$got
 $(grep -E 'WARN|ERROR' "$WORK/flood$sig/log" | tail -3)"; fi
