@@ -79,6 +79,7 @@ struct profiler {
      * returned. The world is stopped from (about) t_susp to t_res. */
     uint64_t snap_empty;
     uint64_t ticks_before_start; /* ticks skipped: the runtime had not started yet */
+    uint64_t suspend_busy;       /* ticks skipped: another suspension was in progress */
     uint64_t ticks, suspend_failures, snap_failures, pause_max, suspend_ns, walk_ns, resume_ns;
     int64_t pause_ewma;     /* ns, of (t_res - t0) */
     uint64_t interval_sum;  /* ns, of the intervals actually used (stretched by the budget) */
@@ -164,6 +165,11 @@ static void tick(struct profiler *p)
          * answers CORPROF_E_RUNTIME_UNINITIALIZED until EEStartup is done): sampling begins
          * at the first tick after that, without a word. */
         p->ticks_before_start++;
+        return;
+    }
+    if (hr == CORPROF_E_SUSPENSION_IN_PROGRESS) {
+        /* the runtime is suspended already (a garbage collection): this tick is skipped */
+        p->suspend_busy++;
         return;
     }
     if (!p->ticks && !p->suspend_failures)
@@ -638,7 +644,8 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
     double t = p->ticks ? (double)p->ticks * 1000.0 : 1;
     LOG_INFO("profiler '%s': shut down; %llu files written (%llu failed); %llu ticks (interval avg %.1f ms): "
              "SuspendRuntime avg %.1f us, "
-             "stack walks avg %.1f us, ResumeRuntime avg %.1f us, suspend+walks max %.1f us, %llu suspend failures, "
+             "stack walks avg %.1f us, ResumeRuntime avg %.1f us, suspend+walks max %.1f us, %llu suspend failures "
+             "(%llu ticks skipped during another suspension), "
              "%llu failed stack walks (%llu without managed frames); "
              "%llu exceptions, %llu allocation ticks, %llu contentions; sampler thread CPU %.1f ms; dropped %llu raw "
              "events, %llu samples; name cache cleared %llu times",
@@ -646,6 +653,7 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
              (unsigned long long)p->ticks, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
              (double)p->suspend_ns / t, (double)p->walk_ns / t,
              (double)p->resume_ns / t, (double)p->pause_max / 1000.0, (unsigned long long)p->suspend_failures,
+             (unsigned long long)p->suspend_busy,
              (unsigned long long)p->snap_failures, (unsigned long long)p->snap_empty,
              (unsigned long long)atomic_load(&p->exceptions), (unsigned long long)atomic_load(&p->allocations),
              (unsigned long long)atomic_load(&p->contentions), (double)p->sampler_cpu_ns / 1e6,
