@@ -56,20 +56,25 @@ static const char *cause_name(int c)
 static void run_flushes(void)
 {
     int c = atomic_load(&g_cause);
+    int final = c != CAUSE_UNHANDLED;
     int64_t t0 = clrmux_mono_ns(), deadline = t0 + (int64_t)CLRMUX_LASTGASP_BUDGET_MS * 1000000;
     pthread_mutex_lock(&g_lock);
     int n = 0;
     for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
         if (g_fns[i].fn)
             n++;
-    if (n)
+    if (n && final)
         LOG_WARN("the process is ending (%s) without the runtime's Shutdown: writing what clrmux holds",
                  cause_name(c));
+    else if (n)
+        LOG_WARN("the process is ending (%s) without the runtime's Shutdown: writing what clrmux holds (it "
+                 "keeps working if the process goes on)", cause_name(c));
     for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++) {
         if (!g_fns[i].fn)
             continue;
-        g_fns[i].fn(g_fns[i].ctx, cause_name(c), deadline);
-        g_fns[i].fn = NULL; /* at most once */
+        g_fns[i].fn(g_fns[i].ctx, cause_name(c), deadline, final);
+        if (final)
+            g_fns[i].fn = NULL; /* at most once */
     }
     if (n)
         LOG_INFO("last gasp (%s) done in %.1f ms", cause_name(c), (double)(clrmux_mono_ns() - t0) / 1e6);
@@ -200,8 +205,13 @@ static void at_exit(void)
 
 void clrmux_lastgasp_now(void)
 {
-    if (g_started)
-        trigger_and_wait(CAUSE_UNHANDLED);
+    static _Atomic int once; /* the tracer and the profiler both see the same unhandled exception */
+    if (!g_started || atomic_exchange(&once, 1))
+        return;
+    trigger_and_wait(CAUSE_UNHANDLED);
+    int done = 2;
+    if (atomic_load(&g_cause) == CAUSE_UNHANDLED) /* not final: a later end can flush again */
+        atomic_compare_exchange_strong(&g_state, &done, 0);
 }
 
 static void install(void)

@@ -32,9 +32,12 @@
 #define CLRMUX_LASTGASP_BUDGET_MS 2500
 #define CLRMUX_LASTGASP_MAX 8
 
-/* cause: "exit", "SIGTERM", "SIGSEGV"...; deadline_ns: CLOCK_MONOTONIC time by which to
- * return. */
-typedef void (*clrmux_lastgasp_fn)(void *ctx, const char *cause, int64_t deadline_ns);
+/* cause: "exit", "SIGTERM", "SIGSEGV", "unhandled exception"...; deadline_ns: CLOCK_MONOTONIC
+ * time by which to return. final: 1 when the process is ending (write, then nothing more);
+ * 0 for an unhandled exception, after which the runtime normally aborts but may go on
+ * (ExceptionHandling.RaiseAppDomainUnhandledExceptionEvent, .NET 10, raises the same event
+ * without ending anything): write now and keep working. */
+typedef void (*clrmux_lastgasp_fn)(void *ctx, const char *cause, int64_t deadline_ns, int final);
 
 /* Registers fn(ctx) (at most CLRMUX_LASTGASP_MAX; the first call starts the thread and
  * installs the handlers). Returns 0, or -1 (table full, or no thread: logged). */
@@ -43,8 +46,10 @@ int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx);
 void clrmux_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx);
 
 /* The process is about to end in a way no handler sees (an unhandled managed exception:
- * common/unhandled.h): runs the last gasp now, cause "unhandled exception", and waits for
- * it at most CLRMUX_LASTGASP_WAIT_MS. Ordinary thread context. */
+ * common/unhandled.h): runs the flush functions now (cause "unhandled exception", final 0),
+ * waits for them at most CLRMUX_LASTGASP_WAIT_MS, and leaves them registered. Once per
+ * process (the hook sees the method's first compilation only); later calls return at once.
+ * Ordinary thread context. */
 void clrmux_lastgasp_now(void);
 
 /* Runs the flush now as a signal `cause` would (tests). Returns 1 if it finished in time. */

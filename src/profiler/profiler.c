@@ -78,6 +78,8 @@ struct profiler {
     /* per tick: t0 SuspendRuntime called, t_susp it returned, t_res ResumeRuntime called, t1 it
      * returned. The world is stopped from (about) t_susp to t_res. */
     uint64_t snap_empty;
+    char last_path[PATH_MAX];    /* the last profile's name, and how many share its second */
+    unsigned same_second;
     uint64_t ticks_before_start; /* ticks skipped: the runtime had not started yet */
     uint64_t suspend_busy;       /* ticks skipped: another suspension was in progress */
     uint64_t ticks, suspend_failures, snap_failures, pause_max, suspend_ns, walk_ns, resume_ns;
@@ -338,7 +340,22 @@ static void flush(struct profiler *p, const char *last)
     p->pprof_drops_total += pprof_drops;
     if (p->output_ok) {
         char path[PATH_MAX];
-        if (prof_output_path(path, sizeof path, p->cfg.output_dir, p->process, p->pid, p->period_start_unix) != 0) {
+        int bad = prof_output_path(path, sizeof path, p->cfg.output_dir, p->process, p->pid, p->period_start_unix);
+        if (!bad && strcmp(path, p->last_path) == 0) {
+            /* a second period that started within the same second (a flush at an unhandled
+             * exception, then Shutdown): <name>-2.pb.gz, -3, ... instead of overwriting */
+            size_t l = strlen(path) - strlen(".pb.gz");
+            char tail[32];
+            snprintf(tail, sizeof tail, "-%u.pb.gz", ++p->same_second);
+            if (l + strlen(tail) + 1 > sizeof path)
+                bad = -1;
+            else
+                memcpy(path + l, tail, strlen(tail) + 1);
+        } else if (!bad) {
+            snprintf(p->last_path, sizeof p->last_path, "%s", path);
+            p->same_second = 1;
+        }
+        if (bad) {
             p->file_failures++;
             LOG_ERROR("profiler '%s': output path too long in %s", p->name, p->cfg.output_dir);
         } else {
@@ -563,14 +580,18 @@ static void stop_sampler(struct profiler *p)
 }
 
 /* The process ends without Shutdown (common/lastgasp.h): the current period, up to now, as a
- * readable file; nothing written after it. The last-gasp thread. */
-static void prof_last_gasp(void *ctx, const char *cause, int64_t deadline_ns)
+ * readable file; nothing written after it (final), or, for an unhandled exception (not
+ * final: the process may go on), a new period starts and sampling goes on. The last-gasp
+ * thread. */
+static void prof_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final)
 {
     struct profiler *p = ctx;
-    pthread_mutex_lock(&p->wake_lock);
-    atomic_store(&p->stop, 1); /* no more ticks */
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->wake_lock);
+    if (final) {
+        pthread_mutex_lock(&p->wake_lock);
+        atomic_store(&p->stop, 1); /* no more ticks */
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->wake_lock);
+    }
     int64_t left_ns = deadline_ns - mono_ns();
     struct timespec abs;
     clock_gettime(CLOCK_REALTIME, &abs);
@@ -590,8 +611,8 @@ static void prof_last_gasp(void *ctx, const char *cause, int64_t deadline_ns)
     if (!p->final) {
         uint64_t files = p->files;
         double secs = (double)(mono_ns() - p->period_start_mono) / 1e9;
-        flush(p, cause);
-        p->final = 1;
+        flush(p, final ? cause : NULL);
+        p->final = final;
         if (p->files > files)
             LOG_WARN("profiler '%s': last gasp (%s): the current period (%.1f s, up to now) is written; %llu file(s) "
                      "in all; lost: nothing sampled before this point", p->name, cause, secs,

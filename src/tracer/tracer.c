@@ -37,6 +37,7 @@
 #define POLL_MS 50
 #define REJIT_WAIT_SECONDS 10
 #define CONV_I 0xD3
+#define HOLD_AFTER_UNHANDLED_MS 5000
 
 struct traced_method {
     ModuleID module;
@@ -131,6 +132,7 @@ struct tracer {
      * sets `final`: nothing is written after it */
     pthread_mutex_t wr_lock;
     int final;
+    _Atomic int64_t hold_until_ns; /* after an unhandled exception: no write until then */
     int write_failed;
     _Atomic int shut_down;
 };
@@ -464,7 +466,7 @@ static void *export_thread(void *arg)
         }
         pthread_mutex_unlock(&t->ex_lock);
         pthread_mutex_lock(&t->wr_lock);
-        if (!t->final) {
+        if (!t->final && clrmux_mono_ns() >= atomic_load(&t->hold_until_ns)) {
             export_pending(t, flush);
             if (t->http) /* what is due, for at most a poll interval: then the ring is drained again */
                 clrmux_http_pump(t->http, poll);
@@ -906,7 +908,7 @@ static ULONG STDMETHODCALLTYPE tr_Release(ICorProfilerCallback11 *This) { return
     (COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION |           \
      COR_PRF_MONITOR_CACHE_SEARCHES | COR_PRF_MONITOR_EXCEPTIONS)
 
-static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns);
+static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
 
 static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
 {
@@ -1150,8 +1152,11 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
 }
 
 /* The process ends without Shutdown (common/lastgasp.h): write every finished span, then
- * nothing more. The last-gasp thread. */
-static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns)
+ * nothing more (final), or, for an unhandled exception (not final: the runtime aborts in a
+ * moment, unless the event was only raised), write them and hold the export thread's writes
+ * for HOLD_AFTER_UNHANDLED_MS, so that no line is being written when the abort comes. The
+ * last-gasp thread. */
+static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final)
 {
     struct tracer *t = ctx;
     int64_t left_ns = deadline_ns - clrmux_mono_ns();
@@ -1174,9 +1179,12 @@ static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns)
         uint64_t before = t->written + t->queued;
         export_pending(t, 1);
         long ms = (long)((deadline_ns - clrmux_mono_ns()) / 1000000);
-        if (t->http && ms > 0)
+        if (t->http && ms > 0 && final)
             clrmux_http_finish(t->http, ms);
-        t->final = 1;
+        if (final)
+            t->final = 1;
+        else
+            atomic_store(&t->hold_until_ns, clrmux_mono_ns() + (int64_t)HOLD_AFTER_UNHANDLED_MS * 1000000);
         log_summary(t, cause, t->written + t->queued - before);
     }
     pthread_mutex_unlock(&t->wr_lock);

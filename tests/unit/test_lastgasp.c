@@ -20,10 +20,12 @@
 static int calls;
 static char last_cause[64];
 
-static void flush_fn(void *ctx, const char *cause, int64_t deadline_ns)
+static int last_final = -1;
+static void flush_fn(void *ctx, const char *cause, int64_t deadline_ns, int final)
 {
     assert_true(deadline_ns > clrmux_mono_ns());
     calls += *(int *)ctx;
+    last_final = final;
     snprintf(last_cause, sizeof last_cause, "%s", cause);
 }
 
@@ -33,8 +35,17 @@ static void test_fire_and_unregister(void **state)
     int one = 1;
     calls = 0;
     assert_int_equal(clrmux_lastgasp_register(flush_fn, &one), 0);
+    /* an unhandled exception: written now, not final, still registered */
+    clrmux_lastgasp_now();
+    assert_int_equal(calls, 1);
+    assert_int_equal(last_final, 0);
+    assert_string_equal(last_cause, "unhandled exception");
+    clrmux_lastgasp_now(); /* once per process */
+    assert_int_equal(calls, 1);
+    calls = 0;
     assert_int_equal(clrmux_lastgasp_fire("SIGTERM"), 1);
     assert_int_equal(calls, 1);
+    assert_int_equal(last_final, 1);
     assert_string_equal(last_cause, "SIGTERM");
     assert_int_equal(clrmux_lastgasp_fire("SIGINT"), 1); /* called at most once */
     assert_int_equal(calls, 1);
@@ -46,9 +57,9 @@ static void test_fire_and_unregister(void **state)
 
 /* in a child: the flush writes a marker file */
 static char marker[256];
-static void marker_fn(void *ctx, const char *cause, int64_t deadline_ns)
+static void marker_fn(void *ctx, const char *cause, int64_t deadline_ns, int final)
 {
-    (void)ctx, (void)deadline_ns;
+    (void)ctx, (void)deadline_ns, (void)final;
     FILE *f = fopen(marker, "w");
     if (f) {
         fputs(cause, f);

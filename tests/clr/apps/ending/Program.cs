@@ -9,6 +9,9 @@
 //   return     returns from Main (the runtime's Shutdown runs)
 //   exit       Environment.Exit(3)
 //   throw      throws an unhandled InvalidOperationException (abort: SIGABRT, exit 134)
+//   raise      raises AppDomain.UnhandledException without ending (ExceptionHandling.
+//              RaiseAppDomainUnhandledExceptionEvent, .NET 10), calls Step n more times,
+//              prints "raised", returns
 //   wait       sleeps until killed (the test sends SIGTERM, SIGINT, ...)
 //   segv       a fault in native code (libc strlen of address 1): SIGSEGV, exit 139
 //   nre        catches n NullReferenceExceptions (faults in managed code the runtime turns
@@ -85,6 +88,13 @@ public static class Program
                 break;
             case "throw":
                 throw new InvalidOperationException("ending: unhandled on purpose");
+            case "raise":
+                System.Runtime.ExceptionServices.ExceptionHandling.RaiseAppDomainUnhandledExceptionEvent(
+                    new InvalidOperationException("ending: raised, not thrown"));
+                for (int i = 0; i < n; i++)
+                    sum += Work.Step(i);
+                Console.WriteLine("raised");
+                break;
             case "wait":
                 Thread.Sleep(Timeout.Infinite);
                 break;
