@@ -89,12 +89,22 @@ public static class Program
             case "throw":
                 throw new InvalidOperationException("ending: unhandled on purpose");
             case "raise":
-                System.Runtime.ExceptionServices.ExceptionHandling.RaiseAppDomainUnhandledExceptionEvent(
-                    new InvalidOperationException("ending: raised, not thrown"));
+            {
+                // .NET 10+; the apps target net8.0, so through reflection
+                var raise = typeof(System.Runtime.ExceptionServices.ExceptionDispatchInfo).Assembly
+                    .GetType("System.Runtime.ExceptionServices.ExceptionHandling")
+                    ?.GetMethod("RaiseAppDomainUnhandledExceptionEvent", new[] { typeof(object) });
+                if (raise == null)
+                {
+                    Console.WriteLine("raise: not in this runtime");
+                    break;
+                }
+                raise.Invoke(null, new object[] { new InvalidOperationException("ending: raised, not thrown") });
                 for (int i = 0; i < n; i++)
                     sum += Work.Step(i);
                 Console.WriteLine("raised");
                 break;
+            }
             case "wait":
                 Thread.Sleep(Timeout.Infinite);
                 break;
