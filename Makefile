@@ -74,7 +74,7 @@ $(BUILD)/asan/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profi
 # libclrmux_profiler.so: the built-in profiler (`builtin = profiler`), a companion library that
 # libclrmux.so dlopens from its own folder. protobuf-c and zlib are linked dynamically here
 # (Debian's .a are not PIC), which keeps libclrmux.so itself self-contained.
-PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c src/common/hresult.c src/common/unhandled.c
+PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c src/common/hresult.c
 PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/pobj/%.o) $(BUILD)/pobj/gen/profile.pb-c.o
 all: $(BUILD)/libclrmux_profiler.so
 

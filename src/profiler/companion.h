@@ -31,7 +31,6 @@ struct clrmux_profiler_host {
     /* the host's last gasp (common/lastgasp.h): one mechanism for the whole process */
     int (*lastgasp_register)(clrmux_lastgasp_fn fn, void *ctx);
     void (*lastgasp_unregister)(clrmux_lastgasp_fn fn, void *ctx);
-    void (*lastgasp_now)(void);
 };
 
 /* Creates the profiler child for section `cc` (keys in cc->kvs; relative output_dir resolved

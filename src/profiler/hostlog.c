@@ -58,16 +58,10 @@ void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx)
         g_host.lastgasp_unregister(fn, ctx);
 }
 
-void prof_lastgasp_now(void)
-{
-    if (g_host.lastgasp_now)
-        g_host.lastgasp_now();
-}
 #else
 #include "common/lastgasp.h"
 #include "profiler/prof.h"
 
 int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx) { return clrmux_lastgasp_register(fn, ctx); }
 void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx) { clrmux_lastgasp_unregister(fn, ctx); }
-void prof_lastgasp_now(void) { clrmux_lastgasp_now(); }
 #endif

@@ -195,6 +195,5 @@ void prof_hostlog_set(const struct clrmux_profiler_host *host);
  * the unit tests' build. */
 int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx);
 void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx);
-void prof_lastgasp_now(void);
 
 #endif
