@@ -24,10 +24,7 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
     return (struct clrmux_mux *)((char *)iface - offsetof(struct clrmux_mux, iface));
 }
 
-static inline int child_live(const struct clrmux_child *c, int version)
-{
-    return c->version >= version && atomic_load_explicit(&c->active, memory_order_acquire);
-}
+#define child_live clrmux_child_live
 
 /* ---- generated fan-out ---------------------------------------------------------------- */
 
@@ -58,6 +55,7 @@ static inline int child_live(const struct clrmux_child *c, int version)
 #define GEN_SELF(I, D, R, N, P, A, L, H)
 #define GEN_MERGE(I, D, R, N, P, A, L, H)
 #define GEN_REJIT(I, D, R, N, P, A, L, H)
+#define GEN_JIT(I, D, R, N, P, A, L, H)
 #define GEN_EVENTPIPE(I, D, R, N, P, A, L, H)
 #define GEN(I, D, R, N, P, A, ROUTE) CLRMUX_ROUTE_APPLY(GEN_, I, D, R, N, P, A, ROUTE)
 CLRMUX_ALL_ICorProfilerCallback11(GEN, ICorProfilerCallback11)
@@ -285,8 +283,38 @@ static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfiler
         if (!mine)
             result = FALSE; /* use precompiled code only if every child agrees */
     }
+    if (result && !clrmux_compose_cache_search(m, functionId))
+        result = FALSE; /* a held-back ReJIT waits for this method's first JIT compilation */
     if (pbUseCachedFunction)
         *pbUseCachedFunction = result;
+    return S_OK;
+}
+
+/* ---- JIT compilation: routed by mask; held-back ReJIT requests are made at the end ----- */
+
+static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                           BOOL fIsSafeToBlock)
+{
+    struct clrmux_mux *m = impl(This);
+    clrmux_compose_jit_started(m, functionId);
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (child_live(c, 1) && clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+            c->cb->lpVtbl->JITCompilationStarted(c->cb, functionId, fIsSafeToBlock);
+    }
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                            HRESULT hrStatus, BOOL fIsSafeToBlock)
+{
+    struct clrmux_mux *m = impl(This);
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (child_live(c, 1) && clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+            c->cb->lpVtbl->JITCompilationFinished(c->cb, functionId, hrStatus, fIsSafeToBlock);
+    }
+    clrmux_compose_jit_finished(m, functionId);
     return S_OK;
 }
 
@@ -299,7 +327,7 @@ static uint64_t owners_of_function(struct clrmux_mux *m, FunctionID fid)
     mdToken tok = 0;
     if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
         return 0;
-    return clrmux_rejit_owners(m, mod, tok);
+    return clrmux_compose_owners(m, mod, tok);
 }
 
 #define FOR_OWNERS(m, owners, c)                                                 \
@@ -319,12 +347,7 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationStarted(ICorProfilerCallbac
 static HRESULT STDMETHODCALLTYPE mux_GetReJITParameters(ICorProfilerCallback11 *This, ModuleID moduleId,
                                                         mdMethodDef methodId, ICorProfilerFunctionControl *pFunctionControl)
 {
-    struct clrmux_mux *m = impl(This);
-    uint64_t owners = clrmux_rejit_owners(m, moduleId, methodId);
-    if (!owners)
-        LOG_DEBUG("GetReJITParameters for module 0x%lx method 0x%08x that no child requested",
-                  (unsigned long)moduleId, (unsigned)methodId);
-    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->GetReJITParameters(c->cb, moduleId, methodId, pFunctionControl);
+    clrmux_compose_get_rejit_parameters(impl(This), moduleId, methodId, pFunctionControl);
     return S_OK;
 }
 
@@ -341,7 +364,7 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITError(ICorProfilerCallback11 *This, Mo
                                                 FunctionID functionId, HRESULT hrStatus)
 {
     struct clrmux_mux *m = impl(This);
-    uint64_t owners = clrmux_rejit_owners(m, moduleId, methodId);
+    uint64_t owners = clrmux_compose_owners(m, moduleId, methodId);
     FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITError(c->cb, moduleId, methodId, functionId, hrStatus);
     return S_OK;
 }
@@ -396,8 +419,8 @@ struct clrmux_mux *clrmux_mux_create(void)
     struct clrmux_mux *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    m->rejit = calloc(CLRMUX_REJIT_SLOTS, sizeof *m->rejit);
-    if (!m->rejit) {
+    m->compose = clrmux_compose_create();
+    if (!m->compose) {
         free(m);
         return NULL;
     }
@@ -433,7 +456,8 @@ static HRESULT set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high)
 
 static void union_masks(struct clrmux_mux *m, struct clrmux_child *except, DWORD *low, DWORD *high)
 {
-    *low = *high = 0;
+    *low = atomic_load(&m->own_low);
+    *high = 0;
     for (int i = 0; i < m->nchildren; i++) {
         struct clrmux_child *c = &m->children[i];
         if (c == except || !atomic_load(&c->active))
@@ -485,55 +509,20 @@ HRESULT clrmux_apply_union(struct clrmux_mux *m)
     return hr;
 }
 
-/* ---- ReJIT ownership table ------------------------------------------------------------ */
-
-static size_t rejit_hash(ModuleID module, mdMethodDef method)
+HRESULT clrmux_add_own_mask(struct clrmux_mux *m, DWORD low)
 {
-    uint64_t h = (uint64_t)module * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)method * 0xC2B2AE3D27D4EB4Full;
-    return (size_t)(h >> 32) & (CLRMUX_REJIT_SLOTS - 1);
-}
-
-void clrmux_rejit_add(struct clrmux_mux *m, ModuleID module, mdMethodDef method, int child)
-{
-    if (!module)
-        return;
-    size_t i = rejit_hash(module, method);
-    for (size_t n = 0; n < CLRMUX_REJIT_SLOTS; n++, i = (i + 1) & (CLRMUX_REJIT_SLOTS - 1)) {
-        struct clrmux_rejit_slot *s = &m->rejit[i];
-        uint64_t cur = atomic_load(&s->module);
-        if (cur == 0) {
-            /* claim the slot: method first, then publish the module */
-            uint64_t expected = 0;
-            if (atomic_compare_exchange_strong(&s->module, &expected, (uint64_t)-1)) {
-                atomic_store(&s->method, (uint32_t)method);
-                atomic_fetch_or(&s->owners, 1ull << (child & 63));
-                atomic_store(&s->module, (uint64_t)module);
-                return;
-            }
-            cur = expected;
-        }
-        while (cur == (uint64_t)-1) /* being claimed by another thread */
-            cur = atomic_load(&s->module);
-        if (cur == (uint64_t)module && atomic_load(&s->method) == (uint32_t)method) {
-            atomic_fetch_or(&s->owners, 1ull << (child & 63));
-            return;
-        }
-    }
-    LOG_ERROR("ReJIT table full: ReJIT of method 0x%08x not routed", (unsigned)method);
-}
-
-uint64_t clrmux_rejit_owners(struct clrmux_mux *m, ModuleID module, mdMethodDef method)
-{
-    size_t i = rejit_hash(module, method);
-    for (size_t n = 0; n < CLRMUX_REJIT_SLOTS; n++, i = (i + 1) & (CLRMUX_REJIT_SLOTS - 1)) {
-        struct clrmux_rejit_slot *s = &m->rejit[i];
-        uint64_t cur = atomic_load(&s->module);
-        while (cur == (uint64_t)-1)
-            cur = atomic_load(&s->module);
-        if (cur == 0)
-            return 0;
-        if (cur == (uint64_t)module && atomic_load(&s->method) == (uint32_t)method)
-            return atomic_load(&s->owners);
-    }
-    return 0;
+    if ((atomic_load(&m->own_low) & low) == low)
+        return S_OK;
+    pthread_mutex_lock(&m->mask_lock);
+    atomic_fetch_or(&m->own_low, low);
+    DWORD ul, uh;
+    union_masks(m, NULL, &ul, &uh);
+    HRESULT hr = set_runtime_mask(m, ul, uh);
+    pthread_mutex_unlock(&m->mask_lock);
+    if (FAILED(hr))
+        LOG_WARN("the runtime refused clrmux's own event flags 0x%08X: HRESULT 0x%08X", (unsigned)low, (unsigned)hr);
+    else
+        LOG_DEBUG("clrmux adds event flags 0x%08X (union low=0x%08X high=0x%08X)", (unsigned)low, (unsigned)ul,
+                  (unsigned)uh);
+    return hr;
 }

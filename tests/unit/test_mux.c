@@ -932,6 +932,8 @@ static void test_rejit_needs_own_flag(void **state)
     (void)state;
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
+    fake_runtime_add_function(&rt, 0x500, 0x7000, 0x06000001); /* compiled: nothing held back */
+    fake_runtime_add_function(&rt, 0x501, 0x7000, 0x06000002);
     struct clrmux_mux *m = fake_mux_new(&rt);
     struct fake_child a, b;
     fake_child_init(&a, 11, COR_PRF_MONITOR_JIT_COMPILATION, 0);

@@ -30,8 +30,8 @@
     X(I, ICorProfilerCallback, HRESULT, ClassUnloadStarted, (, ClassID classId), (, classId), (MASK, COR_PRF_MONITOR_CLASS_LOADS, 0)) \
     X(I, ICorProfilerCallback, HRESULT, ClassUnloadFinished, (, ClassID classId, HRESULT hrStatus), (, classId, hrStatus), (MASK, COR_PRF_MONITOR_CLASS_LOADS, 0)) \
     X(I, ICorProfilerCallback, HRESULT, FunctionUnloadStarted, (, FunctionID functionId), (, functionId), (MASK, COR_PRF_MONITOR_FUNCTION_UNLOADS, 0)) \
-    X(I, ICorProfilerCallback, HRESULT, JITCompilationStarted, (, FunctionID functionId, BOOL fIsSafeToBlock), (, functionId, fIsSafeToBlock), (MASK, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
-    X(I, ICorProfilerCallback, HRESULT, JITCompilationFinished, (, FunctionID functionId, HRESULT hrStatus, BOOL fIsSafeToBlock), (, functionId, hrStatus, fIsSafeToBlock), (MASK, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
+    X(I, ICorProfilerCallback, HRESULT, JITCompilationStarted, (, FunctionID functionId, BOOL fIsSafeToBlock), (, functionId, fIsSafeToBlock), (JIT, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
+    X(I, ICorProfilerCallback, HRESULT, JITCompilationFinished, (, FunctionID functionId, HRESULT hrStatus, BOOL fIsSafeToBlock), (, functionId, hrStatus, fIsSafeToBlock), (JIT, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
     X(I, ICorProfilerCallback, HRESULT, JITCachedFunctionSearchStarted, (, FunctionID functionId, BOOL *pbUseCachedFunction), (, functionId, pbUseCachedFunction), (MERGE, COR_PRF_MONITOR_CACHE_SEARCHES, 0)) \
     X(I, ICorProfilerCallback, HRESULT, JITCachedFunctionSearchFinished, (, FunctionID functionId, COR_PRF_JIT_CACHE result), (, functionId, result), (MASK, COR_PRF_MONITOR_CACHE_SEARCHES, 0)) \
     X(I, ICorProfilerCallback, HRESULT, JITFunctionPitched, (, FunctionID functionId), (, functionId), (MASK, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
