@@ -148,6 +148,7 @@ test: all unit tsan fuzz-quick
 	@tests/report.sh
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
+	@tests/clr/compose.sh
 	@tests/clr/profiler.sh
 	@tests/clr/hardening.sh
 

@@ -198,7 +198,9 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
         return E_OUTOFMEMORY;
     }
     const uint64_t bit = bit_of(child);
-    const int watchers = other_jit_watcher(m, child);
+    /* a request with inliners is never held back: its target may run only inlined in other
+     * methods, and would then never be compiled on its own */
+    const int watchers = inliner_flags < 0 && other_jit_watcher(m, child);
     if (inliner_flags >= 0 && (inliner_flags & COR_PRF_REJIT_INLINING_CALLBACKS))
         atomic_fetch_or(&cs->inliner_children, bit);
     ULONG nf = 0, held = 0;
@@ -477,6 +479,14 @@ void clrmux_compose_get_rejit_parameters(struct clrmux_mux *m, ModuleID module, 
     struct rec *r = find_or_add(cs, module, method);
     uint64_t owners = r ? r->owners : 0;
     int inliner = 0;
+    if (r && r->pending) {
+        /* the method's first compilation is a ReJIT after all (another owner's request was
+         * not held back): the held-back owners join this composition */
+        r->pending = 0;
+        atomic_fetch_sub(&cs->npending, 1);
+    }
+    if (r)
+        r->compiled = 1;
     if (r && !owners) {
         /* re-JITted because it inlined a method requested with inlining callbacks */
         owners = atomic_load(&cs->inliner_children);

@@ -21,7 +21,10 @@
  * from the JITCompilationFinished of the method's first compilation, on the JIT thread (the
  * runtime guarantees that a ReJIT requested there wins: codeversion.cpp
  * PublishVersionableCodeIfNecessary), so the first call already runs the composed body.
- * A held-back method offered precompiled (ReadyToRun) code is JIT-compiled instead.
+ * A held-back method offered precompiled (ReadyToRun) code is JIT-compiled instead. When the
+ * method's first compilation is a ReJIT all the same (another owner's request went through,
+ * e.g. one with inliners, which is never held back: its target may only run inlined), the
+ * held-back owners join that composition.
  *
  * Threads: the records are guarded by one mutex, never held while a child runs. The chain
  * in progress lives on the stack of the thread running GetReJITParameters (found through a

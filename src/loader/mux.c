@@ -340,7 +340,9 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationStarted(ICorProfilerCallbac
 {
     struct clrmux_mux *m = impl(This);
     uint64_t owners = owners_of_function(m, functionId);
-    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITCompilationStarted(c->cb, functionId, rejitId, fIsSafeToBlock);
+    /* the runtime raises these only for a profiler that monitors JIT compilation */
+    FOR_OWNERS(m, owners, c) if (clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+        c->cb->lpVtbl->ReJITCompilationStarted(c->cb, functionId, rejitId, fIsSafeToBlock);
     return S_OK;
 }
 
@@ -356,7 +358,8 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationFinished(ICorProfilerCallba
 {
     struct clrmux_mux *m = impl(This);
     uint64_t owners = owners_of_function(m, functionId);
-    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITCompilationFinished(c->cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
+    FOR_OWNERS(m, owners, c) if (clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+        c->cb->lpVtbl->ReJITCompilationFinished(c->cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
     return S_OK;
 }
 

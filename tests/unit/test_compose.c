@@ -102,8 +102,11 @@ static void test_rejit_chain_in_file_order(void **state)
     struct fake_runtime rt;
     struct fake_child k[3];
     struct clrmux_child *c[3];
-    DWORD masks[3] = {REJIT, REJIT, REJIT};
+    /* c does not monitor JIT compilation: the runtime would not raise ReJITCompilation* to it */
+    const DWORD JIT = COR_PRF_MONITOR_JIT_COMPILATION;
+    DWORD masks[3] = {REJIT | JIT, REJIT | JIT, REJIT};
     struct clrmux_mux *m = setup(&rt, k, "abc", masks, c);
+    fake_runtime_add_function(&rt, 0x501, MOD, M1); /* compiled already: nothing held back */
     for (int i = 0; i < 3; i++)
         k[i].rejit_hook = rewriter;
     k[1].rejit_hook = watcher; /* b only reads */
@@ -138,11 +141,11 @@ static void test_rejit_chain_in_file_order(void **state)
     read_body(&k[1], MOD, M1);
     assert_string_equal(k[1].seen, "R");
 
-    /* ReJIT compilation callbacks reach the owners */
-    fake_runtime_add_function(&rt, 0x501, MOD, M1);
+    /* ReJIT compilation callbacks reach the owners that monitor JIT compilation */
     mux->lpVtbl->ReJITCompilationStarted(mux, 0x501, 1, TRUE);
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(FC_CALLS(&k[i], ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[0], ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[2], ReJITCompilationStarted), 0);
     fake_mux_free(m);
 }
 
@@ -296,14 +299,43 @@ static void test_no_hold_back_without_jit_watchers(void **state)
     fake_mux_free(m);
 }
 
+static void test_held_back_owner_joins_a_rejit_first_compilation(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    struct fake_child k[3];
+    struct clrmux_child *c[3];
+    DWORD masks[3] = {COR_PRF_MONITOR_JIT_COMPILATION, REJIT, REJIT};
+    struct clrmux_mux *m = setup(&rt, k, "abc", masks, c);
+    k[1].rejit_hook = k[2].rejit_hook = rewriter;
+    assert_int_equal(rejit(c[1], M1), S_OK); /* held back: a watches JIT */
+    assert_int_equal(rt.rejit_calls, 0);
+    ModuleID mods[1] = {MOD};
+    mdMethodDef methods[1] = {M1};
+    ICorProfilerInfo15 *pc = fake_child_info(c[2]);
+    /* with inliners: never held back (the target may only ever run inlined) */
+    assert_int_equal(pc->lpVtbl->RequestReJITWithInliners(pc, COR_PRF_REJIT_BLOCK_INLINING, 1, mods, methods), S_OK);
+    assert_int_equal(rt.rejit_calls, 1);
+    struct fake_fc fc;
+    fake_fc_init(&fc);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
+    assert_string_equal((char *)fc.body, "Rbc"); /* b joined the first compilation */
+    fake_runtime_add_function(&rt, 0x501, MOD, M1);
+    mux->lpVtbl->JITCompilationFinished(mux, 0x501, S_OK, TRUE);
+    assert_int_equal(rt.rejit_calls, 1); /* nothing left to request */
+    fake_mux_free(m);
+}
+
 static void test_inliners_reach_the_requester(void **state)
 {
     (void)state;
     struct fake_runtime rt;
     struct fake_child k[2];
     struct clrmux_child *c[2];
-    DWORD masks[2] = {REJIT, REJIT};
+    DWORD masks[2] = {REJIT | COR_PRF_MONITOR_JIT_COMPILATION, REJIT | COR_PRF_MONITOR_JIT_COMPILATION};
     struct clrmux_mux *m = setup(&rt, k, "ab", masks, c);
+    fake_runtime_add_function(&rt, 0x501, MOD, M1);
     k[0].rejit_hook = k[1].rejit_hook = rewriter;
     ICorProfilerCallback11 *mux = fake_mux_cb(m);
     ModuleID mods[1] = {MOD};
@@ -393,6 +425,7 @@ int main(void)
         cmocka_unit_test_teardown(test_revert_by_one_owner, teardown),
         cmocka_unit_test_teardown(test_held_back_until_first_jit, teardown),
         cmocka_unit_test_teardown(test_no_hold_back_without_jit_watchers, teardown),
+        cmocka_unit_test_teardown(test_held_back_owner_joins_a_rejit_first_compilation, teardown),
         cmocka_unit_test_teardown(test_inliners_reach_the_requester, teardown),
         cmocka_unit_test_teardown(test_function_control_misuse, teardown),
         cmocka_unit_test(test_il_map_composition),
