@@ -149,6 +149,7 @@ test: all unit tsan fuzz-quick
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
 	@tests/clr/compose.sh
+	@tests/clr/detach.sh
 	@tests/clr/profiler.sh
 	@tests/clr/hardening.sh
 

@@ -27,7 +27,7 @@ ROUTES = {
     "Shutdown": ("SELF", "0", "0"),
     "InitializeForAttach": ("SELF", "0", "0"),
     "ProfilerAttachComplete": ("ALL", "0", "0"),
-    "ProfilerDetachSucceeded": ("ALL", "0", "0"),
+    "ProfilerDetachSucceeded": ("SELF", "0", "0"),  # per child: src/loader/detach.c
     "LoadAsNotificationOnly": ("SELF", "0", "0"),
     # COR_PRF_MONITOR_APPDOMAIN_LOADS
     **{n: ("MASK", M + "APPDOMAIN_LOADS", "0") for n in [

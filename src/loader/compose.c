@@ -198,6 +198,7 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
         return E_OUTOFMEMORY;
     }
     const uint64_t bit = bit_of(child);
+    atomic_store(&child->used_rejit, 1);
     /* a request with inliners is never held back: its target may run only inlined in other
      * methods, and would then never be compiled on its own */
     const int watchers = inliner_flags < 0 && other_jit_watcher(m, child);
@@ -267,6 +268,7 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
         return E_OUTOFMEMORY;
     }
     ULONG nrv = 0, nrj = 0;
+    atomic_store(&child->used_rejit, 1);
     int with_inliners = 0;
     DWORD flags = 0;
     const uint64_t bit = bit_of(child);

@@ -33,11 +33,13 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
     static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
     {                                                                                      \
         struct clrmux_mux *m = impl(This);                                                 \
+        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
         for (int i = 0; i < m->nchildren; i++) {                                           \
             struct clrmux_child *c = &m->children[i];                                      \
             if (child_live(c, CLRMUX_VER_##D) && clrmux_route_match(c, (DWORD)(L), (DWORD)(H))) \
                 c->cb->lpVtbl->N(c->cb CLRMUX_EXPAND A);                                   \
         }                                                                                  \
+        clrmux_evac_leave(t_);                                                             \
         return S_OK;                                                                       \
     }
 /* ALL: every live child (attach/detach notifications). */
@@ -45,9 +47,11 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
     static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
     {                                                                                      \
         struct clrmux_mux *m = impl(This);                                                 \
+        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
         for (int i = 0; i < m->nchildren; i++)                                             \
             if (child_live(&m->children[i], CLRMUX_VER_##D))                               \
                 m->children[i].cb->lpVtbl->N(m->children[i].cb CLRMUX_EXPAND A);           \
+        clrmux_evac_leave(t_);                                                             \
         return S_OK;                                                                       \
     }
 /* The other kinds are written by hand below. */
@@ -203,6 +207,7 @@ static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IU
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     }
     LOG_INFO("runtime: .NET %s, ICorProfilerInfo%d", m->runtime_version.text, m->info_version);
+    clrmux_pin_self(); /* children may detach one by one; clrmux's code stays mapped */
     atomic_store(&m->initializing, 1);
     clrmux_loop_enter();
     int n = clrmux_load_children(m);
@@ -227,12 +232,22 @@ static HRESULT STDMETHODCALLTYPE mux_InitializeForAttach(ICorProfilerCallback11 
 
 static HRESULT STDMETHODCALLTYPE mux_Shutdown(ICorProfilerCallback11 *This)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     for (int i = 0; i < m->nchildren; i++)
         if (child_live(&m->children[i], 1))
             m->children[i].cb->lpVtbl->Shutdown(m->children[i].cb);
     m->shut_down = 1;
+    clrmux_detach_shutdown(m);
     LOG_INFO("shutdown: %d child profiler(s) notified", m->nchildren);
+    clrmux_evac_leave(t_);
+    return S_OK;
+}
+
+/* The runtime detached clrmux itself: every child had detached and was told so (detach.c). */
+static HRESULT STDMETHODCALLTYPE mux_ProfilerDetachSucceeded(ICorProfilerCallback11 *This)
+{
+    clrmux_detach_runtime_succeeded(impl(This));
     return S_OK;
 }
 
@@ -251,6 +266,7 @@ static HRESULT STDMETHODCALLTYPE mux_LoadAsNotificationOnly(ICorProfilerCallback
 static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
                                                  FunctionID calleeId, BOOL *pfShouldInline)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     BOOL result = pfShouldInline ? *pfShouldInline : TRUE;
     const BOOL incoming = result;
@@ -265,12 +281,14 @@ static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, F
     }
     if (pfShouldInline)
         *pfShouldInline = result;
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                                     BOOL *pbUseCachedFunction)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     BOOL result = pbUseCachedFunction ? *pbUseCachedFunction : TRUE;
     const BOOL incoming = result;
@@ -287,6 +305,7 @@ static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfiler
         result = FALSE; /* a held-back ReJIT waits for this method's first JIT compilation */
     if (pbUseCachedFunction)
         *pbUseCachedFunction = result;
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
@@ -295,6 +314,7 @@ static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfiler
 static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                            BOOL fIsSafeToBlock)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     clrmux_compose_jit_started(m, functionId);
     for (int i = 0; i < m->nchildren; i++) {
@@ -302,12 +322,14 @@ static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback1
         if (child_live(c, 1) && clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
             c->cb->lpVtbl->JITCompilationStarted(c->cb, functionId, fIsSafeToBlock);
     }
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
                                                             HRESULT hrStatus, BOOL fIsSafeToBlock)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     for (int i = 0; i < m->nchildren; i++) {
         struct clrmux_child *c = &m->children[i];
@@ -315,6 +337,7 @@ static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback
             c->cb->lpVtbl->JITCompilationFinished(c->cb, functionId, hrStatus, fIsSafeToBlock);
     }
     clrmux_compose_jit_finished(m, functionId);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
@@ -338,37 +361,45 @@ static uint64_t owners_of_function(struct clrmux_mux *m, FunctionID fid)
 static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                              ReJITID rejitId, BOOL fIsSafeToBlock)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     uint64_t owners = owners_of_function(m, functionId);
     /* the runtime raises these only for a profiler that monitors JIT compilation */
     FOR_OWNERS(m, owners, c) if (clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
         c->cb->lpVtbl->ReJITCompilationStarted(c->cb, functionId, rejitId, fIsSafeToBlock);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_GetReJITParameters(ICorProfilerCallback11 *This, ModuleID moduleId,
                                                         mdMethodDef methodId, ICorProfilerFunctionControl *pFunctionControl)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     clrmux_compose_get_rejit_parameters(impl(This), moduleId, methodId, pFunctionControl);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
                                                               ReJITID rejitId, HRESULT hrStatus, BOOL fIsSafeToBlock)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     uint64_t owners = owners_of_function(m, functionId);
     FOR_OWNERS(m, owners, c) if (clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
         c->cb->lpVtbl->ReJITCompilationFinished(c->cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_ReJITError(ICorProfilerCallback11 *This, ModuleID moduleId, mdMethodDef methodId,
                                                 FunctionID functionId, HRESULT hrStatus)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     uint64_t owners = clrmux_compose_owners(m, moduleId, methodId);
     FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITError(c->cb, moduleId, methodId, functionId, hrStatus);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
@@ -379,6 +410,7 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
     ULONG cbMetadataBlob, LPCBYTE metadataBlob, ULONG cbEventData, LPCBYTE eventData, LPCGUID pActivityId,
     LPCGUID pRelatedActivityId, ThreadID eventThread, ULONG numStackFrames, UINT_PTR *stackFrames)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     int nsess = atomic_load_explicit(&m->n_ep_sessions, memory_order_acquire);
     uint64_t targets = 0;
@@ -409,6 +441,7 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
                                                    cbEventData, eventData, pActivityId, pRelatedActivityId, eventThread,
                                                    numStackFrames, stackFrames);
     }
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 

@@ -16,6 +16,7 @@
 #include "clrmux/corprof.h"
 #include "loader/compose.h"
 #include "loader/config.h"
+#include "loader/detach.h"
 #include "loader/runtime_version.h"
 
 struct clrmux_mux;
@@ -40,6 +41,8 @@ struct clrmux_child {
     _Atomic int active;       /* 1 once its Initialize succeeded */
     _Atomic unsigned long calls; /* callbacks delivered (statistics) */
     _Atomic int set_il;       /* called ICorProfilerInfo::SetILFunctionBody (cannot detach) */
+    _Atomic int used_rejit;   /* requested ReJIT or a revert (cannot detach) */
+    _Atomic int detach_state; /* 0, 1 = detaching (inactive, being evacuated), 2 = detached */
 };
 
 /* EventPipe sessions the children started. Publication: writers (the proxy) hold ep_lock;
@@ -80,7 +83,7 @@ struct clrmux_mux {
     struct clrmux_ep_session ep_sessions[CLRMUX_MAX_EP_SESSIONS];
     _Atomic int n_ep_sessions;
     struct clrmux_config cfg;
-    int shut_down;
+    _Atomic int shut_down;
 };
 
 /* Creates a mux with one reference (the class factory's CreateInstance). NULL on OOM. */

@@ -148,6 +148,14 @@ static HRESULT STDMETHODCALLTYPE pxo_SetILFunctionBody(ICorProfilerInfo15 *This,
     return hr;
 }
 
+/* ---- detach: this child only (detach.h) -------------------------------------------------- */
+
+static HRESULT STDMETHODCALLTYPE pxo_RequestProfilerDetach(ICorProfilerInfo15 *This, DWORD dwExpectedCompletionMilliseconds)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    return clrmux_detach_request(p->mux, p->child, dwExpectedCompletionMilliseconds);
+}
+
 /* ---- enter/leave hooks and function-ID mappers: the first child to set them owns them -- */
 
 static HRESULT claim(struct clrmux_proxy *p, _Atomic(struct clrmux_child *) *owner, const char *what)
@@ -280,6 +288,7 @@ static const ICorProfilerInfo15Vtbl proxy_vtbl = {
     .RequestReJIT = pxo_RequestReJIT,
     .RequestReJITWithInliners = pxo_RequestReJITWithInliners,
     .RequestRevert = pxo_RequestRevert,
+    .RequestProfilerDetach = pxo_RequestProfilerDetach,
     .GetILFunctionBody = pxo_GetILFunctionBody,
     .SetILFunctionBody = pxo_SetILFunctionBody,
     .SetEnterLeaveFunctionHooks = pxo_SetEnterLeaveFunctionHooks,

@@ -70,6 +70,7 @@ struct fake_runtime {
     BYTE il[256];
     ULONG il_size;
     int set_il_calls;
+    _Atomic int detach_calls; /* RequestProfilerDetach (answers S_OK) */
     /* enter/leave hooks and mappers */
     int elt_calls;    /* SetEnterLeaveFunctionHooks, 2, 3, 3WithInfo */
     int mapper_calls; /* SetFunctionIDMapper, 2 */
@@ -262,6 +263,12 @@ static HRESULT STDMETHODCALLTYPE fr_RequestRevert(ICorProfilerInfo15 *This, ULON
     }
     return S_OK;
 }
+static HRESULT STDMETHODCALLTYPE fr_RequestProfilerDetach(ICorProfilerInfo15 *This, DWORD ms)
+{
+    (void)ms;
+    atomic_fetch_add(&fr_impl(This)->detach_calls, 1);
+    return S_OK;
+}
 static HRESULT STDMETHODCALLTYPE fr_GetILFunctionBody(ICorProfilerInfo15 *This, ModuleID mod, mdMethodDef method,
                                                      LPCBYTE *hdr, ULONG *size)
 {
@@ -361,6 +368,7 @@ static const ICorProfilerInfo15Vtbl fake_runtime_vtbl = {
     .RequestReJIT = fr_RequestReJIT,
     .RequestReJITWithInliners = fr_RequestReJITWithInliners,
     .RequestRevert = fr_RequestRevert,
+    .RequestProfilerDetach = fr_RequestProfilerDetach,
     .GetILFunctionBody = fr_GetILFunctionBody,
     .SetILFunctionBody = fr_SetILFunctionBody,
     .SetEnterLeaveFunctionHooks = fr_SetEnterLeaveFunctionHooks,

@@ -103,7 +103,7 @@
 #define CLRMUX_METHODS_ICorProfilerCallback3(X, I) \
     X(I, ICorProfilerCallback3, HRESULT, InitializeForAttach, (, IUnknown *pCorProfilerInfoUnk, void *pvClientData, UINT cbClientData), (, pCorProfilerInfoUnk, pvClientData, cbClientData), (SELF, 0, 0)) \
     X(I, ICorProfilerCallback3, HRESULT, ProfilerAttachComplete, (), (), (ALL, 0, 0)) \
-    X(I, ICorProfilerCallback3, HRESULT, ProfilerDetachSucceeded, (), (), (ALL, 0, 0)) \
+    X(I, ICorProfilerCallback3, HRESULT, ProfilerDetachSucceeded, (), (), (SELF, 0, 0)) \
     /* end of ICorProfilerCallback3 */
 #define CLRMUX_ALL_ICorProfilerCallback3(X, I) CLRMUX_ALL_ICorProfilerCallback2(X, I) CLRMUX_METHODS_ICorProfilerCallback3(X, I)
 
