@@ -665,6 +665,13 @@ void clrmux_compose_jit_finished(struct clrmux_mux *m, FunctionID fid)
                   (unsigned)tok, (unsigned long)mod, names);
 }
 
+int clrmux_compose_may_inline(struct clrmux_mux *m, FunctionID callee)
+{
+    /* the runtime does not inline a method with a ReJIT request in force: neither while the
+     * request is held back */
+    return clrmux_compose_cache_search(m, callee);
+}
+
 int clrmux_compose_cache_search(struct clrmux_mux *m, FunctionID fid)
 {
     struct clrmux_compose *cs = m->compose;

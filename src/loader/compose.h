@@ -88,6 +88,9 @@ void clrmux_compose_note_jit_writer(struct clrmux_mux *mux, struct clrmux_child 
 void clrmux_compose_jit_started(struct clrmux_mux *mux, FunctionID function);
 void clrmux_compose_jit_finished(struct clrmux_mux *mux, FunctionID function);
 int clrmux_compose_cache_search(struct clrmux_mux *mux, FunctionID function);
+/* 0 when `callee` must not be inlined: its ReJIT request is held back (the runtime does not
+ * inline a method whose ReJIT was requested). */
+int clrmux_compose_may_inline(struct clrmux_mux *mux, FunctionID callee);
 
 /* A child leaves (detach): its ownership and held-back requests are dropped. Methods it
  * rewrote keep their current code until another owner's request rebuilds them. */

@@ -279,6 +279,8 @@ static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, F
         if (!mine)
             result = FALSE; /* inline only if every child allows it */
     }
+    if (result && !clrmux_compose_may_inline(m, calleeId))
+        result = FALSE; /* its ReJIT request is held back until its first compilation */
     if (pfShouldInline)
         *pfShouldInline = result;
     clrmux_evac_leave(t_);

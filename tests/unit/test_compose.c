@@ -245,6 +245,9 @@ static void test_held_back_until_first_jit(void **state)
     fake_runtime_add_function(&rt, 0x501, MOD, M1);
     mux->lpVtbl->JITCachedFunctionSearchStarted(mux, 0x501, &use);
     assert_false(use); /* ...to refuse precompiled code for it */
+    BOOL inl = TRUE;
+    mux->lpVtbl->JITInlining(mux, 0x777, 0x501, &inl);
+    assert_false(inl); /* nor inlined, as the runtime treats a method with a ReJIT request */
     assert_int_equal(FC_CALLS(&k[0], JITCachedFunctionSearchStarted), 0); /* not routed to a child that did not ask */
 
     mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
@@ -264,6 +267,9 @@ static void test_held_back_until_first_jit(void **state)
     use = TRUE;
     mux->lpVtbl->JITCachedFunctionSearchStarted(mux, 0x501, &use);
     assert_true(use);
+    inl = TRUE;
+    mux->lpVtbl->JITInlining(mux, 0x777, 0x501, &inl);
+    assert_true(inl);
 
     /* a method that has code already is requested at once */
     fake_runtime_add_function(&rt, 0x502, MOD, M2);
