@@ -3,6 +3,9 @@
 #include "loader/detach.h"
 
 #include <dlfcn.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -11,8 +14,9 @@
 #include "common/platform.h"
 #include "loader/mux.h"
 
-__thread struct clrmux_thread_rec *clrmux_tls_rec;
+__thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_model("initial-exec")));
 static _Atomic(struct clrmux_thread_rec *) thread_recs;
+_Atomic int clrmux_evac_asymmetric;
 static pthread_key_t rec_key;
 static pthread_once_t rec_once = PTHREAD_ONCE_INIT;
 
@@ -51,6 +55,8 @@ struct clrmux_thread_rec *clrmux_evac_register(void)
 
 void clrmux_pin_self(void)
 {
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
+        atomic_store(&clrmux_evac_asymmetric, 1);
     char self[4096];
     if (clrmux_module_path_of((const void *)&clrmux_pin_self, self, sizeof self) != 0 ||
         !dlopen(self, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
@@ -73,6 +79,11 @@ static void sleep_ms(long ms)
 /* Waits until no thread is inside a callback it was in when this started. */
 static void evacuate(struct clrmux_mux *m)
 {
+    /* every thread runs a full barrier: a callback that counted itself in before the child
+     * was made inactive is seen below, one that counts itself in later sees it inactive */
+    if (atomic_load(&clrmux_evac_asymmetric) &&
+        syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
+        LOG_WARN("membarrier failed; a callback running right now may still reach a detaching child");
     for (struct clrmux_thread_rec *t = atomic_load(&thread_recs); t; t = t->next)
         while (atomic_load(&t->inside) != 0 && !atomic_load(&m->shut_down))
             sleep_ms(2);

@@ -32,7 +32,9 @@ struct clrmux_thread_rec {
 };
 
 struct clrmux_thread_rec *clrmux_evac_register(void);
-extern __thread struct clrmux_thread_rec *clrmux_tls_rec;
+/* 1 once membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is registered (clrmux_pin_self). */
+extern _Atomic int clrmux_evac_asymmetric;
+extern __thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_model("initial-exec")));
 
 /* Counts the calling thread into a mux callback. The child-active checks that follow are
  * ordered after it (sequentially consistent), so a detach that cleared `active` first and
@@ -42,15 +44,25 @@ static inline struct clrmux_thread_rec *clrmux_evac_enter(void)
     struct clrmux_thread_rec *t = clrmux_tls_rec;
     if (__builtin_expect(!t, 0))
         t = clrmux_evac_register();
-    if (t)
-        atomic_fetch_add(&t->inside, 1);
+    if (t) {
+        /* only this thread writes its counter: a plain store, ordered before the reads of the
+         * children's `active` flags by a full fence, or (when the detach side can force one
+         * on every thread with membarrier(2)) by a compiler barrier only */
+        atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        if (__builtin_expect(atomic_load_explicit(&clrmux_evac_asymmetric, memory_order_relaxed), 1))
+            atomic_signal_fence(memory_order_seq_cst);
+        else
+            atomic_thread_fence(memory_order_seq_cst);
+    }
     return t;
 }
 
 static inline void clrmux_evac_leave(struct clrmux_thread_rec *t)
 {
     if (t)
-        atomic_fetch_sub_explicit(&t->inside, 1, memory_order_release);
+        atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) - 1,
+                              memory_order_release);
 }
 
 /* The proxy's RequestProfilerDetach (see above). S_OK when the detach is under way. */
