@@ -185,8 +185,11 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
                                      ModuleID *mods, mdMethodDef *methods)
 {
     struct clrmux_compose *cs = m->compose;
-    if (!(atomic_load(&child->mask_low) & COR_PRF_ENABLE_REJIT))
-        return CORPROF_E_REJIT_NOT_ENABLED; /* as the runtime answers a profiler without the flag */
+    if (!(atomic_load(&child->mask_low) & COR_PRF_ENABLE_REJIT)) {
+        LOG_WARN("child '%s': RequestReJIT refused (CORPROF_E_REJIT_NOT_ENABLED): its event mask lacks "
+                 "COR_PRF_ENABLE_REJIT, as the runtime would refuse it alone", child->name);
+        return CORPROF_E_REJIT_NOT_ENABLED;
+    }
     if (n && (!mods || !methods))
         return E_INVALIDARG;
     if (n == 0)
@@ -253,8 +256,11 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
                                       mdMethodDef *methods, HRESULT *status)
 {
     struct clrmux_compose *cs = m->compose;
-    if (!(atomic_load(&child->mask_low) & COR_PRF_ENABLE_REJIT))
+    if (!(atomic_load(&child->mask_low) & COR_PRF_ENABLE_REJIT)) {
+        LOG_WARN("child '%s': RequestRevert refused (CORPROF_E_REJIT_NOT_ENABLED): its event mask lacks "
+                 "COR_PRF_ENABLE_REJIT, as the runtime would refuse it alone", child->name);
         return CORPROF_E_REJIT_NOT_ENABLED;
+    }
     if (n == 0)
         return S_OK;
     if (!mods || !methods)
