@@ -78,6 +78,7 @@ run_case() {
         IFS=: read -r letter mode targets at revert <<<"$spec"
         tag=${TAGS[$letter]}
         printf '[child %s]\npath = %s\nclsid = %s\n' "$letter" "$ILRW" "${CLSIDS[$letter]}" >>"$conf"
+        [ -n "${NOJIT:-}" ] && envs+=("ILRW_JIT_EVENTS_$tag=0")
         envs+=("ILRW_MODE_$tag=$mode" "ILRW_TARGETS_$tag=$targets" "ILRW_COUNTER_$tag=$letter" "ILRW_REJIT_AT_$tag=$at"
             "ILRW_REVERT_AT_$tag=$revert" "ILRW_OUT_$tag=$WORK/$name.$letter")
     done
@@ -131,6 +132,8 @@ $(tail -3 "$WORK/$name.err")"
 # CHILD-SPEC = LETTER:MODE:TARGETS:REJIT_AT:REVERT_AT
 [ -n "${ONLY:-}" ] || run_case jit+jit 1 A:jit:Compute,Small:0:-1 B:jit:Compute,Small:0:-1
 run_case rejit+rejit 1 A:rejit:Compute,Small:0:-1 B:rejit:Compute,Small:0:-1
+# nobody watches JIT compilation: nothing is held back, the first compilation is the composed ReJIT
+NOJIT=1 run_case rejit+rejit-first-compilation-is-rejit 0 A:rejit:Compute,Small:0:-1 B:rejit:Compute,Small:0:-1
 run_case jit+rejit-before-first-call 1 A:jit:Compute,Small:0:-1 B:rejit:Compute,Small:0:-1
 run_case rejit+rejit-jit 1 A:rejit:Compute:0:-1 B:jit:Compute:0:-1 C:rejit:Compute:0:-1
 run_case rejit-then-second-rejit-later 1 A:rejit:Compute,Small:0:-1 B:rejit:Compute,Small:1:-1
