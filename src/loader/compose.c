@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clrmux/cor.h"
 #include "common/log.h"
+#include "common/utf16.h"
 #include "loader/mux.h"
 
 #define NBUCKETS 4096
@@ -148,6 +150,28 @@ static void names_of(struct clrmux_mux *m, uint64_t set, char *out, size_t outsz
                 break;
             len += (size_t)w;
         }
+}
+
+/* "Namespace.Type::Method (0x06000001)" for log lines; the token alone when metadata fails. */
+static void method_name(struct clrmux_mux *m, ModuleID module, mdMethodDef method, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "method 0x%08x", (unsigned)method);
+    IUnknown *unk = NULL;
+    if (!m->info || FAILED(m->info->lpVtbl->GetModuleMetaData(m->info, module, 0 /* ofRead */, &IID_IMetaDataImport,
+                                                               &unk)) || !unk)
+        return;
+    IMetaDataImport *imp = (IMetaDataImport *)unk;
+    WCHAR wm[256], wt[256];
+    ULONG nm = 0, nt = 0;
+    mdTypeDef td = 0;
+    if (SUCCEEDED(imp->lpVtbl->GetMethodProps(imp, method, &td, wm, 256, &nm, NULL, NULL, NULL, NULL, NULL)) &&
+        SUCCEEDED(imp->lpVtbl->GetTypeDefProps(imp, td, wt, 256, &nt, NULL, NULL))) {
+        char sm[256], st[256];
+        clrmux_utf16_to_utf8(wm, nm ? nm - 1 : 0, sm, sizeof sm);
+        clrmux_utf16_to_utf8(wt, nt ? nt - 1 : 0, st, sizeof st);
+        snprintf(out, outsz, "%s::%s (0x%08x)", st, sm, (unsigned)method);
+    }
+    imp->lpVtbl->Release(imp);
 }
 
 /* Whether a live child other than `self` watches JIT compilation. */
@@ -578,8 +602,10 @@ void clrmux_compose_get_rejit_parameters(struct clrmux_mux *m, ModuleID module, 
     if (clrmux_log_get_level() >= CLRMUX_LOG_DEBUG) {
         char names[256];
         names_of(m, called, names, sizeof names);
-        LOG_DEBUG("ReJIT composition of method 0x%08x (module 0x%lx)%s: %s; %d rewrite(s), final body %u bytes%s",
-                  (unsigned)method, (unsigned long)module, inliner ? " (an inliner of a requested method)" : "",
+        char mname[600];
+        method_name(m, module, method, mname, sizeof mname);
+        LOG_DEBUG("ReJIT composition of %s (module 0x%lx)%s: %s; %d rewrite(s), final body %u bytes%s",
+                  mname, (unsigned long)module, inliner ? " (an inliner of a requested method)" : "",
                   names, nbodies, (unsigned)(ch.in ? ch.in_size : 0), any_flags ? ", codegen flags" : "");
     }
     pthread_mutex_lock(&cs->lock);
@@ -607,8 +633,9 @@ void clrmux_compose_note_jit_writer(struct clrmux_mux *m, struct clrmux_child *c
     if (r && before && clrmux_log_get_level() >= CLRMUX_LOG_DEBUG) {
         char names[256];
         names_of(m, before | bit_of(child), names, sizeof names);
-        LOG_DEBUG("JIT-time composition of method 0x%08x (module 0x%lx): %s", (unsigned)method,
-                  (unsigned long)module, names);
+        char mname[600];
+        method_name(m, module, method, mname, sizeof mname);
+        LOG_DEBUG("JIT-time composition of %s (module 0x%lx): %s", mname, (unsigned long)module, names);
     }
 }
 
