@@ -9,37 +9,20 @@
 # stdout equals its output without a profiler, no InvalidProgramException.
 #
 # Usage: tests/clr/compose.sh  (prints one line per check and "compose: N passed, N failed")
-# Environment: CLRMUX_DOTNET_RUN (optional) is a command prefix that runs `dotnet APP.dll`
-# on another runtime (tests/clr scripts on .NET 8/9).
+# Runs once per .NET runtime (tests/clr/lib.sh: 8, 9 and 10 by default, CLRMUX_TEST_RUNTIMES).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
-
-if ! command -v dotnet >/dev/null 2>&1; then
-    echo "############################################################################"
-    echo "## dotnet is not on PATH: the composition real-runtime tests did NOT run   ##"
-    echo "############################################################################"
-    if [ "${CI:-}" = "true" ]; then
-        echo "CI=true: a missing dotnet is an error"
-        exit 1
-    fi
-    exit 0
-fi
-tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
+. tests/clr/lib.sh
+clr_suite compose "$@"
 
 LIB="$ROOT/build/libclrmux.so"
 ILRW="$ROOT/build/fake/libilrewriter.so"
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-compose.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2"; }
-[ -f "$LIB" ] && [ -f "$ILRW" ] || { echo "compose: build/ is incomplete (run make all)"; exit 1; }
+[ -f "$LIB" ] && [ -f "$ILRW" ] || { bad "build/ is incomplete (run make all)"; clr_done; }
 
-RUN=${CLRMUX_DOTNET_RUN:-dotnet}
 PHASES=3
 declare -A CALLS=([Compute]=200 [Leaf]=400 [Small]=200) # per phase, from Program.cs
 declare -A CLSIDS=([A]="{A0000001-0000-0000-0000-000000000001}" [B]="{B0000002-0000-0000-0000-000000000002}"
@@ -47,7 +30,7 @@ declare -A CLSIDS=([A]="{A0000001-0000-0000-0000-000000000001}" [B]="{B0000002-0
 declare -A TAGS=([A]=A0000001 [B]=B0000002 [C]=C0000003)
 
 # ---- baseline ----------------------------------------------------------------------------
-$RUN build/clr/compose/compose.dll >"$WORK/base.out" 2>"$WORK/base.err"
+"${DOTNET[@]}" "$CLR_APPS/compose/compose.dll" >"$WORK/base.out" 2>"$WORK/base.err"
 if [ $? = 0 ] && [ "$(tail -1 "$WORK/base.out")" = done ]; then ok "compose app runs without a profiler"
 else bad "compose app runs without a profiler" "$(tail -5 "$WORK/base.err")"; fi
 
@@ -89,7 +72,7 @@ run_case() {
     env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$conf" \
         CLRMUX_LOG_FILE="$WORK/$name.log" DOTNET_TieredCompilation=1 DOTNET_TC_CallCountingDelayMs=0 \
         ILRW_SYNC_DIR="$WORK/$name.sync" COMPOSE_ACKS=$# "${envs[@]}" \
-        $RUN build/clr/compose/compose.dll >"$WORK/$name.out" 2>"$WORK/$name.err"
+        "${DOTNET[@]}" "$CLR_APPS/compose/compose.dll" >"$WORK/$name.out" 2>"$WORK/$name.err"
     local rc=$? problems=""
     [ $rc = 0 ] || problems+="exit code $rc; "
     cmp -s "$WORK/base.out" "$WORK/$name.out" || problems+="stdout differs; "
@@ -158,6 +141,4 @@ if grep -q "ReJIT composition of Compose.Work::Compute (0x06000001) (module 0x[0
     ok "compositions are logged at debug with the children in file order"
 else bad "composition log lines" "$(grep -i composition "$WORK/rejit+rejit.log" | head -3)"; fi
 
-echo
-echo "compose: $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+clr_done

@@ -2,40 +2,23 @@
 # Real-runtime tests of per-child detach: three recorder children (build/fake/librecorder.so);
 # one calls RequestProfilerDetach from inside a callback: it receives nothing afterwards and
 # gets ProfilerDetachSucceeded once, the others' callbacks and the app's output are unchanged;
-# then all three detach (clrmux then detaches from the runtime), DETACH_RUNS times (default 50)
+# then all three detach (clrmux then detaches from the runtime), DETACH_RUNS times per runtime (default 20)
 # in a multi-threaded app, with no crash; a child with an immutable flag is refused as the
 # runtime would refuse it alone and keeps working.
 # Prints one line per check and "detach: N passed, N failed".
-# Environment: CLRMUX_DOTNET_RUN (optional) is a command prefix that runs `dotnet APP.dll`
-# on another runtime.
+# Runs once per .NET runtime (tests/clr/lib.sh: 8, 9 and 10 by default, CLRMUX_TEST_RUNTIMES).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
-
-if ! command -v dotnet >/dev/null 2>&1; then
-    echo "#########################################################################"
-    echo "## dotnet is not on PATH: the detach real-runtime tests did NOT run     ##"
-    echo "#########################################################################"
-    if [ "${CI:-}" = "true" ]; then
-        echo "CI=true: a missing dotnet is an error"
-        exit 1
-    fi
-    exit 0
-fi
-tests/clr/build-apps.sh >/dev/null || { echo "building the C# test apps failed"; exit 1; }
+. tests/clr/lib.sh
+clr_suite detach "$@"
 
 LIB="$ROOT/build/libclrmux.so"
 FAKE="$ROOT/build/fake"
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-detach.XXXXXX")
 trap '[ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2"; }
-RUN=${CLRMUX_DOTNET_RUN:-dotnet}
-RUNS=${DETACH_RUNS:-50}
+RUNS=${DETACH_RUNS:-20} # per runtime: 60 runs over .NET 8, 9 and 10
 
 cat >"$WORK/three.conf" <<EOF
 [loader]
@@ -60,7 +43,7 @@ run() {
     env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
         CLRMUX_CONFIG="$WORK/three.conf" CLRMUX_LOG_FILE="$WORK/$tag.log" RECORDER_MASK=0x24C \
         RECORDER_OUT_A0000001="$WORK/$tag.a" RECORDER_OUT_B0000002="$WORK/$tag.b" RECORDER_OUT_C0000003="$WORK/$tag.c" \
-        "$@" $RUN "build/clr/$app/$app.dll" "${args[@]}" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+        "$@" "${DOTNET[@]}" "$CLR_APPS/$app/$app.dll" "${args[@]}" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
     echo $? >"$WORK/$tag.rc"
 }
 DETERMINISTIC="AssemblyLoadStarted AssemblyLoadFinished ModuleLoadStarted ModuleLoadFinished ModuleAttachedToAssembly
@@ -72,7 +55,7 @@ counts() {
     for n in "$@"; do printf '%s %s\n' "$n" "$(awk -v n="$n" '$1==n {print $2}' "$f")"; done
 }
 
-$RUN build/clr/sample/sample.dll >"$WORK/base.out" 2>&1
+"${DOTNET[@]}" "$CLR_APPS/sample/sample.dll" >"$WORK/base.out" 2>&1
 run none sample
 # shellcheck disable=SC2086
 for tag in none; do [ -s "$WORK/$tag.b" ] || bad "recorders wrote their counts" "$(tail -5 "$WORK/$tag.log")"; done
@@ -124,6 +107,4 @@ if [ "$crashes" = 0 ] && [ "$notdetached" = 0 ] && [ "$late" = 0 ] && [ "$unload
     ok "all three detach, then clrmux detaches from the runtime: $RUNS runs, no crash, each child notified once, nothing after; the runtime completed clrmux's detach (ProfilerDetachSucceeded, then unload) in $unloaded runs"
 else bad "all detach over $RUNS runs" "crashes=$crashes not-detached=$notdetached late-callbacks=$late runtime-detached=$unloaded $first"; fi
 
-echo
-echo "detach: $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+clr_done
