@@ -35,6 +35,7 @@ struct rec {
     int compiled;         /* JITCompilationStarted seen (or code found) */
     int inliner;          /* re-JITted because it inlined a requested method */
     struct body *bodies;  /* intermediate bodies of the last composition */
+    struct body *base;    /* composed at JIT time: the method's IL before the ReJIT owners' */
 };
 
 struct clrmux_compose {
@@ -71,6 +72,7 @@ void clrmux_compose_free(struct clrmux_compose *cs)
         while (r) {
             struct rec *n = r->next;
             free_bodies(r->bodies);
+            free(r->base);
             free(r);
             r = n;
         }
@@ -317,7 +319,9 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
                 if (!r->pending)
                     atomic_fetch_sub(&cs->npending, 1);
             }
-            others = (r->owners & ~r->pending) != 0;
+            /* composed at JIT time: the runtime's own IL holds the owners' rewrites, so even
+             * the last owner's revert is a rebuild (from the base) */
+            others = (r->owners & ~r->pending) != 0 || r->base;
             if (others && r->with_inliners) {
                 with_inliners = 1;
                 flags |= r->inliner_flags;
@@ -374,17 +378,35 @@ struct chain {
 
 static __thread struct chain *tls_chain;
 
-int clrmux_compose_il_body(struct clrmux_child *child, ModuleID module, mdMethodDef method, LPCBYTE *header,
-                           ULONG *size)
+int clrmux_compose_il_body(struct clrmux_mux *m, struct clrmux_child *child, ModuleID module, mdMethodDef method,
+                           LPCBYTE *header, ULONG *size)
 {
     (void)child;
     struct chain *c = tls_chain;
-    if (!c || c->module != module || c->method != method || !c->in)
+    if (c && c->module == module && c->method == method) {
+        if (!c->in)
+            return 0;
+        if (header)
+            *header = c->in;
+        if (size)
+            *size = c->in_size;
+        return 1;
+    }
+    /* a method composed at JIT time: outside a composition, children read the IL without the
+     * ReJIT owners' rewrites, as they would alone */
+    struct clrmux_compose *cs = m->compose;
+    if (!atomic_load_explicit(&cs->nrecs, memory_order_acquire))
+        return 0;
+    pthread_mutex_lock(&cs->lock);
+    struct rec *r = find(cs, module, method);
+    const struct body *b = r ? r->base : NULL;
+    pthread_mutex_unlock(&cs->lock);
+    if (!b)
         return 0;
     if (header)
-        *header = c->in;
+        *header = b->data;
     if (size)
-        *size = c->in_size;
+        *size = b->size;
     return 1;
 }
 
@@ -503,6 +525,94 @@ void clrmux_compose_il_maps(const COR_IL_MAP *first, ULONG nfirst, const COR_IL_
     }
 }
 
+/* The result of a chain of owners. */
+struct chain_result {
+    const BYTE *body; /* the final body (in ch.bodies or the base), NULL when nobody rewrote */
+    ULONG size;
+    int any_flags, nbodies;
+    DWORD flags;
+    COR_IL_MAP *map; /* malloc'd, or NULL */
+    ULONG nmap;
+    uint64_t called;
+};
+
+/* Calls each owner's GetReJITParameters in file order (see compose.h); `ch` must be set up by
+ * the caller (module, method, in = the body the first owner reads or NULL). */
+static void run_chain(struct clrmux_mux *m, struct chain *ch, uint64_t owners, struct chain_result *res)
+{
+    memset(res, 0, sizeof *res);
+    ch->prev = tls_chain;
+    tls_chain = ch;
+    const BYTE *start = ch->in;
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (!(owners >> (i & 63) & 1) || !clrmux_child_live(c, 4))
+            continue;
+        struct fcw *w = calloc(1, sizeof *w);
+        if (!w) {
+            LOG_ERROR("out of memory: child '%s' skipped in the ReJIT of method 0x%08x", c->name,
+                      (unsigned)ch->method);
+            continue;
+        }
+        w->iface.lpVtbl = &fcw_vtbl;
+        atomic_store(&w->refs, 1);
+        w->chain = ch;
+        res->called |= 1ull << (i & 63);
+        c->cb->lpVtbl->GetReJITParameters(c->cb, ch->module, ch->method, &w->iface);
+        w->chain = NULL;
+        if (w->out) {
+            ch->in = w->out->data;
+            ch->in_size = w->out->size;
+            res->nbodies++;
+        }
+        if (w->has_flags) {
+            res->flags |= w->flags;
+            res->any_flags = 1;
+        }
+        if (w->map) {
+            if (!res->map) {
+                res->map = w->map; /* the links before rewrote without a map: identity */
+                res->nmap = w->nmap;
+                w->map = NULL;
+            } else {
+                COR_IL_MAP *composed = malloc(res->nmap * sizeof *composed);
+                if (composed) {
+                    clrmux_compose_il_maps(res->map, res->nmap, w->map, w->nmap, composed);
+                    free(res->map);
+                    res->map = composed;
+                }
+            }
+        }
+        free(w->map);
+        w->map = NULL;
+        if (atomic_load(&w->refs) == 1)
+            free(w);
+    }
+    tls_chain = ch->prev;
+    if (ch->in && (res->nbodies || ch->in != start)) {
+        res->body = ch->in;
+        res->size = ch->in_size;
+    } else if (start) {
+        res->body = start; /* a base body (see jit_composed) stands for the runtime's */
+        res->size = ch->in_size;
+    }
+}
+
+/* Keeps the chain's bodies with the record until its next composition. */
+static void keep_bodies(struct clrmux_compose *cs, struct rec *r, struct chain *ch)
+{
+    pthread_mutex_lock(&cs->lock);
+    struct body *old = NULL;
+    if (r) {
+        old = r->bodies;
+        r->bodies = ch->bodies;
+        ch->bodies = NULL;
+    }
+    pthread_mutex_unlock(&cs->lock);
+    free_bodies(old);
+    free_bodies(ch->bodies);
+}
+
 void clrmux_compose_get_rejit_parameters(struct clrmux_mux *m, ModuleID module, mdMethodDef method,
                                          ICorProfilerFunctionControl *runtime_fc)
 {
@@ -519,105 +629,50 @@ void clrmux_compose_get_rejit_parameters(struct clrmux_mux *m, ModuleID module, 
     }
     if (r)
         r->compiled = 1;
-    if (r && !owners) {
+    const struct body *base = r ? r->base : NULL;
+    if (r && !owners && !base) {
         /* re-JITted because it inlined a method requested with inlining callbacks */
         owners = atomic_load(&cs->inliner_children);
         r->owners |= owners;
         r->inliner = inliner = owners != 0;
     }
     pthread_mutex_unlock(&cs->lock);
-    if (!owners) {
+    if (!owners && !base) {
         LOG_DEBUG("GetReJITParameters for module 0x%lx method 0x%08x that no child requested",
                   (unsigned long)module, (unsigned)method);
         return;
     }
 
-    struct chain ch = {.prev = tls_chain, .module = module, .method = method};
-    tls_chain = &ch;
-    DWORD flags = 0;
-    int any_flags = 0, nbodies = 0;
-    COR_IL_MAP *map = NULL;
-    ULONG nmap = 0;
-    uint64_t called = 0;
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if (!(owners >> (i & 63) & 1) || !clrmux_child_live(c, 4))
-            continue;
-        struct fcw *w = calloc(1, sizeof *w);
-        if (!w) {
-            LOG_ERROR("out of memory: child '%s' skipped in the ReJIT of method 0x%08x", c->name, (unsigned)method);
-            continue;
-        }
-        w->iface.lpVtbl = &fcw_vtbl;
-        atomic_store(&w->refs, 1);
-        w->chain = &ch;
-        called |= 1ull << (i & 63);
-        c->cb->lpVtbl->GetReJITParameters(c->cb, module, method, &w->iface);
-        w->chain = NULL;
-        if (w->out) {
-            ch.in = w->out->data;
-            ch.in_size = w->out->size;
-            nbodies++;
-        }
-        if (w->has_flags) {
-            flags |= w->flags;
-            any_flags = 1;
-        }
-        if (w->map) {
-            if (!map) {
-                map = w->map; /* the links before rewrote without a map: identity */
-                nmap = w->nmap;
-                w->map = NULL;
-            } else {
-                COR_IL_MAP *composed = malloc(nmap * sizeof *composed);
-                if (composed) {
-                    clrmux_compose_il_maps(map, nmap, w->map, w->nmap, composed);
-                    free(map);
-                    map = composed;
-                }
-            }
-        }
-        free(w->map);
-        w->map = NULL;
-        if (atomic_load(&w->refs) == 1)
-            free(w);
+    /* a method composed at JIT time: the runtime's IL holds the owners' rewrites of then, so
+     * the chain starts from the body as it was before them */
+    struct chain ch = {.module = module, .method = method};
+    if (base) {
+        ch.in = base->data;
+        ch.in_size = base->size;
     }
-    tls_chain = ch.prev;
-
+    struct chain_result res;
+    run_chain(m, &ch, owners, &res);
     HRESULT hr = S_OK;
-    if (!runtime_fc) {
-        ch.in = NULL, any_flags = 0;
-        free(map);
-        map = NULL;
+    if (runtime_fc) {
+        if (res.body && FAILED(hr = runtime_fc->lpVtbl->SetILFunctionBody(runtime_fc, res.size, res.body)))
+            LOG_WARN("ReJIT of method 0x%08x (module 0x%lx): the runtime refused the composed body: HRESULT 0x%08X",
+                     (unsigned)method, (unsigned long)module, (unsigned)hr);
+        if (res.any_flags)
+            runtime_fc->lpVtbl->SetCodegenFlags(runtime_fc, res.flags);
+        if (res.map)
+            runtime_fc->lpVtbl->SetILInstrumentedCodeMap(runtime_fc, res.nmap, res.map);
     }
-    if (ch.in && FAILED(hr = runtime_fc->lpVtbl->SetILFunctionBody(runtime_fc, ch.in_size, ch.in)))
-        LOG_WARN("ReJIT of method 0x%08x (module 0x%lx): the runtime refused the composed body: HRESULT 0x%08X",
-                 (unsigned)method, (unsigned long)module, (unsigned)hr);
-    if (any_flags)
-        runtime_fc->lpVtbl->SetCodegenFlags(runtime_fc, flags);
-    if (map) {
-        runtime_fc->lpVtbl->SetILInstrumentedCodeMap(runtime_fc, nmap, map);
-        free(map);
-    }
+    free(res.map);
     if (clrmux_log_get_level() >= CLRMUX_LOG_DEBUG) {
-        char names[256];
-        names_of(m, called, names, sizeof names);
-        char mname[600];
+        char names[256], mname[600];
+        names_of(m, res.called, names, sizeof names);
         method_name(m, module, method, mname, sizeof mname);
         LOG_DEBUG("ReJIT composition of %s (module 0x%lx)%s: %s; %d rewrite(s), final body %u bytes%s",
                   mname, (unsigned long)module, inliner ? " (an inliner of a requested method)" : "",
-                  names, nbodies, (unsigned)(ch.in ? ch.in_size : 0), any_flags ? ", codegen flags" : "");
+                  res.called ? names : "no owner left (the body before the ReJIT owners)", res.nbodies,
+                  (unsigned)(res.body ? res.size : 0), res.any_flags ? ", codegen flags" : "");
     }
-    pthread_mutex_lock(&cs->lock);
-    struct body *old = NULL;
-    if (r) {
-        old = r->bodies;
-        r->bodies = ch.bodies;
-        ch.bodies = NULL;
-    }
-    pthread_mutex_unlock(&cs->lock);
-    free_bodies(old);
-    free_bodies(ch.bodies);
+    keep_bodies(cs, r, &ch);
 }
 
 void clrmux_compose_note_jit_writer(struct clrmux_mux *m, struct clrmux_child *child, ModuleID module,
@@ -641,6 +696,31 @@ void clrmux_compose_note_jit_writer(struct clrmux_mux *m, struct clrmux_child *c
 
 /* ---- JIT events ----------------------------------------------------------------------- */
 
+/* Sets `body` as the method's IL at JIT time (ICorProfilerInfo::SetILFunctionBody with a
+ * buffer from the module's IMethodMalloc, which the runtime owns). */
+static HRESULT set_jit_body(struct clrmux_mux *m, ModuleID mod, mdMethodDef tok, const BYTE *body, ULONG size)
+{
+    IMethodMalloc *mm = NULL;
+    HRESULT hr = m->info->lpVtbl->GetILFunctionBodyAllocator(m->info, mod, &mm);
+    if (FAILED(hr) || !mm)
+        return FAILED(hr) ? hr : E_FAIL;
+    BYTE *p = mm->lpVtbl->Alloc(mm, size);
+    if (p) {
+        memcpy(p, body, size);
+        hr = m->info->lpVtbl->SetILFunctionBody(m->info, mod, tok, p);
+    } else {
+        hr = E_OUTOFMEMORY;
+    }
+    mm->lpVtbl->Release(mm);
+    return hr;
+}
+
+/* The first compilation of a method whose ReJIT owners were held back, after the JIT-time
+ * children saw JITCompilationStarted: the owners' chain runs now and its body becomes the
+ * method's IL, so that every thread, also one that raced with this compilation, runs the
+ * composed code from the first call (a ReJIT requested now would leave such a thread one
+ * call on the code without the owners' rewrites). Codegen flags cannot be given at JIT time:
+ * an owner that sets them gets a ReJIT on top, built from the same base. */
 void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid)
 {
     struct clrmux_compose *cs = m->compose;
@@ -653,9 +733,60 @@ void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid)
         return;
     pthread_mutex_lock(&cs->lock);
     struct rec *r = find(cs, mod, tok);
+    uint64_t owners = 0;
+    int with_inliners = 0;
+    DWORD flags = 0;
+    if (r && r->pending && !r->compiled) {
+        owners = r->pending;
+        r->pending = 0;
+        atomic_fetch_sub(&cs->npending, 1);
+        with_inliners = r->with_inliners;
+        flags = r->inliner_flags;
+    }
     if (r)
         r->compiled = 1;
     pthread_mutex_unlock(&cs->lock);
+    if (!owners)
+        return;
+    LPCBYTE il = NULL;
+    ULONG il_size = 0;
+    struct body *base = NULL;
+    if (SUCCEEDED(m->info->lpVtbl->GetILFunctionBody(m->info, mod, tok, &il, &il_size)) && il && il_size &&
+        (base = malloc(sizeof *base + il_size))) {
+        base->next = NULL;
+        base->size = il_size;
+        memcpy(base->data, il, il_size);
+    }
+    struct chain ch = {.module = mod, .method = tok};
+    struct chain_result res;
+    memset(&res, 0, sizeof res);
+    HRESULT hr = E_FAIL;
+    if (base) {
+        run_chain(m, &ch, owners, &res);
+        hr = res.nbodies ? set_jit_body(m, mod, tok, res.body, res.size) : S_OK;
+    }
+    char names[256], mname[600];
+    names_of(m, owners, names, sizeof names);
+    method_name(m, mod, tok, mname, sizeof mname);
+    if (SUCCEEDED(hr) && res.nbodies) {
+        pthread_mutex_lock(&cs->lock);
+        free(r->base);
+        r->base = base;
+        base = NULL;
+        pthread_mutex_unlock(&cs->lock);
+        LOG_DEBUG("ReJIT composition of %s (module 0x%lx) at its first JIT compilation (held back): %s; "
+                  "%d rewrite(s), final body %u bytes%s", mname, (unsigned long)mod, names, res.nbodies,
+                  (unsigned)res.size, res.map ? "; instrumented-code map not given at JIT time" : "");
+    }
+    keep_bodies(cs, r, &ch);
+    free(res.map);
+    free(base);
+    if (FAILED(hr) || res.any_flags) {
+        /* the runtime refused the body, or codegen flags: a ReJIT it is, built from the base */
+        HRESULT h2 = runtime_rejit(m, with_inliners, flags, 1, &mod, &tok);
+        LOG_DEBUG("ReJIT of %s for %s requested at its first compilation (%s): HRESULT 0x%08X", mname, names,
+                  FAILED(hr) ? "the JIT-time body was refused" : "codegen flags", (unsigned)h2);
+    }
 }
 
 void clrmux_compose_jit_finished(struct clrmux_mux *m, FunctionID fid)

@@ -17,10 +17,16 @@
  *
  * Held-back requests: a RequestReJIT for a method that has not been compiled yet makes its
  * first compilation a ReJIT, and the runtime then never raises JITCompilationStarted for it.
- * When another live child monitors JIT compilation, such a request is held back and made
- * from the JITCompilationFinished of the method's first compilation, on the JIT thread (the
- * runtime guarantees that a ReJIT requested there wins: codeversion.cpp
- * PublishVersionableCodeIfNecessary), so the first call already runs the composed body.
+ * When another live child monitors JIT compilation, such a request is held back (the method
+ * is neither inlined nor taken precompiled meanwhile). At the method's first
+ * JITCompilationStarted, after the JIT-time children, the held-back owners' chain runs and
+ * its body becomes the method's IL (Info::SetILFunctionBody): the first call, on any thread,
+ * runs the JIT-time rewrites and the owners'. The IL before the owners' rewrites is kept as
+ * the method's base: later compositions (another owner's request, a revert) start from it,
+ * and children read it through GetILFunctionBody outside a composition, as alone. (A ReJIT
+ * requested from JITCompilationFinished instead would win for the compiling thread only: a
+ * thread waiting for that compilation runs its code once.) Were the chain to set codegen
+ * flags, which JIT time cannot take, a ReJIT follows, built from the base.
  * A held-back method offered precompiled (ReadyToRun) code is JIT-compiled instead. When the
  * method's first compilation is a ReJIT all the same (another owner's request went through,
  * e.g. one with inliners, which is never held back: its target may only run inlined), the
@@ -75,7 +81,7 @@ void clrmux_compose_get_rejit_parameters(struct clrmux_mux *mux, ModuleID module
 
 /* The proxy's GetILFunctionBody: during a composition of (module, method) on this thread,
  * answers the previous link's body and returns 1; otherwise returns 0 (ask the runtime). */
-int clrmux_compose_il_body(struct clrmux_child *child, ModuleID module, mdMethodDef method,
+int clrmux_compose_il_body(struct clrmux_mux *mux, struct clrmux_child *child, ModuleID module, mdMethodDef method,
                            LPCBYTE *header, ULONG *size);
 
 /* The proxy's SetILFunctionBody (JIT time): records the child as a JIT-time writer. */

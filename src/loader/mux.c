@@ -318,12 +318,12 @@ static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback1
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
-    clrmux_compose_jit_started(m, functionId);
     for (int i = 0; i < m->nchildren; i++) {
         struct clrmux_child *c = &m->children[i];
         if (child_live(c, 1) && clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
             c->cb->lpVtbl->JITCompilationStarted(c->cb, functionId, fIsSafeToBlock);
     }
+    clrmux_compose_jit_started(m, functionId); /* after the JIT-time children: held-back owners */
     clrmux_evac_leave(t_);
     return S_OK;
 }

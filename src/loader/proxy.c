@@ -130,7 +130,7 @@ static HRESULT STDMETHODCALLTYPE pxo_GetILFunctionBody(ICorProfilerInfo15 *This,
                                                        LPCBYTE *ppMethodHeader, ULONG *pcbMethodSize)
 {
     struct clrmux_proxy *p = px_impl(This);
-    if (clrmux_compose_il_body(p->child, moduleId, methodId, ppMethodHeader, pcbMethodSize))
+    if (clrmux_compose_il_body(p->mux, p->child, moduleId, methodId, ppMethodHeader, pcbMethodSize))
         return S_OK;
     return p->mux->info->lpVtbl->GetILFunctionBody(p->mux->info, moduleId, methodId, ppMethodHeader, pcbMethodSize);
 }

@@ -136,7 +136,7 @@ if [ "${j:-0}" -ge 1 ] && grep -q "held back until its first compilation" "$WORK
     ok "jit+rejit: the JIT-time child saw JITCompilationStarted($j) of a method ReJIT-requested before its first call"
 else bad "jit+rejit: JIT-time child" "jit_started=${j:-?}"; fi
 # logs: each composition at debug, with the children in order
-if grep -q "ReJIT composition of Compose.Work::Compute (0x06000001) (module 0x[0-9a-f]*): 'A' -> 'B' -> 'tracer'; 3 rewrite(s)" "$WORK/rejit+rejit.log" \
+if grep -q "ReJIT composition of Compose.Work::Compute (0x06000001) (module 0x[0-9a-f]*)[^:]*: 'A' -> 'B' -> 'tracer'; 3 rewrite(s)" "$WORK/rejit+rejit.log" \
     && grep -q "JIT-time composition of Compose.Work::Compute (0x06000001) (module 0x[0-9a-f]*): 'A' -> 'B'" "$WORK/jit+jit.log"; then
     ok "compositions are logged at debug with the children in file order"
 else bad "composition log lines" "$(grep -i composition "$WORK/rejit+rejit.log" | head -3)"; fi

@@ -476,10 +476,10 @@ wf=$(ls "$WORK"/watch-*.otlp.jsonl 2>/dev/null | head -1)
 got=$([ -n "$wf" ] && span_names "$wf" lines | grep -v '^ids')
 want=$(span_names "$out" lines | grep -v '^ids')
 held=$(grep -c "ReJIT of method .* held back until its first compilation" "$WORK/watch.log")
-made=$(grep -c "held-back ReJIT of method .* requested after its first compilation" "$WORK/watch.log")
+made=$(grep -c "ReJIT composition of .* at its first JIT compilation (held back): 'tracer'" "$WORK/watch.log")
 if same_output watch && [ -n "$got" ] && [ "$got" = "$want" ] && [ "$held" -ge 30 ] && [ "$made" -ge 30 ] \
     && grep -q '^JITCompilationStarted [1-9]' "$WORK/watch.rec" && ! grep -q "not traced" "$WORK/watch.log"; then
-    ok "beside a JIT-watching child: the tracer's ReJITs wait for each method's first compilation ($held held back, $made made at JITCompilationFinished), the spans per method are the same"
+    ok "beside a JIT-watching child: the tracer's ReJITs wait for each method's first compilation ($held held back, $made composed at their first JIT compilation), the spans per method are the same"
 else bad "beside a JIT-watching child" "held=$held made=$made; $(diff <(echo "$want") <(echo "$got") | head -8)"; fi
 fi
 

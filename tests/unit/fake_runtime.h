@@ -71,6 +71,9 @@ struct fake_runtime {
     ULONG il_size;
     int set_il_calls;
     _Atomic int detach_calls; /* RequestProfilerDetach (answers S_OK) */
+    BYTE arena[4096];         /* GetILFunctionBodyAllocator's IMethodMalloc */
+    ULONG arena_used;
+    struct fake_malloc { IMethodMalloc iface; struct fake_runtime *rt; } malloc_obj;
     /* enter/leave hooks and mappers */
     int elt_calls;    /* SetEnterLeaveFunctionHooks, 2, 3, 3WithInfo */
     int mapper_calls; /* SetFunctionIDMapper, 2 */
@@ -263,6 +266,36 @@ static HRESULT STDMETHODCALLTYPE fr_RequestRevert(ICorProfilerInfo15 *This, ULON
     }
     return S_OK;
 }
+/* IMethodMalloc: hands out pieces of the runtime's arena (never freed, like the runtime's). */
+static HRESULT STDMETHODCALLTYPE fm_QueryInterface(IMethodMalloc *This, REFIID riid, void **ppv)
+{
+    (void)riid;
+    *ppv = This;
+    return S_OK;
+}
+static ULONG STDMETHODCALLTYPE fm_AddRef(IMethodMalloc *This) { (void)This; return 2; }
+static ULONG STDMETHODCALLTYPE fm_Release(IMethodMalloc *This) { (void)This; return 1; }
+static PVOID STDMETHODCALLTYPE fm_Alloc(IMethodMalloc *This, ULONG cb)
+{
+    struct fake_runtime *rt = ((struct fake_malloc *)This)->rt;
+    if (rt->arena_used + cb > sizeof rt->arena)
+        return NULL;
+    void *p = rt->arena + rt->arena_used;
+    rt->arena_used += (cb + 7) & ~7u;
+    return p;
+}
+static const IMethodMallocVtbl fake_malloc_vtbl = {fm_QueryInterface, fm_AddRef, fm_Release, fm_Alloc};
+static HRESULT STDMETHODCALLTYPE fr_GetILFunctionBodyAllocator(ICorProfilerInfo15 *This, ModuleID mod,
+                                                              IMethodMalloc **pp)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    (void)mod;
+    rt->malloc_obj.iface.lpVtbl = &fake_malloc_vtbl;
+    rt->malloc_obj.rt = rt;
+    *pp = &rt->malloc_obj.iface;
+    return S_OK;
+}
+
 static HRESULT STDMETHODCALLTYPE fr_RequestProfilerDetach(ICorProfilerInfo15 *This, DWORD ms)
 {
     (void)ms;
@@ -369,6 +402,7 @@ static const ICorProfilerInfo15Vtbl fake_runtime_vtbl = {
     .RequestReJITWithInliners = fr_RequestReJITWithInliners,
     .RequestRevert = fr_RequestRevert,
     .RequestProfilerDetach = fr_RequestProfilerDetach,
+    .GetILFunctionBodyAllocator = fr_GetILFunctionBodyAllocator,
     .GetILFunctionBody = fr_GetILFunctionBody,
     .SetILFunctionBody = fr_SetILFunctionBody,
     .SetEnterLeaveFunctionHooks = fr_SetEnterLeaveFunctionHooks,

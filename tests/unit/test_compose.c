@@ -48,6 +48,15 @@ static void rewriter(struct fake_child *fc, ModuleID mod, mdMethodDef method, IC
     ctl->lpVtbl->SetILInstrumentedCodeMap(ctl, 2, map);
 }
 
+/* The rewrite alone (no codegen flags, no map). */
+static void plain_rewriter(struct fake_child *fc, ModuleID mod, mdMethodDef method, ICorProfilerFunctionControl *ctl)
+{
+    read_body(fc, mod, method);
+    char out[300];
+    snprintf(out, sizeof out, "%s%c", fc->seen, fc->tag);
+    assert_int_equal(ctl->lpVtbl->SetILFunctionBody(ctl, (ULONG)strlen(out), (LPCBYTE)out), S_OK);
+}
+
 /* Reads the body but leaves it alone. */
 static void watcher(struct fake_child *fc, ModuleID mod, mdMethodDef method, ICorProfilerFunctionControl *ctl)
 {
@@ -233,7 +242,7 @@ static void test_held_back_until_first_jit(void **state)
     DWORD masks[2] = {COR_PRF_MONITOR_JIT_COMPILATION, REJIT};
     struct clrmux_mux *m = setup(&rt, k, "ab", masks, c);
     k[0].jit_hook = jit_rewriter;
-    k[1].rejit_hook = rewriter;
+    k[1].rejit_hook = plain_rewriter;
     ICorProfilerCallback11 *mux = fake_mux_cb(m);
     DWORD before = rt.mask_low;
 
@@ -252,29 +261,59 @@ static void test_held_back_until_first_jit(void **state)
 
     mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
     assert_int_equal(FC_CALLS(&k[0], JITCompilationStarted), 1); /* a sees the first compilation */
-    assert_string_equal((char *)rt.il, "Ra");
+    /* the held-back owner's chain ran after a's JIT-time rewrite; its body is the method's IL,
+     * so every thread runs it from the first call; no ReJIT needed */
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
+    assert_string_equal(k[1].seen, "Ra");
+    assert_string_equal((char *)rt.il, "Rab");
+    mux->lpVtbl->JITCompilationFinished(mux, 0x501, S_OK, TRUE);
     assert_int_equal(rt.rejit_calls, 0);
-    mux->lpVtbl->JITCompilationFinished(mux, 0x501, S_OK, TRUE);
-    assert_int_equal(rt.rejit_calls, 1); /* made at the end of the first compilation */
-    assert_int_equal(rt.rejit_methods[0], M1);
-    struct fake_fc fc;
-    fake_fc_init(&fc);
-    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
-    assert_string_equal((char *)fc.body, "Rab"); /* JIT-time rewrite first, then ReJIT owners */
-    /* a second compilation (tier 1) makes no second request */
-    mux->lpVtbl->JITCompilationFinished(mux, 0x501, S_OK, TRUE);
-    assert_int_equal(rt.rejit_calls, 1);
+    /* outside a composition, children read the IL before the ReJIT owners' rewrites */
+    read_body(&k[0], MOD, M1);
+    assert_string_equal(k[0].seen, "Ra");
+    /* a second compilation (tier 1) composes nothing again */
+    mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
     use = TRUE;
     mux->lpVtbl->JITCachedFunctionSearchStarted(mux, 0x501, &use);
     assert_true(use);
-    inl = TRUE;
-    mux->lpVtbl->JITInlining(mux, 0x777, 0x501, &inl);
-    assert_true(inl);
+    BOOL inl2 = TRUE;
+    mux->lpVtbl->JITInlining(mux, 0x777, 0x501, &inl2);
+    assert_true(inl2);
+    /* a later ReJIT builds from that base: b's rewrite once, not twice */
+    assert_int_equal(rejit(c[1], M1), S_OK);
+    assert_int_equal(rt.rejit_calls, 1);
+    struct fake_fc fc;
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
+    assert_string_equal(k[1].seen, "Ra");
+    assert_string_equal((char *)fc.body, "Rab");
+    /* the last owner's revert rebuilds the base (the runtime's own IL holds b's rewrite) */
+    ModuleID rmods[1] = {MOD};
+    mdMethodDef rmethods[1] = {M1};
+    ICorProfilerInfo15 *pb = fake_child_info(c[1]);
+    assert_int_equal(pb->lpVtbl->RequestRevert(pb, 1, rmods, rmethods, NULL), S_OK);
+    assert_int_equal(rt.revert_calls, 0);
+    assert_int_equal(rt.rejit_calls, 2);
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 2);
+    assert_string_equal((char *)fc.body, "Ra");
+
+    /* an owner that sets codegen flags (JIT time cannot take them) gets a ReJIT on top */
+    k[1].rejit_hook = rewriter;
+    assert_int_equal(rejit(c[1], M2), S_OK); /* M2 not compiled yet: held back */
+    int before_rejits = rt.rejit_calls;
+    fake_runtime_add_function(&rt, 0x502, MOD, M2);
+    mux->lpVtbl->JITCompilationStarted(mux, 0x502, TRUE);
+    assert_int_equal(rt.rejit_calls, before_rejits + 1);
+    assert_int_equal(rt.rejit_methods[0], M2);
 
     /* a method that has code already is requested at once */
-    fake_runtime_add_function(&rt, 0x502, MOD, M2);
-    assert_int_equal(rejit(c[1], M2), S_OK);
-    assert_int_equal(rt.rejit_calls, 2);
+    fake_runtime_add_function(&rt, 0x503, MOD, 0x06000003);
+    before_rejits = rt.rejit_calls;
+    assert_int_equal(rejit(c[1], 0x06000003), S_OK);
+    assert_int_equal(rt.rejit_calls, before_rejits + 1);
     fake_mux_free(m);
 }
 
