@@ -510,7 +510,11 @@ HRESULT clrmux_set_child_mask(struct clrmux_mux *m, struct clrmux_child *child, 
     pthread_mutex_lock(&m->mask_lock);
     DWORD old_low = atomic_load(&child->mask_low), old_high = atomic_load(&child->mask_high);
     HRESULT hr = S_OK;
-    if (!atomic_load(&child->active)) {
+    if (!atomic_load(&child->active) && atomic_load(&child->detach_state)) {
+        /* as the runtime answers a profiler that is detaching */
+        LOG_WARN("child '%s': SetEventMask after its RequestProfilerDetach; refused", child->name);
+        hr = CORPROF_E_PROFILER_DETACHING;
+    } else if (!atomic_load(&child->active)) {
         /* a child whose Initialize failed is out: its mask no longer reaches the runtime */
         LOG_WARN("child '%s': SetEventMask after its Initialize failed; refused", child->name);
         hr = CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;

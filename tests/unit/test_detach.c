@@ -81,6 +81,9 @@ static void test_one_then_all_detach(void **state)
     assert_int_equal(detach(ca), S_OK);
     assert_int_equal(detach(ca), CORPROF_E_PROFILER_DETACHING);
     assert_int_equal(rt.mask_low, COR_PRF_MONITOR_MODULE_LOADS); /* a's bits left the union */
+    ICorProfilerInfo15 *pa = fake_child_info(ca);
+    assert_int_equal(pa->lpVtbl->SetEventMask(pa, COR_PRF_MONITOR_GC), CORPROF_E_PROFILER_DETACHING);
+    assert_int_equal(rt.mask_low, COR_PRF_MONITOR_MODULE_LOADS);
     mux->lpVtbl->ModuleLoadFinished(mux, 0x7000, S_OK);
     mux->lpVtbl->ThreadCreated(mux, 0x99);
     assert_int_equal(FC_CALLS(&a, ModuleLoadFinished), 0);
