@@ -48,12 +48,13 @@ static inline struct clrmux_thread_rec *clrmux_evac_enter(void)
         /* only this thread writes its counter: a plain store, ordered before the reads of the
          * children's `active` flags by a full fence, or (when the detach side can force one
          * on every thread with membarrier(2)) by a compiler barrier only */
-        atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
-        if (__builtin_expect(atomic_load_explicit(&clrmux_evac_asymmetric, memory_order_relaxed), 1))
+        if (__builtin_expect(atomic_load_explicit(&clrmux_evac_asymmetric, memory_order_relaxed), 1)) {
+            atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
             atomic_signal_fence(memory_order_seq_cst);
-        else
-            atomic_thread_fence(memory_order_seq_cst);
+        } else {
+            atomic_fetch_add(&t->inside, 1); /* a sequentially consistent read-modify-write */
+        }
     }
     return t;
 }
