@@ -26,6 +26,7 @@
 #define NAME_ENTRIES 65536
 #define NAME_ARENA (8u << 20)
 #define NO_FRAMES "[no managed frames]"
+#define TRUNCATED "[truncated]"
 
 /* sample types, in this order */
 enum { V_CPU, V_WALL, V_EXC, V_ALLOC_N, V_ALLOC_B, V_LOCK_N, V_LOCK_NS, V_COUNT };
@@ -43,6 +44,9 @@ struct profiler {
     ICorProfilerInfo3 *info;    /* names, stacks, threads */
     ICorProfilerInfo10 *info10; /* SuspendRuntime / ResumeRuntime (NULL: no cpu/wall) */
     ICorProfilerInfo12 *info12; /* EventPipe (NULL: no allocations/contention) */
+    struct prof_sig *sig;       /* the signal sampler (NULL: the suspend sampler) */
+    _Atomic int mode;           /* PROF_SAMPLER_SIGNAL / _SUSPEND: the sampler in use */
+    int64_t sig_checked;        /* mono ns of the last check of the SIGPROF handler */
     struct prof_threads threads;
     struct prof_rawq q;
     struct prof_names *names;
@@ -70,7 +74,7 @@ struct profiler {
     /* statistics: sampler-owned, except the atomics bumped by callbacks */
     /* per tick: t0 SuspendRuntime called, t_susp it returned, t_res ResumeRuntime called, t1 it
      * returned. The world is stopped from (about) t_susp to t_res. */
-    uint64_t snap_empty;
+    uint64_t snap_empty, sig_ticks;
     uint64_t ticks, suspend_failures, snap_failures, pause_max, suspend_ns, walk_ns, resume_ns;
     int64_t pause_ewma;     /* ns, of (t_res - t0) */
     uint64_t interval_sum;  /* ns, of the intervals actually used (stretched by the budget) */
@@ -204,6 +208,48 @@ static void tick(struct profiler *p)
     p->pause_ewma = p->pause_ewma ? (p->pause_ewma * 7 + (t_res - t0)) / 8 : (t_res - t0);
 }
 
+/* ---- the signal sampler's tick (sigsampler.c): no pause ------------------------------ */
+
+static void sig_tick(struct profiler *p)
+{
+    int64_t now = mono_ns();
+    if (now - p->sig_checked >= 1000000000) {
+        p->sig_checked = now;
+        char why[160];
+        if (prof_sig_check(p->sig, why, sizeof why) != 0) {
+            prof_sig_stop(p->sig);
+            prof_sig_flush_wall(p->sig, &p->q);
+            atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
+            if (p->info10)
+                LOG_WARN("profiler '%s': %s; switching to the suspend sampler", p->name, why);
+            else
+                LOG_WARN("profiler '%s': %s; no cpu/wall samples from now on (no ICorProfilerInfo10 for the "
+                         "suspend sampler)", p->name, why);
+            return;
+        }
+    }
+    size_t n = prof_threads_snapshot(&p->threads, p->views, PROF_MAX_THREADS);
+    prof_sig_tick(p->sig, p->views, n, &p->q);
+    p->sig_ticks++;
+}
+
+/* "signal sampler: ..." delivered rates, for the log and the profile's comments. */
+static void sig_summary(struct profiler *p, char *out, size_t outsz)
+{
+    struct prof_sig_stats st;
+    prof_sig_get_stats(p->sig, &st);
+    snprintf(out, outsz,
+             "signal sampler delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
+             "%llu wall samples (%.1f per second per thread; %llu by signal, %llu on unchanged stacks); "
+             "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu threads",
+             (unsigned long long)st.cpu_samples, st.cpu_ns > 0 ? (double)st.cpu_samples * 1e9 / (double)st.cpu_ns : 0.0,
+             (unsigned long long)st.max_thread_cpu_samples, (unsigned long long)st.wall_samples,
+             st.wall_ns > 0 ? (double)st.wall_samples * 1e9 / (double)st.wall_ns : 0.0,
+             (unsigned long long)st.wall_signals, (unsigned long long)st.wall_reused,
+             (unsigned long long)st.truncated, (unsigned long long)st.depth_cut, PROF_MAX_FRAMES,
+             (unsigned long long)st.ring_drops, (unsigned long long)st.threads);
+}
+
 /* ---- drain: raw ids -> names -> pprof (sampler thread, or Shutdown after it stopped) -- */
 
 static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t *frames)
@@ -254,6 +300,8 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
     }
     if (r->nframes == 0)
         names[nn++] = NO_FRAMES;
+    else if (r->truncated && nn < PROF_MAX_FRAMES + 2)
+        names[nn++] = TRUNCATED; /* the root we could not reach */
     int64_t values[V_COUNT] = {0};
     switch (r->kind) {
     case PROF_K_SAMPLE: values[V_CPU] = r->v0; values[V_WALL] = r->v1; break;
@@ -282,17 +330,26 @@ static void drain(struct profiler *p)
 /* Writes the current period's file and starts the next period. */
 static void flush(struct profiler *p, int last)
 {
+    if (p->sig)
+        prof_sig_flush_wall(p->sig, &p->q);
     drain(p);
     drain(p); /* both buffers: events pushed while the first was drained */
     int64_t now_unix = unix_ns(), now_mono = mono_ns();
     clrmux_pprof_set_time(p->pb, p->period_start_unix, now_mono - p->period_start_mono);
     uint64_t raw_drops = prof_rawq_take_dropped(&p->q);
     uint64_t pprof_drops = clrmux_pprof_dropped(p->pb, CLRMUX_PPROF_DROP_REASON_COUNT);
-    char c[160];
-    snprintf(c, sizeof c, "clrmux profiler: sampling interval %d ms (average used %.1f ms, pause budget %d%%), "
-             "period %d s%s", p->cfg.interval_ms, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
+    char c[256];
+    snprintf(c, sizeof c, "clrmux profiler: %s sampler, sampling interval %d ms (average used %.1f ms, pause budget "
+             "%d%%), period %d s%s", atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL ? "signal" : "suspend",
+             p->cfg.interval_ms, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
              p->cfg.pause_budget_pct, p->cfg.period_s, last ? ", last period (shutdown)" : "");
     clrmux_pprof_add_comment(p->pb, c);
+    if (p->sig) {
+        char sc[512];
+        sig_summary(p, sc, sizeof sc);
+        clrmux_pprof_add_comment(p->pb, sc);
+        LOG_INFO("profiler '%s': %s", p->name, sc);
+    }
     if (raw_drops) {
         snprintf(c, sizeof c, "dropped %llu events: raw sample buffer full", (unsigned long long)raw_drops);
         clrmux_pprof_add_comment(p->pb, c);
@@ -369,7 +426,7 @@ static void *sampler_main(void *arg)
     int64_t interval = (int64_t)p->cfg.interval_ms * 1000000;
     int64_t period = (int64_t)p->cfg.period_s * 1000000000;
     int64_t next = mono_ns() + interval;
-    int sample = p->info10 && (p->cfg.cpu || p->cfg.wall);
+    int sample = (p->sig || p->info10) && (p->cfg.cpu || p->cfg.wall);
     pthread_mutex_lock(&p->wake_lock);
     while (!atomic_load(&p->stop)) {
         struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
@@ -380,7 +437,9 @@ static void *sampler_main(void *arg)
         pthread_mutex_unlock(&p->wake_lock);
         if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3)
             start_session(p);
-        if (sample)
+        if (sample && atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
+            sig_tick(p);
+        else if (sample && p->info10)
             tick(p);
         drain(p);
         int64_t now = mono_ns();
@@ -388,7 +447,7 @@ static void *sampler_main(void *arg)
             flush(p, 0);
         /* the pause budget: at most pause_budget_pct of wall time stopped (at most 1 s) */
         int64_t iv = interval;
-        if (sample && p->cfg.pause_budget_pct > 0) {
+        if (sample && atomic_load(&p->mode) == PROF_SAMPLER_SUSPEND && p->cfg.pause_budget_pct > 0) {
             int64_t need = p->pause_ewma * 100 / p->cfg.pause_budget_pct;
             iv = need > iv ? (need < 1000000000 ? need : 1000000000) : iv;
         }
@@ -534,6 +593,8 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
     if (atomic_load(&p->shut_down))
         return S_OK;
     stop_sampler(p);
+    if (p->sig)
+        prof_sig_stop(p->sig);
     if (atomic_load(&p->session_started)) {
         atomic_store(&p->session_started, 0);
         ICorProfilerInfo12_EventPipeStopSession(p->info12, p->session);
@@ -542,17 +603,26 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
     atomic_store(&p->shut_down, 1);
     prof_rawq_close(&p->q);
     double t = p->ticks ? (double)p->ticks * 1000.0 : 1;
-    LOG_INFO("profiler '%s': shut down; %llu files written (%llu failed); %llu ticks (interval avg %.1f ms): "
-             "SuspendRuntime avg %.1f us, "
-             "stack walks avg %.1f us, ResumeRuntime avg %.1f us, suspend+walks max %.1f us, %llu suspend failures, "
-             "%llu failed stack walks (%llu without managed frames); "
+    char sampling[1024] = "", part[600];
+    size_t used = 0;
+    if (p->sig) {
+        sig_summary(p, part, sizeof part);
+        used += (size_t)snprintf(sampling, sizeof sampling, "%llu signal sampler ticks (no pause): %s; ",
+                                 (unsigned long long)p->sig_ticks, part);
+    }
+    if (p->ticks || !p->sig)
+        snprintf(sampling + used, sizeof sampling - used,
+                 "%llu ticks (interval avg %.1f ms): SuspendRuntime avg %.1f us, stack walks avg %.1f us, "
+                 "ResumeRuntime avg %.1f us, suspend+walks max %.1f us, %llu suspend failures, %llu failed stack "
+                 "walks (%llu without managed frames); ",
+                 (unsigned long long)p->ticks, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
+                 (double)p->suspend_ns / t, (double)p->walk_ns / t, (double)p->resume_ns / t,
+                 (double)p->pause_max / 1000.0, (unsigned long long)p->suspend_failures,
+                 (unsigned long long)p->snap_failures, (unsigned long long)p->snap_empty);
+    LOG_INFO("profiler '%s': shut down; %llu files written (%llu failed); %s"
              "%llu exceptions, %llu allocation ticks, %llu contentions; sampler thread CPU %.1f ms; dropped %llu raw "
              "events, %llu samples; name cache cleared %llu times",
-             p->name, (unsigned long long)p->files, (unsigned long long)p->file_failures,
-             (unsigned long long)p->ticks, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
-             (double)p->suspend_ns / t, (double)p->walk_ns / t,
-             (double)p->resume_ns / t, (double)p->pause_max / 1000.0, (unsigned long long)p->suspend_failures,
-             (unsigned long long)p->snap_failures, (unsigned long long)p->snap_empty,
+             p->name, (unsigned long long)p->files, (unsigned long long)p->file_failures, sampling,
              (unsigned long long)atomic_load(&p->exceptions), (unsigned long long)atomic_load(&p->allocations),
              (unsigned long long)atomic_load(&p->contentions), (double)p->sampler_cpu_ns / 1e6,
              (unsigned long long)p->raw_drops_total, (unsigned long long)p->pprof_drops_total,
@@ -588,10 +658,20 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     if (p->cfg.cpu || p->cfg.wall) {
         if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo10, (void **)&p->info10)))
             p->info10 = NULL;
-        if (!p->info10)
-            LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
-                     "or wall profile", p->name);
     }
+    atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
+    if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
+        char why[256];
+        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, why, sizeof why);
+        if (p->sig)
+            atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
+        else
+            LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
+                     why);
+    }
+    if ((p->cfg.cpu || p->cfg.wall) && !p->sig && !p->info10)
+        LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
+                 "or wall profile", p->name);
     p->want_session = p->cfg.allocations || p->cfg.contention;
     if (p->want_session) {
         if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo12, (void **)&p->info12)))
@@ -660,9 +740,11 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
         p->sampler_started = 1;
     else
         LOG_ERROR("profiler '%s': cannot start the sampler thread; profiles are written at shutdown only", p->name);
-    LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, sampling every %d ms; cpu=%d wall=%d "
+    int sampling = p->sig || p->info10;
+    LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, %s sampler every %d ms; cpu=%d wall=%d "
              "exceptions=%d allocations=%d contention=%d", p->name, p->process, p->pid, p->cfg.output_dir,
-             p->cfg.period_s, p->cfg.interval_ms, p->cfg.cpu && p->info10, p->cfg.wall && p->info10,
+             p->cfg.period_s, p->sig ? "signal (SIGPROF, no pause)" : "suspend (SuspendRuntime)",
+             p->cfg.interval_ms, p->cfg.cpu && sampling, p->cfg.wall && sampling,
              p->cfg.exceptions, p->cfg.allocations && p->info12, p->cfg.contention && p->info12);
     return S_OK;
 }
