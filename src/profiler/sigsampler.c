@@ -50,7 +50,7 @@
 #define WALL_RAN_NS 20000
 
 struct ent {
-    uint8_t wall, status;
+    uint8_t wall, status, safe; /* safe: walked before the stack mapping was known (no scan) */
     uint16_t n;
     int64_t v;      /* cpu: thread CPU ns since the previous cpu walk; wall: ns carried */
     int64_t cpu_at; /* the thread's CPU clock at the end of the walk */
@@ -208,6 +208,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
                                   PROF_MAX_FRAMES, &status);
     e->status = (uint8_t)status;
     e->wall = (uint8_t)wall;
+    e->safe = !bound;
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -378,7 +379,9 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
         sl->last_n = e->n;
         sl->last_status = e->status;
         sl->have_last = 1;
-        sl->wall_cpu_seen = e->cpu_at;
+        /* a walk made before the stack mapping was known could not scan past frameless
+         * frames: walk this thread again at its next wall tick rather than reuse it */
+        sl->wall_cpu_seen = e->safe ? -1 : e->cpu_at;
     }
     atomic_store_explicit(&sl->tail, t, memory_order_release);
 }

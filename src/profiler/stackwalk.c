@@ -90,7 +90,7 @@ size_t prof_fp_walk(const struct prof_walk_regs *r, uint64_t stack_hi, const str
     out[n++] = r->ip;
     uint64_t fp = r->fp, floor = r->sp;
     for (;;) {
-        int bad = (fp & 7) != 0 || fp < floor || (stack_hi && (fp >= stack_hi || stack_hi - fp < 16));
+        int bad = fp != 0 && ((fp & 7) != 0 || fp < floor || (stack_hi && (fp >= stack_hi || stack_hi - fp < 16)));
         if (fp == 0 || bad) {
             /* no usable frame pointer here: a frame that does not keep RBP (or the outermost
              * frame when fp is 0). Look for the next frame record on the stack. */
