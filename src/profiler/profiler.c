@@ -47,6 +47,7 @@ struct profiler {
     struct prof_sig *sig;       /* the signal sampler (NULL: the suspend sampler) */
     _Atomic int mode;           /* PROF_SAMPLER_SIGNAL / _SUSPEND: the sampler in use */
     int64_t sig_checked;        /* mono ns of the last check of the SIGPROF handler */
+    int64_t sig_start;          /* mono ns when the signal sampler started */
     struct prof_threads threads;
     struct prof_rawq q;
     struct prof_names *names;
@@ -238,10 +239,12 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
 {
     struct prof_sig_stats st;
     prof_sig_get_stats(p->sig, &st);
+    double secs = (double)(mono_ns() - p->sig_start) / 1e9;
     snprintf(out, outsz,
-             "signal sampler delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
+             "signal sampler (%llu ticks, %.1f per second) delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
              "%llu wall samples (%.1f per second per thread; %llu by signal, %llu on unchanged stacks); "
              "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu threads",
+             (unsigned long long)p->sig_ticks, secs > 0 ? (double)p->sig_ticks / secs : 0.0,
              (unsigned long long)st.cpu_samples, st.cpu_ns > 0 ? (double)st.cpu_samples * 1e9 / (double)st.cpu_ns : 0.0,
              (unsigned long long)st.max_thread_cpu_samples, (unsigned long long)st.wall_samples,
              st.wall_ns > 0 ? (double)st.wall_samples * 1e9 / (double)st.wall_ns : 0.0,
@@ -663,8 +666,10 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
         char why[256];
         p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, why, sizeof why);
-        if (p->sig)
+        if (p->sig) {
             atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
+            p->sig_start = mono_ns();
+        }
         else
             LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
                      why);
