@@ -342,10 +342,14 @@ static void flush(struct profiler *p, int last)
     uint64_t raw_drops = prof_rawq_take_dropped(&p->q);
     uint64_t pprof_drops = clrmux_pprof_dropped(p->pb, CLRMUX_PPROF_DROP_REASON_COUNT);
     char c[256];
-    snprintf(c, sizeof c, "clrmux profiler: %s sampler, sampling interval %d ms (average used %.1f ms, pause budget "
-             "%d%%), period %d s%s", atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL ? "signal" : "suspend",
-             p->cfg.interval_ms, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
-             p->cfg.pause_budget_pct, p->cfg.period_s, last ? ", last period (shutdown)" : "");
+    if (atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
+        snprintf(c, sizeof c, "clrmux profiler: signal sampler (no pause), sampling interval %d ms, period %d s%s",
+                 p->cfg.interval_ms, p->cfg.period_s, last ? ", last period (shutdown)" : "");
+    else
+        snprintf(c, sizeof c, "clrmux profiler: suspend sampler, sampling interval %d ms (average used %.1f ms, pause "
+                 "budget %d%%), period %d s%s", p->cfg.interval_ms,
+                 p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0, p->cfg.pause_budget_pct,
+                 p->cfg.period_s, last ? ", last period (shutdown)" : "");
     clrmux_pprof_add_comment(p->pb, c);
     if (p->sig) {
         char sc[512];
@@ -454,7 +458,8 @@ static void *sampler_main(void *arg)
             int64_t need = p->pause_ewma * 100 / p->cfg.pause_budget_pct;
             iv = need > iv ? (need < 1000000000 ? need : 1000000000) : iv;
         }
-        p->interval_sum += (uint64_t)iv;
+        if (atomic_load(&p->mode) == PROF_SAMPLER_SUSPEND)
+            p->interval_sum += (uint64_t)iv;
         next += iv;
         if (next <= now)
             next = now + iv; /* missed ticks are skipped, not bunched */
