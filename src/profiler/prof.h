@@ -212,6 +212,9 @@ int prof_safe_read16(uint64_t addr, uint64_t out[2]);
 /* The read-write mapping of /proc/self/maps that contains addr: 0 and [*lo, *hi), or -1.
  * Not async-signal-safe (stdio). */
 int prof_stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi);
+/* The same for addr[n] in one pass over the file: lo[i], hi[i] (both 0 when not found in a
+ * read-write mapping). Returns the number found. */
+size_t prof_stack_mappings(const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi);
 
 struct prof_sig;
 struct prof_sig_stats {

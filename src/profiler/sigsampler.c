@@ -87,6 +87,8 @@ struct prof_sig {
     int64_t interval_ns;
     int cpu, wall;
     uint8_t present[PROF_MAX_THREADS];
+    uint16_t pend_idx[PROF_MAX_THREADS]; /* slots whose stack mapping is to be looked up */
+    uint64_t pend_sp[PROF_MAX_THREADS], pend_lo[PROF_MAX_THREADS], pend_hi[PROF_MAX_THREADS];
     uint64_t frames[PROF_MAX_FRAMES];
     struct prof_sig_stats st; /* sampler-side counters */
     _Atomic uint64_t ring_drops, stale, foreign, safe_walks; /* handler-side */
@@ -454,6 +456,20 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     sl->has_timer = 1;
 }
 
+static void lookup_stacks(struct prof_sig *s, size_t npend)
+{
+    if (!npend)
+        return;
+    prof_stack_mappings(s->pend_sp, npend, s->pend_lo, s->pend_hi); /* one pass over the maps */
+    for (size_t i = 0; i < npend; i++) {
+        struct slot *sl = atomic_load(&s->slots[s->pend_idx[i]]);
+        if (sl && s->pend_hi[i]) {
+            atomic_store(&sl->map_lo, s->pend_lo[i]);
+            atomic_store_explicit(&sl->map_hi, s->pend_hi[i], memory_order_release);
+        }
+    }
+}
+
 void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q)
 {
     int64_t now = mono_ns();
@@ -488,8 +504,10 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
                 retire(s, sl, q);
             arm(s, sl, idx, t, now);
         }
-        snprintf(sl->name, sizeof sl->name, "%s", t->name);
+        if (strcmp(sl->name, t->name) != 0)
+            snprintf(sl->name, sizeof sl->name, "%s", t->name);
     }
+    size_t npend = 0;
     for (size_t idx = 0; idx < s->high; idx++) {
         struct slot *sl = atomic_load(&s->slots[idx]);
         if (!sl || !sl->id)
@@ -501,11 +519,8 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         drain_slot(s, sl, q);
         uint64_t sp = atomic_load(&sl->seen_sp);
         if (sp && !atomic_load(&sl->map_hi)) {
-            uint64_t lo, hi;
-            if (prof_stack_mapping(sp, &lo, &hi) == 0) {
-                atomic_store(&sl->map_lo, lo);
-                atomic_store_explicit(&sl->map_hi, hi, memory_order_release);
-            }
+            s->pend_idx[npend] = (uint16_t)idx;
+            s->pend_sp[npend++] = sp;
             atomic_store(&sl->seen_sp, 0);
         }
         if (!s->wall)
@@ -536,6 +551,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         else
             s->st.wall_signals++;
     }
+    lookup_stacks(s, npend);
 }
 
 void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q)

@@ -161,27 +161,33 @@ int prof_code_ranges_load(struct prof_code_ranges *c)
     return 0;
 }
 
-int prof_stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)
+size_t prof_stack_mappings(const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi)
 {
+    for (size_t i = 0; i < n; i++)
+        lo[i] = hi[i] = 0;
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
-        return -1;
+        return 0;
     char line[512];
-    int rc = -1;
-    while (fgets(line, sizeof line, f)) {
+    size_t found = 0;
+    while (found < n && fgets(line, sizeof line, f)) {
         unsigned long long a, b;
         char perms[8];
-        if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3)
+        if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
             continue;
-        if (addr >= a && addr < b) {
-            if (perms[0] == 'r' && perms[1] == 'w') {
-                *lo = a;
-                *hi = b;
-                rc = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!hi[i] && addr[i] >= a && addr[i] < b) {
+                lo[i] = a;
+                hi[i] = b;
+                found++;
             }
-            break;
         }
     }
     fclose(f);
-    return rc;
+    return found;
+}
+
+int prof_stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+    return prof_stack_mappings(&addr, 1, lo, hi) == 1 ? 0 : -1;
 }

@@ -276,7 +276,7 @@ static void test_sampler_in_process(void **state)
                   (unsigned long long)st.wall_reused, (unsigned long long)st.truncated,
                   (unsigned long long)st.safe_walks);
     /* the spinner used ~secs of CPU (less on a busy machine): one sample per 5 ms of it */
-    assert_true(st.cpu_samples >= 20);
+    assert_true(st.cpu_samples >= 10);
     assert_true(st.cpu_ns > 0 && st.cpu_samples * 1e9 / (double)st.cpu_ns > 150); /* ~200 per CPU-second */
     assert_int_equal(st.threads, 2);
     /* the blocker did not run between walks: its wall time needs few signals */
@@ -307,7 +307,7 @@ static void test_sampler_in_process(void **state)
     print_message("  spinner: %zu cpu samples, %zu in spin_leaf; blocker: %zu wall samples (%.0f ms), %zu through "
                   "nanosleep into block_leaf's caller\n", cpu, cpu_in_spin, wall_blocker, (double)wall_blocker_ns / 1e6,
                   wall_blocker_in_block);
-    assert_true(cpu >= 20);
+    assert_true(cpu >= 10);
     assert_true(cpu_in_spin * 10 >= cpu * 9); /* the spinner is in spin_leaf nearly always */
     /* wall time of the blocker: about the measured span, attributed through libc's
      * frameless nanosleep to block_leaf's caller (the stack scan) */
