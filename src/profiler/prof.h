@@ -218,7 +218,7 @@ size_t prof_stack_mappings(const uint64_t *addr, size_t n, uint64_t *lo, uint64_
 
 struct prof_sig;
 struct prof_sig_stats {
-    uint64_t cpu_samples, wall_samples, wall_signals, wall_reused;
+    uint64_t cpu_samples, wall_samples, wall_signals, wall_reused, wall_from_cpu;
     uint64_t truncated, depth_cut, ring_drops, stale_signals, foreign_signals, timer_failures;
     uint64_t safe_walks; /* walks before the thread's stack mapping was known */
     int64_t cpu_ns;      /* CPU time carried by the cpu samples */

@@ -48,6 +48,12 @@
  * returning from our own handler and restarting the interrupted system call costs a few
  * microseconds of the thread's CPU. */
 #define WALL_RAN_NS 20000
+/* A thread found idle is checked again after 1, 3, 7, 15, then 31 ticks: 200 threads blocked
+ * for long cost ~7 clock reads per tick instead of 200. Its wall time accrues meanwhile; when
+ * a check finds it ran, the wall time since the previous check minus its CPU time and one
+ * interval stays with the old stack, the rest goes to the new walk. */
+#define WALL_MAX_SKIP 31
+#define CODE_RELOAD_NS 5000000000ll /* executable ranges reloaded every 5 s */
 
 struct ent {
     uint8_t wall, status, safe; /* safe: walked before the stack mapping was known (no scan) */
@@ -78,6 +84,9 @@ struct slot {
     uint16_t last_n;
     uint8_t last_status, have_last;
     int64_t wall_cpu_seen, last_wall, wall_accum;
+    uint8_t fresh_cpu;          /* a cpu walk was drained since the last wall tick */
+    uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
+                                  idle (doubles per idle check); ticks left to skip */
     uint64_t cpu_samples;
 };
 
@@ -370,6 +379,7 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
         } else {
             s->st.cpu_samples++;
             s->st.cpu_ns += e->v;
+            sl->fresh_cpu = 1;
             sl->cpu_samples++;
             if (sl->cpu_samples > s->st.max_thread_cpu_samples)
                 s->st.max_thread_cpu_samples = sl->cpu_samples;
@@ -419,6 +429,7 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     sl->last_wall = now;
     sl->wall_accum = 0;
     sl->cpu_samples = 0;
+    sl->idle_level = sl->skip = 0;
     atomic_store(&sl->head, 0);
     atomic_store(&sl->tail, 0);
     atomic_store(&sl->map_lo, 0);
@@ -473,10 +484,10 @@ static void lookup_stacks(struct prof_sig *s, size_t npend)
 void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q)
 {
     int64_t now = mono_ns();
-    /* JIT'd code and libraries come and go: the executable ranges are reloaded each second
-     * into the copy the handler does not use (a handler still reading a 1-s old copy reads
+    /* JIT'd code and libraries come and go: the executable ranges are reloaded every 5 s
+     * into the copy the handler does not use (a handler still reading a 5-s old copy reads
      * valid, bounded memory) */
-    if (now - s->code_loaded >= 1000000000) {
+    if (!s->code_loaded || now - s->code_loaded >= CODE_RELOAD_NS) {
         struct prof_code_ranges *cur = atomic_load(&s->code);
         struct prof_code_ranges *next = cur == s->code_buf[0] ? s->code_buf[1] : s->code_buf[0];
         if (prof_code_ranges_load(next) == 0)
@@ -525,26 +536,53 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         }
         if (!s->wall)
             continue;
+        if (sl->skip) { /* long idle: checked less often, its wall time still accrues */
+            sl->skip--;
+            continue;
+        }
         int64_t d = now - sl->last_wall;
         if (d <= 0)
             continue;
-        int64_t cpu = thread_cpu_ns(sl->tid);
-        if (cpu < 0)
+        int fresh = sl->fresh_cpu && sl->have_last;
+        sl->fresh_cpu = 0;
+        int inflight = atomic_load(&sl->wall_inflight);
+        int64_t cpu = 0;
+        if (!fresh && !inflight && (cpu = thread_cpu_ns(sl->tid)) < 0)
             continue; /* gone: ThreadDestroyed follows */
         sl->last_wall = now;
-        s->st.wall_samples++;
+        int64_t covered = (d + s->interval_ns / 2) / s->interval_ns;
+        s->st.wall_samples += (uint64_t)(covered > 0 ? covered : 1);
         s->st.wall_ns += d;
-        if (atomic_load(&sl->wall_inflight)) { /* the previous signal is not handled yet */
+        if (inflight) { /* the previous signal is not handled yet: its walk carries d too */
             atomic_fetch_add(&sl->wall_pending, d);
+            continue;
+        }
+        if (fresh) {
+            /* it ran, and its CPU timer walked it during the last interval: that stack is a
+             * sample of where it was, as good as a new walk, without a signal or a clock read */
+            sl->wall_accum += d;
+            s->st.wall_from_cpu++;
+            sl->idle_level = sl->skip = 0;
             continue;
         }
         if (sl->have_last && sl->wall_cpu_seen >= 0 && cpu - sl->wall_cpu_seen < WALL_RAN_NS) {
             sl->wall_accum += d; /* did not run: same stack */
             s->st.wall_reused++;
+            sl->idle_level = sl->idle_level * 2 + 1 < WALL_MAX_SKIP ? sl->idle_level * 2 + 1 : WALL_MAX_SKIP;
+            sl->skip = sl->idle_level;
             continue;
         }
+        /* it ran: the part of d it spent blocked (d minus its CPU time and one interval)
+         * stays with the old stack, the rest goes to the new walk */
+        int64_t ran = sl->wall_cpu_seen >= 0 ? cpu - sl->wall_cpu_seen + s->interval_ns : d;
+        int64_t newpart = ran < d ? ran : d;
+        if (sl->have_last)
+            sl->wall_accum += d - newpart;
+        else
+            newpart = d;
+        sl->idle_level = sl->skip = 0;
         flush_accum(s, sl, q);
-        atomic_fetch_add(&sl->wall_pending, d);
+        atomic_fetch_add(&sl->wall_pending, newpart);
         atomic_store(&sl->wall_inflight, 1);
         if (send_to(sl->tid, (SIG_MAGIC << 16) | SIG_WALL | (uint32_t)idx) != 0)
             atomic_store(&sl->wall_inflight, 0);
