@@ -536,8 +536,10 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         }
         if (!s->wall)
             continue;
-        if (sl->skip) { /* long idle: checked less often, its wall time still accrues */
+        if (sl->skip) { /* long idle: checked less often; this tick's wall time accrues to its
+                           unchanged stack (counted here, added at the next check) */
             sl->skip--;
+            s->st.wall_samples++;
             continue;
         }
         int64_t d = now - sl->last_wall;
@@ -550,8 +552,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         if (!fresh && !inflight && (cpu = thread_cpu_ns(sl->tid)) < 0)
             continue; /* gone: ThreadDestroyed follows */
         sl->last_wall = now;
-        int64_t covered = (d + s->interval_ns / 2) / s->interval_ns;
-        s->st.wall_samples += (uint64_t)(covered > 0 ? covered : 1);
+        s->st.wall_samples++; /* one per thread per tick */
         s->st.wall_ns += d;
         if (inflight) { /* the previous signal is not handled yet: its walk carries d too */
             atomic_fetch_add(&sl->wall_pending, d);
