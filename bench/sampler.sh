@@ -77,8 +77,9 @@ run() {
         local line
         line=$(grep "shut down" "$tag.log" | tail -1)
         sms=$(sed -n 's/.*sampler thread CPU \([0-9.]*\) ms.*/\1/p' <<<"$line")
-        if [ "$kind" = signal ]; then # the busiest thread's cpu samples over the run
-            rate=$(sed -n 's/.*busiest thread \([0-9]*\)).*/\1/p' <<<"$line" | awk -v s="$SECS" '{printf "%.1f", $1 / s}')
+        if [ "$kind" = signal ]; then # the busiest thread's cpu samples over the run / per CPU-second
+            rate=$(sed -n 's/.*(\([0-9.]*\) per CPU-second of a thread, busiest thread \([0-9]*\)).*/\1 \2/p' <<<"$line" \
+                | awk -v s="$SECS" '{printf "%.1f/%.0f", $2 / s, $1}')
         else # every tick samples every thread
             rate=$(sed -n 's/.* \([0-9]*\) ticks (interval avg.*/\1/p' <<<"$line" | awk -v s="$SECS" '{printf "%.1f", $1 / s}')
         fi
@@ -103,16 +104,19 @@ awk -v s="$SECS" '{printf "  %-10s %-5s %10.0f %10s %10s %7s %7.2f %14s %11s\n",
 
 med() { sort -g | awk '{v[NR] = $1} END {if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo "medians over $ROUNDS rounds (ratios: paired with the same round's none run):"
-printf '  %-10s %12s %10s %10s %10s %10s %16s %11s\n' sampler "throughput" "p99.9 gap" "p99.9 x" "max gap" "CPU s" "samples/s/thread" "sampler ms"
+printf '  %-10s %10s %10s %10s %8s %10s %8s %16s %10s\n' sampler "throughput" "ops/CPU-s" "p99.9 gap" "p99.9 x" "max gap" "CPU s" "samples/s/thread" "sampler ms"
 for k in $KINDS; do
     tp=$(awk -v k="$k" '$1 == "none" {b[$2] = $3} $1 == k {p[$2] = $3} END {for (r in p) if (b[r]) print p[r] / b[r]}' "$WORK/runs" | med)
+    tc=$(awk -v k="$k" '$1 == "none" {b[$2] = $3 / ($7 + $8)} $1 == k {p[$2] = $3 / ($7 + $8)} END {for (r in p) if (b[r]) print p[r] / b[r]}' "$WORK/runs" | med)
     gx=$(awk -v k="$k" '$1 == "none" {b[$2] = $5} $1 == k {p[$2] = $5} END {for (r in p) if (b[r]) print p[r] / b[r]}' "$WORK/runs" | med)
     p999=$(awk -v k="$k" '$1 == k {print $5}' "$WORK/runs" | med)
     mx=$(awk -v k="$k" '$1 == k {print $4}' "$WORK/runs" | med)
     cpu=$(awk -v k="$k" '$1 == k {print $7 + $8}' "$WORK/runs" | med)
-    rate=$(awk -v k="$k" '$1 == k && $9 != "-" {print $9}' "$WORK/runs" | med)
+    rate=$(awk -v k="$k" '$1 == k && $9 != "-" {print $9}' "$WORK/runs" | sort -t/ -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "-"}')
     sms=$(awk -v k="$k" '$1 == k && $10 != "-" {print $10}' "$WORK/runs" | med)
-    printf '  %-10s %12.4f %8s us %10.2f %7s us %10.2f %16s %11s\n' "$k" "$tp" "$p999" "$gx" "$mx" "$cpu" "$rate" "$sms"
+    printf '  %-10s %10.4f %10.4f %7s us %8.2f %7s us %8.2f %16s %10s\n' "$k" "$tp" "$tc" "$p999" "$gx" "$mx" "$cpu" "$rate" "$sms"
 done
-echo "  (samples/s/thread: signal = the busiest thread's cpu samples per second; suspend = ticks per second, each"
-echo "   tick samples every thread; trace: the SampleProfiler's nominal 1000/s, not measured here)"
+echo "  (throughput and ops/CPU-s: ratios to none; samples/s/thread: signal = the busiest thread's cpu samples per"
+echo "   second of wall / per CPU-second of the threads; suspend = ticks per second, each tick samples every thread;"
+echo "   trace: the SampleProfiler's nominal 1000/s, not measured here. On a machine shared with other work the CPU a"
+echo "   run gets varies: ops per CPU-second is then the steadier figure, and gaps include the other work's preemption)"
