@@ -286,7 +286,7 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
             prev_native = NULL;
         } else {
             s = prof_names_native(p->names, (uintptr_t)v);
-            if (prev_native == s)
+            if (prev_native && strcmp(prev_native, s) == 0)
                 continue; /* one frame per module */
             prev_native = s;
         }
