@@ -46,7 +46,6 @@ struct profiler {
     ICorProfilerInfo12 *info12; /* EventPipe (NULL: no allocations/contention) */
     struct prof_sig *sig;       /* the signal sampler (NULL: the suspend sampler) */
     _Atomic int mode;           /* PROF_SAMPLER_SIGNAL / _SUSPEND: the sampler in use */
-    int64_t sig_checked;        /* mono ns of the last check of the SIGPROF handler */
     int64_t sig_start;          /* mono ns when the signal sampler started */
     struct prof_threads threads;
     struct prof_rawq q;
@@ -213,21 +212,19 @@ static void tick(struct profiler *p)
 
 static void sig_tick(struct profiler *p)
 {
-    int64_t now = mono_ns();
-    if (now - p->sig_checked >= 1000000000) {
-        p->sig_checked = now;
-        char why[160];
-        if (prof_sig_check(p->sig, why, sizeof why) != 0) {
-            prof_sig_stop(p->sig);
-            prof_sig_flush_wall(p->sig, &p->q);
-            atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
-            if (p->info10)
-                LOG_WARN("profiler '%s': %s; switching to the suspend sampler", p->name, why);
-            else
-                LOG_WARN("profiler '%s': %s; no cpu/wall samples from now on (no ICorProfilerInfo10 for the "
-                         "suspend sampler)", p->name, why);
-            return;
-        }
+    /* every tick (one sigaction call): if the application or another library replaced our
+     * SIGPROF handler, our timers must stop at once rather than hit its handler */
+    char why[160];
+    if (prof_sig_check(p->sig, why, sizeof why) != 0) {
+        prof_sig_stop(p->sig);
+        prof_sig_flush_wall(p->sig, &p->q);
+        atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
+        if (p->info10)
+            LOG_WARN("profiler '%s': %s; switching to the suspend sampler", p->name, why);
+        else
+            LOG_WARN("profiler '%s': %s; no cpu/wall samples from now on (no ICorProfilerInfo10 for the "
+                     "suspend sampler)", p->name, why);
+        return;
     }
     size_t n = prof_threads_snapshot(&p->threads, p->views, PROF_MAX_THREADS);
     prof_sig_tick(p->sig, p->views, n, &p->q);

@@ -192,6 +192,35 @@ if command -v gcc >/dev/null 2>&1; then
         bad "timer_create fails: one WARN line says why, the suspend sampler takes over" "$(grep profiler "$WORK/fallback.log")"
     fi
     FILES=("${SIGFILES[@]}")
+
+    # the application replaces the SIGPROF handler 1.5 s in (a shim's thread): the sampler
+    # notices at its next tick, stops its timers, says so, and the suspend sampler takes over
+    cat >"$WORK/takeover.c" <<'CEOF'
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static volatile int hits;
+static void on_prof(int sig) { (void)sig; hits++; }
+static void *later(void *arg) { (void)arg; usleep(1500 * 1000); signal(SIGPROF, on_prof); return NULL; }
+__attribute__((constructor)) static void start(void) { pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); }
+__attribute__((destructor)) static void report(void) { fprintf(stderr, "foreign-sigprof %d\n", hits); }
+CEOF
+    gcc -shared -fPIC -pthread -o "$WORK/libtakeover.so" "$WORK/takeover.c"
+    sed 's/^output_dir = profiles$/output_dir = takeover/; s/^period_s = 2$/period_s = 60/' "$WORK/loader.conf" >"$WORK/takeover.conf"
+    LD_PRELOAD="$WORK/libtakeover.so" run_shapes takeover "$ROOT/build/libclrmux.so" "$WORK/takeover.conf"
+    mapfile -t FILES < <(ls "$WORK"/takeover/*.pb.gz 2>/dev/null)
+    hits=$(sed -n 's/^foreign-sigprof //p' "$WORK/takeover.err")
+    if [ "$(cat "$WORK/takeover.rc")" = 0 ] && grep -q '^shapes done$' "$WORK/takeover.out" \
+        && grep -q "the SIGPROF handler was replaced by another one (.*); switching to the suspend sampler" "$WORK/takeover.log" \
+        && grep -q "shut down;.* [1-9][0-9]* ticks (interval avg" "$WORK/takeover.log" \
+        && names "$(top cpu)" Shapes.Cpu.SpinHot && [ -n "$hits" ] && [ "$hits" -lt 50 ]; then
+        ok "the app replaces the SIGPROF handler: the signal sampler stops ($hits of our signals reached it), the suspend sampler takes over"
+    else
+        bad "the app replaces the SIGPROF handler: the signal sampler stops, the suspend sampler takes over" \
+            "$(grep profiler "$WORK/takeover.log"; cat "$WORK/takeover.err")"
+    fi
+    FILES=("${SIGFILES[@]}")
 fi
 
 # ---- the rate asked is the rate delivered: 3 busy threads, then 200 threads -----------------
