@@ -67,6 +67,8 @@ struct slot {
     /* shared with the handler */
     _Atomic uint32_t owner; /* the OS thread whose handler may write; 0: none */
     _Atomic uint32_t busy;  /* a handler is writing */
+    _Atomic uintptr_t owner_self; /* pthread_self() of the owner, once its handler has run:
+                                     spares the gettid system call */
     _Atomic uint64_t head, tail;
     _Atomic uint64_t map_lo, map_hi; /* the thread's stack mapping (0: not known yet) */
     _Atomic uint64_t seen_sp;        /* an RSP seen by a walk, for the sampler to look up */
@@ -84,7 +86,7 @@ struct slot {
     uint16_t last_n;
     uint8_t last_status, have_last;
     int64_t wall_cpu_seen, last_wall, wall_accum;
-    uint8_t fresh_cpu;          /* a cpu walk was drained since the last wall tick */
+    uint64_t cpu_walk_tick;     /* the tick that drained its last cpu walk (0: none) */
     uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
                                   idle (doubles per idle check); ticks left to skip */
     uint64_t cpu_samples;
@@ -106,6 +108,7 @@ struct prof_sig {
     struct prof_code_ranges *code_buf[2];
     _Atomic(struct prof_code_ranges *) code;
     int64_t code_loaded;
+    uint64_t tick_no; /* ticks so far, from 1 */
 };
 
 static _Atomic(struct prof_sig *) g_sig;
@@ -176,14 +179,18 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
         return;
     }
     struct slot *sl = idx < PROF_MAX_THREADS ? atomic_load_explicit(&s->slots[idx], memory_order_acquire) : NULL;
-    uint32_t me = (uint32_t)syscall(SYS_gettid);
-    if (!sl || atomic_load(&sl->owner) != me) {
+    uintptr_t self = (uintptr_t)pthread_self(); /* reads the thread pointer: no system call */
+    uint32_t owner = sl ? atomic_load(&sl->owner) : 0;
+    int known = owner && atomic_load(&sl->owner_self) == self;
+    if (!owner || (!known && (uint32_t)syscall(SYS_gettid) != owner)) {
         atomic_fetch_add_explicit(&s->stale, 1, memory_order_relaxed);
         errno = saved;
         return;
     }
     atomic_store(&sl->busy, 1);
-    if (atomic_load(&sl->owner) != me) { /* disarmed meanwhile */
+    if (!known)
+        atomic_store(&sl->owner_self, self);
+    if (atomic_load(&sl->owner) != owner) { /* disarmed meanwhile */
         atomic_store(&sl->busy, 0);
         errno = saved;
         return;
@@ -379,7 +386,7 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
         } else {
             s->st.cpu_samples++;
             s->st.cpu_ns += e->v;
-            sl->fresh_cpu = 1;
+            sl->cpu_walk_tick = s->tick_no;
             sl->cpu_samples++;
             if (sl->cpu_samples > s->st.max_thread_cpu_samples)
                 s->st.max_thread_cpu_samples = sl->cpu_samples;
@@ -430,6 +437,8 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     sl->wall_accum = 0;
     sl->cpu_samples = 0;
     sl->idle_level = sl->skip = 0;
+    sl->cpu_walk_tick = 0;
+    atomic_store(&sl->owner_self, 0);
     atomic_store(&sl->head, 0);
     atomic_store(&sl->tail, 0);
     atomic_store(&sl->map_lo, 0);
@@ -484,6 +493,7 @@ static void lookup_stacks(struct prof_sig *s, size_t npend)
 void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q)
 {
     int64_t now = mono_ns();
+    s->tick_no++;
     /* JIT'd code and libraries come and go: the executable ranges are reloaded every 5 s
      * into the copy the handler does not use (a handler still reading a 5-s old copy reads
      * valid, bounded memory) */
@@ -545,8 +555,8 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         int64_t d = now - sl->last_wall;
         if (d <= 0)
             continue;
-        int fresh = sl->fresh_cpu && sl->have_last;
-        sl->fresh_cpu = 0;
+        /* walked by its CPU timer during this tick or the previous one */
+        int fresh = sl->have_last && sl->cpu_walk_tick && s->tick_no - sl->cpu_walk_tick <= 1;
         int inflight = atomic_load(&sl->wall_inflight);
         int64_t cpu = 0;
         if (!fresh && !inflight && (cpu = thread_cpu_ns(sl->tid)) < 0)
@@ -559,8 +569,9 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             continue;
         }
         if (fresh) {
-            /* it ran, and its CPU timer walked it during the last interval: that stack is a
-             * sample of where it was, as good as a new walk, without a signal or a clock read */
+            /* it runs, and its CPU timer walked it within the last two intervals: that stack
+             * is a sample of where it was, as good as a new walk, without a signal or a clock
+             * read (a thread using half a CPU or more needs no wall signals) */
             sl->wall_accum += d;
             s->st.wall_from_cpu++;
             sl->idle_level = sl->skip = 0;
