@@ -225,6 +225,7 @@ struct prof_sig_stats {
     int64_t wall_ns;     /* thread time covered by the wall samples */
     uint64_t max_thread_cpu_samples; /* the busiest thread's cpu samples */
     uint64_t threads;    /* threads armed so far */
+    double handler_ns_avg; /* time in our handler per walk (TSC), delivery not included */
 };
 /* Installs the SIGPROF handler (chaining to a previous one) and checks that this process
  * can use it: a signal to the calling thread reaches the handler and a per-thread CPU timer

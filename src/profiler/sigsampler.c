@@ -103,6 +103,9 @@ struct prof_sig {
     uint64_t frames[PROF_MAX_FRAMES];
     struct prof_sig_stats st; /* sampler-side counters */
     _Atomic uint64_t ring_drops, stale, foreign, safe_walks; /* handler-side */
+    _Atomic uint64_t handler_cycles, handler_calls; /* TSC cycles spent in our handler */
+    uint64_t tsc0;
+    int64_t mono0; /* the TSC against the monotonic clock, for cycles -> ns */
     int timer_logged;
     /* executable ranges for the walk's stack scan: two copies, the handler reads `code` */
     struct prof_code_ranges *code_buf[2];
@@ -172,6 +175,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
         errno = saved;
         return;
     }
+    uint64_t tsc_in = __builtin_ia32_rdtsc();
     uint32_t idx = code & SIG_INDEX;
     if (idx == SIG_SELFTEST) {
         atomic_fetch_add(&g_selftest_hits, 1);
@@ -241,6 +245,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
     }
     atomic_store_explicit(&sl->head, h + 1, memory_order_release);
     atomic_store(&sl->busy, 0);
+    atomic_fetch_add_explicit(&s->handler_cycles, __builtin_ia32_rdtsc() - tsc_in, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->handler_calls, 1, memory_order_relaxed);
     errno = saved;
 }
 
@@ -269,6 +275,8 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, char *why, s
     }
     s->cpu = cpu;
     s->wall = wall;
+    s->mono0 = mono_ns();
+    s->tsc0 = __builtin_ia32_rdtsc();
     g_pid = getpid();
 
     struct sigaction prev, sa;
@@ -631,6 +639,9 @@ void prof_sig_get_stats(struct prof_sig *s, struct prof_sig_stats *out)
     out->stale_signals = atomic_load(&s->stale);
     out->foreign_signals = atomic_load(&s->foreign);
     out->safe_walks = atomic_load(&s->safe_walks);
+    uint64_t calls = atomic_load(&s->handler_calls), cycles = atomic_load(&s->handler_cycles);
+    double ns_per_cycle = (double)(mono_ns() - s->mono0) / (double)(__builtin_ia32_rdtsc() - s->tsc0 + 1);
+    out->handler_ns_avg = calls ? (double)cycles * ns_per_cycle / (double)calls : 0.0;
 }
 
 #else /* not Linux x64 */
