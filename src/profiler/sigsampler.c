@@ -59,7 +59,7 @@ struct ent {
     uint8_t wall, status, safe; /* safe: walked before the stack mapping was known (no scan) */
     uint16_t n;
     int64_t v;      /* cpu: thread CPU ns since the previous cpu walk; wall: ns carried */
-    int64_t cpu_at; /* the thread's CPU clock at the end of the walk */
+    int64_t cpu_at; /* wall walks: the thread's CPU clock at the walk's end; cpu walks: -1 */
     uint64_t f[PROF_MAX_FRAMES];
 };
 
@@ -72,7 +72,7 @@ struct slot {
     _Atomic uint64_t head, tail;
     _Atomic uint64_t map_lo, map_hi; /* the thread's stack mapping (0: not known yet) */
     _Atomic uint64_t seen_sp;        /* an RSP seen by a walk, for the sampler to look up */
-    _Atomic int64_t cpu_mark;        /* handler: CPU clock at the previous cpu walk */
+    _Atomic int64_t cpu_carry;       /* CPU ns of cpu walks dropped (ring full), for the next */
     _Atomic int64_t wall_pending;    /* wall ns the next wall walk carries */
     _Atomic int wall_inflight;
     struct ent ring[RING];
@@ -150,6 +150,14 @@ static int send_to(uint32_t tid, uint32_t code)
 
 /* ---- the handler (async-signal-safe) ------------------------------------------------- */
 
+/* CPU ns a CPU timer signal stands for: one interval, plus one per overrun (expirations
+ * while the previous signal was still pending). */
+static int64_t cpu_intervals(const struct prof_sig *s, const siginfo_t *si)
+{
+    int over = si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0;
+    return s->interval_ns * (1 + (int64_t)over);
+}
+
 static void chain(int sig, siginfo_t *si, void *uc)
 {
     if (g_prev.sa_flags & SA_SIGINFO) {
@@ -206,6 +214,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
         atomic_fetch_add_explicit(&s->ring_drops, 1, memory_order_relaxed);
         if (wall)
             atomic_store(&sl->wall_inflight, 0); /* wall_pending waits for the next walk */
+        else
+            atomic_fetch_add(&sl->cpu_carry, cpu_intervals(s, si)); /* the next cpu walk carries it */
         atomic_store(&sl->busy, 0);
         errno = saved;
         return;
@@ -231,17 +241,19 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
     e->status = (uint8_t)status;
     e->wall = (uint8_t)wall;
     e->safe = !bound;
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    e->cpu_at = now;
     if (wall) {
+        /* the thread's CPU clock now: until it moves, the thread has not run and this stack
+         * stands (the sampler's wall ticks compare against it) */
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        e->cpu_at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
         e->v = atomic_exchange(&sl->wall_pending, 0);
         atomic_store(&sl->wall_inflight, 0);
     } else {
-        int64_t mark = atomic_load_explicit(&sl->cpu_mark, memory_order_relaxed);
-        e->v = now > mark ? now - mark : 0;
-        atomic_store_explicit(&sl->cpu_mark, now, memory_order_relaxed);
+        /* the CPU timer expired 1 + si_overrun times since its previous signal: exactly that
+         * many intervals of this thread's CPU, without a clock read */
+        e->cpu_at = -1;
+        e->v = cpu_intervals(s, si) + atomic_exchange(&sl->cpu_carry, 0);
     }
     atomic_store_explicit(&sl->head, h + 1, memory_order_release);
     atomic_store(&sl->busy, 0);
@@ -452,7 +464,7 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     atomic_store(&sl->map_lo, 0);
     atomic_store(&sl->map_hi, 0);
     atomic_store(&sl->seen_sp, 0);
-    atomic_store(&sl->cpu_mark, cpu > 0 ? cpu : 0);
+    atomic_store(&sl->cpu_carry, 0);
     atomic_store(&sl->wall_pending, 0);
     atomic_store(&sl->wall_inflight, 0);
     atomic_store(&sl->owner, t->tid);
