@@ -241,8 +241,8 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
              "signal sampler (%llu ticks, %.1f per second) delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
              "%llu wall samples (%.1f per second per thread; %llu by signal, %llu on unchanged stacks, %llu on "
              "the last cpu walk); "
-             "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu threads; handler %.1f us "
-             "per walk",
+             "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu wall signals unanswered, "
+             "%llu threads; handler %.1f us per walk",
              (unsigned long long)p->sig_ticks, secs > 0 ? (double)p->sig_ticks / secs : 0.0,
              (unsigned long long)st.cpu_samples, st.cpu_ns > 0 ? (double)st.cpu_samples * 1e9 / (double)st.cpu_ns : 0.0,
              (unsigned long long)st.max_thread_cpu_samples, (unsigned long long)st.wall_samples,
@@ -250,7 +250,8 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
              (unsigned long long)st.wall_signals, (unsigned long long)st.wall_reused,
              (unsigned long long)st.wall_from_cpu,
              (unsigned long long)st.truncated, (unsigned long long)st.depth_cut, PROF_MAX_FRAMES,
-             (unsigned long long)st.ring_drops, (unsigned long long)st.threads, st.handler_ns_avg / 1000.0);
+             (unsigned long long)st.ring_drops, (unsigned long long)st.unresponsive, (unsigned long long)st.threads,
+             st.handler_ns_avg / 1000.0);
 }
 
 /* ---- drain: raw ids -> names -> pprof (sampler thread, or Shutdown after it stopped) -- */

@@ -53,6 +53,8 @@
  * a check finds it ran, the wall time since the previous check minus its CPU time and one
  * interval stays with the old stack, the rest goes to the new walk. */
 #define WALL_MAX_SKIP 31
+/* A wall signal not handled after this many ticks (the thread blocks SIGPROF) is given up. */
+#define WALL_STUCK_TICKS 100
 #define CODE_RELOAD_NS 5000000000ll /* executable ranges reloaded every 5 s */
 
 struct ent {
@@ -87,6 +89,7 @@ struct slot {
     uint8_t last_status, have_last;
     int64_t wall_cpu_seen, last_wall, wall_accum;
     uint64_t cpu_walk_tick;     /* the tick that drained its last cpu walk (0: none) */
+    uint64_t sent_tick;         /* the tick that sent the wall signal in flight */
     uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
                                   idle (doubles per idle check); ticks left to skip */
     uint64_t cpu_samples;
@@ -586,6 +589,18 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         s->st.wall_ns += d;
         if (inflight) { /* the previous signal is not handled yet: its walk carries d too */
             atomic_fetch_add(&sl->wall_pending, d);
+            if (s->tick_no - sl->sent_tick > WALL_STUCK_TICKS) {
+                /* a thread that blocks SIGPROF (or never runs): stop waiting for it, give
+                 * its wall time to its last stack and signal it again later */
+                if (atomic_exchange(&sl->wall_inflight, 0)) {
+                    int64_t pend = atomic_exchange(&sl->wall_pending, 0);
+                    if (sl->have_last)
+                        sl->wall_accum += pend;
+                    else
+                        push(s, sl, q, sl->last_f, 0, PROF_WALK_BROKEN, 0, pend);
+                    s->st.unresponsive++;
+                }
+            }
             continue;
         }
         if (fresh) {
@@ -616,6 +631,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         flush_accum(s, sl, q);
         atomic_fetch_add(&sl->wall_pending, newpart);
         atomic_store(&sl->wall_inflight, 1);
+        sl->sent_tick = s->tick_no;
         if (send_to(sl->tid, (SIG_MAGIC << 16) | SIG_WALL | (uint32_t)idx) != 0)
             atomic_store(&sl->wall_inflight, 0);
         else

@@ -202,6 +202,20 @@ static void *blocker(void *arg)
     return NULL;
 }
 
+static atomic_int g_deaf_tid;
+static void *deaf(void *arg) /* blocks SIGPROF: its signals are never handled */
+{
+    (void)arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    atomic_store(&g_deaf_tid, (int)syscall(SYS_gettid));
+    while (!atomic_load(&g_stop))
+        usleep(20000);
+    return NULL;
+}
+
 static atomic_int g_prev_calls;
 static void prev_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -241,23 +255,26 @@ static void test_sampler_in_process(void **state)
 
     struct prof_rawq q;
     assert_int_equal(prof_rawq_init(&q, 8192, 256 * 1024), 0);
-    pthread_t a, b;
+    pthread_t a, b, c;
     atomic_store(&g_stop, 0);
     assert_int_equal(pthread_create(&a, NULL, spinner, NULL), 0);
     assert_int_equal(pthread_create(&b, NULL, blocker, NULL), 0);
+    assert_int_equal(pthread_create(&c, NULL, deaf, NULL), 0);
     while (!atomic_load(&g_spinner_tid) || !atomic_load(&g_blocker_tid) || !atomic_load(&g_spin_ret) ||
-           !atomic_load(&g_block_ret))
+           !atomic_load(&g_block_ret) || !atomic_load(&g_deaf_tid))
         usleep(1000);
-    struct prof_thread_view views[2];
+    struct prof_thread_view views[3];
     memset(views, 0, sizeof views);
     views[0].slot = 3, views[0].t.id = 0x1111, views[0].t.tid = (uint32_t)atomic_load(&g_spinner_tid);
     snprintf(views[0].t.name, sizeof views[0].t.name, "spinner");
     views[1].slot = 7, views[1].t.id = 0x2222, views[1].t.tid = (uint32_t)atomic_load(&g_blocker_tid);
     snprintf(views[1].t.name, sizeof views[1].t.name, "blocker");
+    views[2].slot = 9, views[2].t.id = 0x3333, views[2].t.tid = (uint32_t)atomic_load(&g_deaf_tid);
+    snprintf(views[2].t.name, sizeof views[2].t.name, "deaf");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < 100; i++) { /* ~0.5 s at 5 ms */
-        prof_sig_tick(s, views, 2, &q);
+    for (int i = 0; i < 110; i++) { /* ~0.55 s at 5 ms */
+        prof_sig_tick(s, views, 3, &q);
         usleep(5000);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -266,6 +283,7 @@ static void test_sampler_in_process(void **state)
     atomic_store(&g_stop, 1);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
+    pthread_join(c, NULL);
 
     struct prof_sig_stats st;
     prof_sig_get_stats(s, &st);
@@ -278,29 +296,33 @@ static void test_sampler_in_process(void **state)
     /* the spinner used ~secs of CPU (less on a busy machine): one sample per 5 ms of it */
     assert_true(st.cpu_samples >= 10);
     assert_true(st.cpu_ns > 0 && st.cpu_samples * 1e9 / (double)st.cpu_ns > 150); /* ~200 per CPU-second */
-    assert_int_equal(st.threads, 2);
-    /* 100 ticks, 2 threads: every tick covers both. The blocker does not run between walks:
+    assert_int_equal(st.threads, 3);
+    /* the thread that blocks SIGPROF: its wall signal is given up after 100 ticks */
+    assert_true(st.unresponsive >= 1);
+    /* 110 ticks, 3 threads: every tick covers each. The blocker does not run between walks:
      * it is checked less and less often and needs few signals; the spinner needs at most
      * one per tick (none when its CPU timer walked it during the tick) */
-    assert_true(st.wall_samples >= 190);
+    assert_true(st.wall_samples >= 3 * 105);
     assert_true(st.wall_reused >= 3);
-    assert_true(st.wall_signals <= 100 + 12);
+    assert_true(st.wall_signals <= 110 + 14);
 
     struct prof_rawbuf *buf = prof_rawq_swap(&q);
     uint64_t spin_ret = (uint64_t)atomic_load(&g_spin_ret) - 1, block_ret = (uint64_t)atomic_load(&g_block_ret) - 1;
     size_t cpu = 0, cpu_in_spin = 0, wall_blocker = 0, wall_blocker_in_block = 0;
-    int64_t wall_blocker_ns = 0;
+    int64_t wall_blocker_ns = 0, wall_deaf_ns = 0;
     for (uint32_t i = 0; i < buf->nrecs; i++) {
         const struct prof_raw *r = &buf->recs[i];
         const uint64_t *f = &buf->frames[r->first];
         assert_int_equal(r->kind, PROF_K_SAMPLE);
-        assert_true(r->nframes >= 1);
-        assert_true((f[0] & PROF_FRAME_TAG_MASK) == PROF_FRAME_MANAGED_IP);
+        assert_true(r->nframes >= 1 || r->tid == views[2].t.tid); /* the deaf thread has no walk */
+        assert_true(r->nframes == 0 || (f[0] & PROF_FRAME_TAG_MASK) == PROF_FRAME_MANAGED_IP);
         if (r->v0 > 0 && r->tid == views[0].t.tid) {
             cpu++;
             cpu_in_spin += has_frame(f, r->nframes, spin_ret);
             assert_string_equal(r->tname, "spinner");
         }
+        if (r->v1 > 0 && r->tid == views[2].t.tid)
+            wall_deaf_ns += r->v1;
         if (r->v1 > 0 && r->tid == views[1].t.tid) {
             wall_blocker++;
             wall_blocker_ns += r->v1;
@@ -316,6 +338,8 @@ static void test_sampler_in_process(void **state)
      * frameless nanosleep to block_leaf's caller (the stack scan) */
     assert_true(wall_blocker_ns > (int64_t)(secs * 0.8e9) && wall_blocker_ns < (int64_t)(secs * 1.2e9));
     assert_true(wall_blocker_in_block * 10 >= wall_blocker * 8);
+    /* the deaf thread's wall time is kept (without a stack) when its signal is given up */
+    assert_true(wall_deaf_ns > (int64_t)(secs * 0.5e9));
     prof_rawbuf_clear(buf);
 
     /* a replaced handler is noticed */
