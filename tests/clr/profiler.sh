@@ -94,8 +94,10 @@ want="cpu/nanoseconds[dflt] wall/nanoseconds exception/count alloc-samples/count
 
 t=$(top cpu)
 # SpinHot spins on its own thread; the contenders spin too, so SpinHot need not be first
-names "$t" Shapes.Cpu.SpinHot && awk '/Shapes.Cpu.SpinHot$/ {sub(/%/, "", $2); exit !($2 + 0 >= 15)}' <<<"$t" \
-    && ok "cpu names Shapes.Cpu.SpinHot (>= 15% flat)" || bad "cpu names Shapes.Cpu.SpinHot (>= 15% flat)" "$t"
+# (its share of the process's CPU is the scheduler's: three spinning threads share 2 vCPUs,
+# and the machine may be busy; its own thread's CPU is checked below)
+names "$t" Shapes.Cpu.SpinHot && awk '/Shapes.Cpu.SpinHot$/ {sub(/%/, "", $2); exit !($2 + 0 >= 10)}' <<<"$t" \
+    && ok "cpu names Shapes.Cpu.SpinHot (>= 10% flat)" || bad "cpu names Shapes.Cpu.SpinHot (>= 10% flat)" "$t"
 t=$(top wall)
 names "$t" Shapes.Idle.SleepLong System.Threading.Thread.Sleep && ok "wall names Shapes.Idle.SleepLong (in Thread.Sleep)" \
     || bad "wall names Shapes.Idle.SleepLong (in Thread.Sleep)" "$t"
