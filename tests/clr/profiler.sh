@@ -5,7 +5,8 @@
 # it, and that the CPU profile's total is within 20% of the process's CPU time. The default
 # sampler is the signal sampler; shapes also runs under `sampler = suspend` (the same methods
 # named) and with timer_create made to fail (the automatic fallback, logged); cpubound runs
-# with 3 busy threads and with 200 threads (the delivered rate, from the log).
+# with 3 busy threads and with 200 threads (the delivered rate, from the log). Every check runs
+# on each runtime tests/clr/lib.sh selects (.NET 8, 9, 10).
 # Prints one line per check and "profiler: N passed, N failed"; exits nonzero on a failure.
 # Without dotnet: a loud skip (a failure under CI=true). Without go: a loud skip.
 set -uo pipefail
@@ -233,7 +234,7 @@ for shape in "3 0" "2 198"; do
     tag="rate-$1-$2"
     env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
         CLRMUX_CONFIG="$WORK/rate.conf" CLRMUX_LOG_FILE="$WORK/$tag.log" \
-        dotnet build/clr/cpubound/cpubound.dll 2 "$1" "$2" >"$WORK/$tag.out" 2>&1
+        "${DOTNET[@]}" build/clr/cpubound/cpubound.dll 2 "$1" "$2" >"$WORK/$tag.out" 2>&1
     line=$(grep 'shut down' "$WORK/$tag.log")
     read -r tick_rate cpu_rate wall wall_rate sig reused threads < <(sed -n 's/.*signal sampler ([0-9]* ticks, \([0-9.]*\) per second).*(\([0-9.]*\) per CPU-second of a thread.* \([0-9]*\) wall samples (\([0-9.]*\) per second per thread; \([0-9]*\) by signal, \([0-9]*\) on unchanged.* \([0-9]*\) threads;.*/\1 \2 \3 \4 \5 \6 \7/p' <<<"$line")
     msg="$(($1 + $2)) threads ($1 busy): ${cpu_rate:-?} cpu samples per CPU-second, ${wall_rate:-?} wall samples/s per thread at ${tick_rate:-?} sampler ticks/s (${sig:-?} signals, ${reused:-?} on unchanged stacks), ${threads:-?} threads sampled"
