@@ -19,6 +19,11 @@
 # throughput (ops/s) as a ratio to `none` (paired by round), the p99.9 and max gap, the
 # delivered samples per second per busy thread (clrmux: from the shutdown log line) and the
 # sampler thread's CPU. Not a timed test: nothing passes or fails. Needs `make all`.
+#
+# First, bench/sigcost.c (built here with gcc): the signal sampler's cost to the thread it
+# samples, on that thread's own CPU clock (kernels per worker-CPU-second, sampled every other
+# round, 200 blocked threads beside it) - a figure that other processes on the machine
+# disturb far less than throughput. BENCH_SIGCOST_ROUNDS (8) rounds of 1 s.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -86,6 +91,13 @@ run() {
     fi
     echo "$kind $i $ops $gaps $(cat "$tag.t") $rate $sms" >>"$WORK/runs"
 }
+
+echo "== the signal sampler's cost to a busy thread, in-process (bench/sigcost.c)"
+mkdir -p build/bench
+gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Isrc -pthread -o build/bench/sigcost bench/sigcost.c \
+    src/profiler/sigsampler.c src/profiler/stackwalk.c src/profiler/rawq.c src/common/log.c
+build/bench/sigcost "${BENCH_SIGCOST_ROUNDS:-8}" 1000 10 200 | tail -1
+echo
 
 set -- $KINDS
 echo "sampler: dotnet $APP ${ARGS[*]} (2 busy threads, 200 blocked, a latency thread) on $(nproc) cores,"

@@ -44,10 +44,11 @@
 #define SIG_INDEX 0x1FFFu      /* bits 0..12: the slot */
 #define SIG_SELFTEST SIG_INDEX /* the start-up check */
 #define RING 4                 /* walks a thread can hold between two drains */
-/* A thread that used less CPU than this since its last walk is taken as not having run:
- * returning from our own handler and restarting the interrupted system call costs a few
- * microseconds of the thread's CPU. */
-#define WALL_RAN_NS 20000
+/* A thread that used less CPU than this since the sampler read its clock before its last
+ * wall walk is taken as not having run: the signal's delivery, our handler and the restart
+ * of the interrupted system call cost it a few microseconds (~20 us on a VM where a system
+ * call costs 5 us). */
+#define WALL_RAN_NS 50000
 /* A thread found idle is checked again after 1, 3, 7, 15, then 31 ticks: 200 threads blocked
  * for long cost ~7 clock reads per tick instead of 200. Its wall time accrues meanwhile; when
  * a check finds it ran, the wall time since the previous check minus its CPU time and one
@@ -61,7 +62,6 @@ struct ent {
     uint8_t wall, status, safe; /* safe: walked before the stack mapping was known (no scan) */
     uint16_t n;
     int64_t v;      /* cpu: thread CPU ns since the previous cpu walk; wall: ns carried */
-    int64_t cpu_at; /* wall walks: the thread's CPU clock at the walk's end; cpu walks: -1 */
     uint64_t f[PROF_MAX_FRAMES];
 };
 
@@ -90,6 +90,7 @@ struct slot {
     int64_t wall_cpu_seen, last_wall, wall_accum;
     uint64_t cpu_walk_tick;     /* the tick that drained its last cpu walk (0: none) */
     uint64_t sent_tick;         /* the tick that sent the wall signal in flight */
+    int64_t sent_cpu;           /* the thread's CPU clock read just before that signal */
     uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
                                   idle (doubles per idle check); ticks left to skip */
     uint64_t cpu_samples;
@@ -245,17 +246,11 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
     e->wall = (uint8_t)wall;
     e->safe = !bound;
     if (wall) {
-        /* the thread's CPU clock now: until it moves, the thread has not run and this stack
-         * stands (the sampler's wall ticks compare against it) */
-        struct timespec ts;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        e->cpu_at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
         e->v = atomic_exchange(&sl->wall_pending, 0);
         atomic_store(&sl->wall_inflight, 0);
     } else {
         /* the CPU timer expired 1 + si_overrun times since its previous signal: exactly that
          * many intervals of this thread's CPU, without a clock read */
-        e->cpu_at = -1;
         e->v = cpu_intervals(s, si) + atomic_exchange(&sl->cpu_carry, 0);
     }
     atomic_store_explicit(&sl->head, h + 1, memory_order_release);
@@ -421,9 +416,11 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
         sl->last_n = e->n;
         sl->last_status = e->status;
         sl->have_last = 1;
-        /* a walk made before the stack mapping was known could not scan past frameless
-         * frames: walk this thread again at its next wall tick rather than reuse it */
-        sl->wall_cpu_seen = e->safe ? -1 : e->cpu_at;
+        /* a wall walk stands while the thread's CPU clock stays where the sampler read it
+         * before signalling (the handler itself costs the thread a few microseconds); a cpu
+         * walk's thread was running. A walk made before the stack mapping was known could not
+         * scan past frameless frames: walk this thread again rather than reuse it. */
+        sl->wall_cpu_seen = e->safe || !e->wall ? -1 : sl->sent_cpu;
     }
     atomic_store_explicit(&sl->tail, t, memory_order_release);
 }
@@ -632,6 +629,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         atomic_fetch_add(&sl->wall_pending, newpart);
         atomic_store(&sl->wall_inflight, 1);
         sl->sent_tick = s->tick_no;
+        sl->sent_cpu = cpu;
         if (send_to(sl->tid, (SIG_MAGIC << 16) | SIG_WALL | (uint32_t)idx) != 0)
             atomic_store(&sl->wall_inflight, 0);
         else
