@@ -148,6 +148,8 @@ test: all unit tsan fuzz-quick
 	@tests/report.sh
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
+	@tests/clr/compose.sh
+	@tests/clr/detach.sh
 	@tests/clr/profiler.sh
 	@tests/clr/hardening.sh
 	@tests/clr/ending.sh

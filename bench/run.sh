@@ -8,6 +8,8 @@
 #   3. startup: median wall time of a hello-world .NET app (bench/startup.sh)
 #   4. tracer: ns per traced vs untraced call, ns per span, IL rewrite time (bench/tracer.sh)
 #   5. profiler: throughput, ops per CPU-second, CPU share and peak RSS with/without (bench/profiler.sh)
+#   6. sampler: no profiler vs suspend vs signal sampler vs dotnet-trace's SampleProfiler beside
+#      200 blocked threads: throughput, longest gaps, delivered samples (bench/sampler.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -75,6 +77,10 @@ echo
 
 echo "== 5. the built-in profiler on a CPU-bound app (bench/profiler.sh)"
 bench/profiler.sh
+echo
+
+echo "== 6. samplers side by side: none, suspend, signal, dotnet-trace (bench/sampler.sh)"
+bench/sampler.sh
 echo
 
 # ---- summary ----------------------------------------------------------------------------------

@@ -10,6 +10,9 @@
  *   RECORDER_OUT[_TAG]        file written at Shutdown: "Callback count" lines, sorted by
  *                             name, plus "#"-prefixed facts (mask read back, late mask results)
  *   RECORDER_NO_INLINE[_TAG]  "1": answer FALSE in JITInlining
+ *   RECORDER_DETACH_AT[_TAG]  N: call RequestProfilerDetach in the N-th ModuleLoadFinished and
+ *                             record its HRESULT and the callbacks received after it; the
+ *                             output is also written at ProfilerDetachSucceeded
  *
  * Compile-time switches:
  *   FAKE_MAX_VERSION   highest ICorProfilerCallbackN answered (default 11; 1 = only v1)
@@ -64,6 +67,9 @@ struct fake {
     char facts[8][160];
     int nfacts;
     _Atomic int late_done;
+    int detach_at;
+    _Atomic int detach_requested;
+    _Atomic unsigned long after_detach; /* callbacks that began after a successful request */
 };
 
 static struct fake *fk_impl(ICorProfilerCallback11 *i) { return (struct fake *)i; }
@@ -86,6 +92,8 @@ static inline void fk_hit(ICorProfilerCallback11 *This, int cb)
 {
 #ifndef FAKE_NOOP
     atomic_fetch_add_explicit(&fk_impl(This)->counts[cb], 1, memory_order_relaxed);
+    if (atomic_load_explicit(&fk_impl(This)->detach_requested, memory_order_relaxed) == 2)
+        atomic_fetch_add(&fk_impl(This)->after_detach, 1);
 #else
     (void)This, (void)cb;
 #endif
@@ -159,6 +167,7 @@ static HRESULT STDMETHODCALLTYPE fk_Initialize(ICorProfilerCallback11 *This, IUn
     f->low = (v = fk_env(f, "RECORDER_MASK")) ? (DWORD)strtoul(v, NULL, 16) : 0;
     f->high = (v = fk_env(f, "RECORDER_MASK_HIGH")) ? (DWORD)strtoul(v, NULL, 16) : 0;
     f->no_inline = (v = fk_env(f, "RECORDER_NO_INLINE")) && strcmp(v, "1") == 0;
+    f->detach_at = (v = fk_env(f, "RECORDER_DETACH_AT")) ? atoi(v) : 0;
     snprintf(f->out, sizeof f->out, "%s", (v = fk_env(f, "RECORDER_OUT")) ? v : "");
     if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo5, (void **)&f->info)))
         return E_FAIL;
@@ -173,6 +182,17 @@ static HRESULT STDMETHODCALLTYPE fk_Initialize(ICorProfilerCallback11 *This, IUn
 static HRESULT STDMETHODCALLTYPE fk_ModuleLoadFinished(ICorProfilerCallback11 *This, ModuleID moduleId, HRESULT hrStatus)
 {
     fk_hit(This, CB_ModuleLoadFinished);
+    {
+        struct fake *f = fk_impl(This);
+        int expected = 0;
+        if (f->detach_at && (int)atomic_load(&f->counts[CB_ModuleLoadFinished]) == f->detach_at &&
+            atomic_compare_exchange_strong(&f->detach_requested, &expected, 1)) {
+            HRESULT hr = ICorProfilerInfo5_RequestProfilerDetach(f->info, 0);
+            fk_fact(f, "# RequestProfilerDetach hr=0x%08X%.0u", (DWORD)hr, 0);
+            if (SUCCEEDED(hr))
+                atomic_store(&f->detach_requested, 2);
+        }
+    }
 #ifdef FAKE_LATE_MASK
     struct fake *f = fk_impl(This);
     if (atomic_exchange(&f->late_done, 1) == 0) {
@@ -201,15 +221,29 @@ static HRESULT STDMETHODCALLTYPE fk_JITInlining(ICorProfilerCallback11 *This, Fu
 
 static int fk_cmp(const void *a, const void *b) { return strcmp(cb_names[*(const int *)a], cb_names[*(const int *)b]); }
 
+static void fk_write(struct fake *f);
 static HRESULT STDMETHODCALLTYPE fk_Shutdown(ICorProfilerCallback11 *This)
 {
-    struct fake *f = fk_impl(This);
     fk_hit(This, CB_Shutdown);
+    fk_write(fk_impl(This));
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fk_ProfilerDetachSucceeded(ICorProfilerCallback11 *This)
+{
+    struct fake *f = fk_impl(This);
+    atomic_fetch_add(&f->counts[CB_ProfilerDetachSucceeded], 1); /* not an "after detach" callback */
+    fk_write(f);
+    return S_OK;
+}
+
+static void fk_write(struct fake *f)
+{
     if (!f->out[0])
-        return S_OK;
+        return;
     FILE *o = fopen(f->out, "w");
     if (!o)
-        return S_OK;
+        return;
     int order[CB_COUNT];
     for (int i = 0; i < CB_COUNT; i++) order[i] = i;
     qsort(order, CB_COUNT, sizeof order[0], fk_cmp);
@@ -218,8 +252,9 @@ static HRESULT STDMETHODCALLTYPE fk_Shutdown(ICorProfilerCallback11 *This)
             fprintf(o, "%s %lu\n", cb_names[order[i]], atomic_load(&f->counts[order[i]]));
     for (int i = 0; i < f->nfacts; i++)
         fprintf(o, "%s\n", f->facts[i]);
+    if (atomic_load(&f->detach_requested))
+        fprintf(o, "# callbacks after detach %lu\n", atomic_load(&f->after_detach));
     fclose(o);
-    return S_OK;
 }
 
 #define VT(I, D, R, N, P, A, ROUTE) .N = fkg_##N,
@@ -232,6 +267,7 @@ static const ICorProfilerCallback11Vtbl fk_vtbl = {
     .Release = fk_Release,
     .Initialize = fk_Initialize,
     .Shutdown = fk_Shutdown,
+    .ProfilerDetachSucceeded = fk_ProfilerDetachSucceeded,
     .ModuleLoadFinished = fk_ModuleLoadFinished,
     .JITInlining = fk_JITInlining,
 };

@@ -27,7 +27,7 @@ ROUTES = {
     "Shutdown": ("SELF", "0", "0"),
     "InitializeForAttach": ("SELF", "0", "0"),
     "ProfilerAttachComplete": ("ALL", "0", "0"),
-    "ProfilerDetachSucceeded": ("ALL", "0", "0"),
+    "ProfilerDetachSucceeded": ("SELF", "0", "0"),  # per child: src/loader/detach.c
     "LoadAsNotificationOnly": ("SELF", "0", "0"),
     # COR_PRF_MONITOR_APPDOMAIN_LOADS
     **{n: ("MASK", M + "APPDOMAIN_LOADS", "0") for n in [
@@ -42,8 +42,10 @@ ROUTES = {
     **{n: ("MASK", M + "CLASS_LOADS", "0") for n in [
         "ClassLoadStarted", "ClassLoadFinished", "ClassUnloadStarted", "ClassUnloadFinished"]},
     "FunctionUnloadStarted": ("MASK", M + "FUNCTION_UNLOADS", "0"),
+    # JIT compilation: routed by mask, written by hand (held-back ReJIT requests, compose.h)
+    **{n: ("JIT", M + "JIT_COMPILATION", "0") for n in ["JITCompilationStarted", "JITCompilationFinished"]},
     **{n: ("MASK", M + "JIT_COMPILATION", "0") for n in [
-        "JITCompilationStarted", "JITCompilationFinished", "JITFunctionPitched",
+        "JITFunctionPitched",
         "DynamicMethodJITCompilationStarted", "DynamicMethodJITCompilationFinished"]},
     # out-parameter merges: the mux ANDs the children's answers
     "JITInlining": ("MERGE", M + "JIT_COMPILATION", "0"),

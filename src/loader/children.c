@@ -135,6 +135,7 @@ int clrmux_load_children(struct clrmux_mux *m)
         HRESULT hr = cb->lpVtbl->Initialize(cb, (IUnknown *)&c->proxy.iface);
         if (FAILED(hr)) {
             atomic_store(&c->active, 0);
+            clrmux_compose_child_gone(m, c);
             LOG_ERROR("child '%s': Initialize failed with HRESULT %s; child skipped", cc->name, HR_STR(hr));
             atomic_store(&c->mask_low, 0);
             atomic_store(&c->mask_high, 0);

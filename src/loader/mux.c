@@ -24,10 +24,7 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
     return (struct clrmux_mux *)((char *)iface - offsetof(struct clrmux_mux, iface));
 }
 
-static inline int child_live(const struct clrmux_child *c, int version)
-{
-    return c->version >= version && atomic_load_explicit(&c->active, memory_order_acquire);
-}
+#define child_live clrmux_child_live
 
 /* ---- generated fan-out ---------------------------------------------------------------- */
 
@@ -36,11 +33,13 @@ static inline int child_live(const struct clrmux_child *c, int version)
     static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
     {                                                                                      \
         struct clrmux_mux *m = impl(This);                                                 \
+        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
         for (int i = 0; i < m->nchildren; i++) {                                           \
             struct clrmux_child *c = &m->children[i];                                      \
             if (child_live(c, CLRMUX_VER_##D) && clrmux_route_match(c, (DWORD)(L), (DWORD)(H))) \
                 c->cb->lpVtbl->N(c->cb CLRMUX_EXPAND A);                                   \
         }                                                                                  \
+        clrmux_evac_leave(t_);                                                             \
         return S_OK;                                                                       \
     }
 /* ALL: every live child (attach/detach notifications). */
@@ -48,9 +47,11 @@ static inline int child_live(const struct clrmux_child *c, int version)
     static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
     {                                                                                      \
         struct clrmux_mux *m = impl(This);                                                 \
+        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
         for (int i = 0; i < m->nchildren; i++)                                             \
             if (child_live(&m->children[i], CLRMUX_VER_##D))                               \
                 m->children[i].cb->lpVtbl->N(m->children[i].cb CLRMUX_EXPAND A);           \
+        clrmux_evac_leave(t_);                                                             \
         return S_OK;                                                                       \
     }
 /* The other kinds are written by hand below. */
@@ -58,6 +59,7 @@ static inline int child_live(const struct clrmux_child *c, int version)
 #define GEN_SELF(I, D, R, N, P, A, L, H)
 #define GEN_MERGE(I, D, R, N, P, A, L, H)
 #define GEN_REJIT(I, D, R, N, P, A, L, H)
+#define GEN_JIT(I, D, R, N, P, A, L, H)
 #define GEN_EVENTPIPE(I, D, R, N, P, A, L, H)
 #define GEN(I, D, R, N, P, A, ROUTE) CLRMUX_ROUTE_APPLY(GEN_, I, D, R, N, P, A, ROUTE)
 CLRMUX_ALL_ICorProfilerCallback11(GEN, ICorProfilerCallback11)
@@ -205,6 +207,7 @@ static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IU
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     }
     LOG_INFO("runtime: .NET %s, ICorProfilerInfo%d", m->runtime_version.text, m->info_version);
+    clrmux_pin_self(); /* children may detach one by one; clrmux's code stays mapped */
     atomic_store(&m->initializing, 1);
     clrmux_loop_enter();
     int n = clrmux_load_children(m);
@@ -229,12 +232,22 @@ static HRESULT STDMETHODCALLTYPE mux_InitializeForAttach(ICorProfilerCallback11 
 
 static HRESULT STDMETHODCALLTYPE mux_Shutdown(ICorProfilerCallback11 *This)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     for (int i = 0; i < m->nchildren; i++)
         if (child_live(&m->children[i], 1))
             m->children[i].cb->lpVtbl->Shutdown(m->children[i].cb);
     m->shut_down = 1;
+    clrmux_detach_shutdown(m);
     LOG_INFO("shutdown: %d child profiler(s) notified", m->nchildren);
+    clrmux_evac_leave(t_);
+    return S_OK;
+}
+
+/* The runtime detached clrmux itself: every child had detached and was told so (detach.c). */
+static HRESULT STDMETHODCALLTYPE mux_ProfilerDetachSucceeded(ICorProfilerCallback11 *This)
+{
+    clrmux_detach_runtime_succeeded(impl(This));
     return S_OK;
 }
 
@@ -253,6 +266,7 @@ static HRESULT STDMETHODCALLTYPE mux_LoadAsNotificationOnly(ICorProfilerCallback
 static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
                                                  FunctionID calleeId, BOOL *pfShouldInline)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     BOOL result = pfShouldInline ? *pfShouldInline : TRUE;
     const BOOL incoming = result;
@@ -265,14 +279,18 @@ static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, F
         if (!mine)
             result = FALSE; /* inline only if every child allows it */
     }
+    if (result && !clrmux_compose_may_inline(m, calleeId))
+        result = FALSE; /* its ReJIT request is held back until its first compilation */
     if (pfShouldInline)
         *pfShouldInline = result;
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                                     BOOL *pbUseCachedFunction)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     BOOL result = pbUseCachedFunction ? *pbUseCachedFunction : TRUE;
     const BOOL incoming = result;
@@ -285,8 +303,43 @@ static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfiler
         if (!mine)
             result = FALSE; /* use precompiled code only if every child agrees */
     }
+    if (result && !clrmux_compose_cache_search(m, functionId))
+        result = FALSE; /* a held-back ReJIT waits for this method's first JIT compilation */
     if (pbUseCachedFunction)
         *pbUseCachedFunction = result;
+    clrmux_evac_leave(t_);
+    return S_OK;
+}
+
+/* ---- JIT compilation: routed by mask; held-back ReJIT requests are made at the end ----- */
+
+static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                           BOOL fIsSafeToBlock)
+{
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
+    struct clrmux_mux *m = impl(This);
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (child_live(c, 1) && clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+            c->cb->lpVtbl->JITCompilationStarted(c->cb, functionId, fIsSafeToBlock);
+    }
+    clrmux_compose_jit_started(m, functionId); /* after the JIT-time children: held-back owners */
+    clrmux_evac_leave(t_);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                            HRESULT hrStatus, BOOL fIsSafeToBlock)
+{
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
+    struct clrmux_mux *m = impl(This);
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (child_live(c, 1) && clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+            c->cb->lpVtbl->JITCompilationFinished(c->cb, functionId, hrStatus, fIsSafeToBlock);
+    }
+    clrmux_compose_jit_finished(m, functionId);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
@@ -299,7 +352,7 @@ static uint64_t owners_of_function(struct clrmux_mux *m, FunctionID fid)
     mdToken tok = 0;
     if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
         return 0;
-    return clrmux_rejit_owners(m, mod, tok);
+    return clrmux_compose_owners(m, mod, tok);
 }
 
 #define FOR_OWNERS(m, owners, c)                                                 \
@@ -310,39 +363,45 @@ static uint64_t owners_of_function(struct clrmux_mux *m, FunctionID fid)
 static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                              ReJITID rejitId, BOOL fIsSafeToBlock)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     uint64_t owners = owners_of_function(m, functionId);
-    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITCompilationStarted(c->cb, functionId, rejitId, fIsSafeToBlock);
+    /* the runtime raises these only for a profiler that monitors JIT compilation */
+    FOR_OWNERS(m, owners, c) if (clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+        c->cb->lpVtbl->ReJITCompilationStarted(c->cb, functionId, rejitId, fIsSafeToBlock);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_GetReJITParameters(ICorProfilerCallback11 *This, ModuleID moduleId,
                                                         mdMethodDef methodId, ICorProfilerFunctionControl *pFunctionControl)
 {
-    struct clrmux_mux *m = impl(This);
-    uint64_t owners = clrmux_rejit_owners(m, moduleId, methodId);
-    if (!owners)
-        LOG_DEBUG("GetReJITParameters for module 0x%lx method 0x%08x that no child requested",
-                  (unsigned long)moduleId, (unsigned)methodId);
-    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->GetReJITParameters(c->cb, moduleId, methodId, pFunctionControl);
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
+    clrmux_compose_get_rejit_parameters(impl(This), moduleId, methodId, pFunctionControl);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
                                                               ReJITID rejitId, HRESULT hrStatus, BOOL fIsSafeToBlock)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     uint64_t owners = owners_of_function(m, functionId);
-    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITCompilationFinished(c->cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
+    FOR_OWNERS(m, owners, c) if (clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
+        c->cb->lpVtbl->ReJITCompilationFinished(c->cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE mux_ReJITError(ICorProfilerCallback11 *This, ModuleID moduleId, mdMethodDef methodId,
                                                 FunctionID functionId, HRESULT hrStatus)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
-    uint64_t owners = clrmux_rejit_owners(m, moduleId, methodId);
+    uint64_t owners = clrmux_compose_owners(m, moduleId, methodId);
     FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITError(c->cb, moduleId, methodId, functionId, hrStatus);
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
@@ -353,6 +412,7 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
     ULONG cbMetadataBlob, LPCBYTE metadataBlob, ULONG cbEventData, LPCBYTE eventData, LPCGUID pActivityId,
     LPCGUID pRelatedActivityId, ThreadID eventThread, ULONG numStackFrames, UINT_PTR *stackFrames)
 {
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     int nsess = atomic_load_explicit(&m->n_ep_sessions, memory_order_acquire);
     uint64_t targets = 0;
@@ -383,6 +443,7 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
                                                    cbEventData, eventData, pActivityId, pRelatedActivityId, eventThread,
                                                    numStackFrames, stackFrames);
     }
+    clrmux_evac_leave(t_);
     return S_OK;
 }
 
@@ -396,8 +457,8 @@ struct clrmux_mux *clrmux_mux_create(void)
     struct clrmux_mux *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    m->rejit = calloc(CLRMUX_REJIT_SLOTS, sizeof *m->rejit);
-    if (!m->rejit) {
+    m->compose = clrmux_compose_create();
+    if (!m->compose) {
         free(m);
         return NULL;
     }
@@ -433,7 +494,8 @@ static HRESULT set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high)
 
 static void union_masks(struct clrmux_mux *m, struct clrmux_child *except, DWORD *low, DWORD *high)
 {
-    *low = *high = 0;
+    *low = atomic_load(&m->own_low);
+    *high = 0;
     for (int i = 0; i < m->nchildren; i++) {
         struct clrmux_child *c = &m->children[i];
         if (c == except || !atomic_load(&c->active))
@@ -448,7 +510,11 @@ HRESULT clrmux_set_child_mask(struct clrmux_mux *m, struct clrmux_child *child, 
     pthread_mutex_lock(&m->mask_lock);
     DWORD old_low = atomic_load(&child->mask_low), old_high = atomic_load(&child->mask_high);
     HRESULT hr = S_OK;
-    if (!atomic_load(&child->active)) {
+    if (!atomic_load(&child->active) && atomic_load(&child->detach_state)) {
+        /* as the runtime answers a profiler that is detaching */
+        LOG_WARN("child '%s': SetEventMask after its RequestProfilerDetach; refused", child->name);
+        hr = CORPROF_E_PROFILER_DETACHING;
+    } else if (!atomic_load(&child->active)) {
         /* a child whose Initialize failed is out: its mask no longer reaches the runtime */
         LOG_WARN("child '%s': SetEventMask after its Initialize failed; refused", child->name);
         hr = CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
@@ -485,55 +551,20 @@ HRESULT clrmux_apply_union(struct clrmux_mux *m)
     return hr;
 }
 
-/* ---- ReJIT ownership table ------------------------------------------------------------ */
-
-static size_t rejit_hash(ModuleID module, mdMethodDef method)
+HRESULT clrmux_add_own_mask(struct clrmux_mux *m, DWORD low)
 {
-    uint64_t h = (uint64_t)module * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)method * 0xC2B2AE3D27D4EB4Full;
-    return (size_t)(h >> 32) & (CLRMUX_REJIT_SLOTS - 1);
-}
-
-void clrmux_rejit_add(struct clrmux_mux *m, ModuleID module, mdMethodDef method, int child)
-{
-    if (!module)
-        return;
-    size_t i = rejit_hash(module, method);
-    for (size_t n = 0; n < CLRMUX_REJIT_SLOTS; n++, i = (i + 1) & (CLRMUX_REJIT_SLOTS - 1)) {
-        struct clrmux_rejit_slot *s = &m->rejit[i];
-        uint64_t cur = atomic_load(&s->module);
-        if (cur == 0) {
-            /* claim the slot: method first, then publish the module */
-            uint64_t expected = 0;
-            if (atomic_compare_exchange_strong(&s->module, &expected, (uint64_t)-1)) {
-                atomic_store(&s->method, (uint32_t)method);
-                atomic_fetch_or(&s->owners, 1ull << (child & 63));
-                atomic_store(&s->module, (uint64_t)module);
-                return;
-            }
-            cur = expected;
-        }
-        while (cur == (uint64_t)-1) /* being claimed by another thread */
-            cur = atomic_load(&s->module);
-        if (cur == (uint64_t)module && atomic_load(&s->method) == (uint32_t)method) {
-            atomic_fetch_or(&s->owners, 1ull << (child & 63));
-            return;
-        }
-    }
-    LOG_ERROR("ReJIT table full: ReJIT of method 0x%08x not routed", (unsigned)method);
-}
-
-uint64_t clrmux_rejit_owners(struct clrmux_mux *m, ModuleID module, mdMethodDef method)
-{
-    size_t i = rejit_hash(module, method);
-    for (size_t n = 0; n < CLRMUX_REJIT_SLOTS; n++, i = (i + 1) & (CLRMUX_REJIT_SLOTS - 1)) {
-        struct clrmux_rejit_slot *s = &m->rejit[i];
-        uint64_t cur = atomic_load(&s->module);
-        while (cur == (uint64_t)-1)
-            cur = atomic_load(&s->module);
-        if (cur == 0)
-            return 0;
-        if (cur == (uint64_t)module && atomic_load(&s->method) == (uint32_t)method)
-            return atomic_load(&s->owners);
-    }
-    return 0;
+    if ((atomic_load(&m->own_low) & low) == low)
+        return S_OK;
+    pthread_mutex_lock(&m->mask_lock);
+    atomic_fetch_or(&m->own_low, low);
+    DWORD ul, uh;
+    union_masks(m, NULL, &ul, &uh);
+    HRESULT hr = set_runtime_mask(m, ul, uh);
+    pthread_mutex_unlock(&m->mask_lock);
+    if (FAILED(hr))
+        LOG_WARN("the runtime refused clrmux's own event flags 0x%08X: HRESULT 0x%08X", (unsigned)low, (unsigned)hr);
+    else
+        LOG_DEBUG("clrmux adds event flags 0x%08X (union low=0x%08X high=0x%08X)", (unsigned)low, (unsigned)ul,
+                  (unsigned)uh);
+    return hr;
 }

@@ -14,7 +14,9 @@
 #include <stdatomic.h>
 
 #include "clrmux/corprof.h"
+#include "loader/compose.h"
 #include "loader/config.h"
+#include "loader/detach.h"
 #include "loader/runtime_version.h"
 
 struct clrmux_mux;
@@ -38,15 +40,9 @@ struct clrmux_child {
     _Atomic DWORD mask_high;  /* and COR_PRF_HIGH_MONITOR */
     _Atomic int active;       /* 1 once its Initialize succeeded */
     _Atomic unsigned long calls; /* callbacks delivered (statistics) */
-};
-
-/* ReJIT ownership: which children asked for ReJIT of (module, methodDef).
- * Insert-only open addressing, lock-free. */
-#define CLRMUX_REJIT_SLOTS 65536
-struct clrmux_rejit_slot {
-    _Atomic uint64_t module; /* 0 = empty */
-    _Atomic uint32_t method;
-    _Atomic uint64_t owners; /* bit per child index */
+    _Atomic int set_il;       /* called ICorProfilerInfo::SetILFunctionBody (cannot detach) */
+    _Atomic int used_rejit;   /* requested ReJIT or a revert (cannot detach) */
+    _Atomic int detach_state; /* 0, 1 = detaching (inactive, being evacuated), 2 = detached */
 };
 
 /* EventPipe sessions the children started. Publication: writers (the proxy) hold ep_lock;
@@ -81,12 +77,13 @@ struct clrmux_mux {
     DWORD immutable_low, immutable_high;
     _Atomic(struct clrmux_child *) elt_owner;    /* SetEnterLeaveFunctionHooks* */
     _Atomic(struct clrmux_child *) mapper_owner; /* SetFunctionIDMapper* */
-    struct clrmux_rejit_slot *rejit;             /* CLRMUX_REJIT_SLOTS entries */
+    struct clrmux_compose *compose;              /* ReJIT owners and compositions (compose.h) */
+    _Atomic DWORD own_low;    /* flags clrmux itself needs on the runtime (beside the children's) */
     pthread_mutex_t ep_lock;
     struct clrmux_ep_session ep_sessions[CLRMUX_MAX_EP_SESSIONS];
     _Atomic int n_ep_sessions;
     struct clrmux_config cfg;
-    int shut_down;
+    _Atomic int shut_down;
 };
 
 /* Creates a mux with one reference (the class factory's CreateInstance). NULL on OOM. */
@@ -103,13 +100,20 @@ HRESULT clrmux_set_child_mask(struct clrmux_mux *mux, struct clrmux_child *child
 /* Recomputes the union (e.g. after a child was dropped) and sets it. */
 HRESULT clrmux_apply_union(struct clrmux_mux *mux);
 
-/* ReJIT ownership table. */
-void clrmux_rejit_add(struct clrmux_mux *mux, ModuleID module, mdMethodDef method, int child);
-uint64_t clrmux_rejit_owners(struct clrmux_mux *mux, ModuleID module, mdMethodDef method);
+/* Adds COR_PRF_MONITOR flags that clrmux itself needs (never routed to a child that did not
+ * ask for them) to the union and applies it. */
+HRESULT clrmux_add_own_mask(struct clrmux_mux *mux, DWORD low);
 
 /* Loads every enabled child of mux->cfg (file order) and calls its Initialize with its
  * proxy. Children that fail are logged and dropped. Returns the number of active children. */
 int clrmux_load_children(struct clrmux_mux *mux);
+
+/* Whether a child may receive callbacks of interface version `version` (it answered that
+ * version and is active: initialised, not detached). */
+static inline int clrmux_child_live(const struct clrmux_child *c, int version)
+{
+    return c->version >= version && atomic_load_explicit(&c->active, memory_order_acquire);
+}
 
 /* Whether a child with these masks receives a callback routed by (low, high). */
 static inline int clrmux_route_match(const struct clrmux_child *c, DWORD low, DWORD high)

@@ -102,37 +102,58 @@ static HRESULT STDMETHODCALLTYPE pxo_SetEventMask2(ICorProfilerInfo15 *This, DWO
     return clrmux_set_child_mask(p->mux, p->child, dwEventsLow, dwEventsHigh);
 }
 
-/* ---- ReJIT: record who asked, so that the ReJIT callbacks reach only them ------------- */
-
-static HRESULT record_rejit(struct clrmux_proxy *p, ULONG n, ModuleID *mods, mdMethodDef *methods)
-{
-    if (!(atomic_load(&p->child->mask_low) & COR_PRF_ENABLE_REJIT))
-        return CORPROF_E_REJIT_NOT_ENABLED; /* as the runtime answers a profiler without the flag */
-    if (n && (!mods || !methods))
-        return E_INVALIDARG;
-    for (ULONG i = 0; i < n; i++)
-        clrmux_rejit_add(p->mux, mods[i], methods[i], p->child->index);
-    return S_OK;
-}
+/* ---- ReJIT and IL: composed with the other children's (compose.h) -------------------- */
 
 static HRESULT STDMETHODCALLTYPE pxo_RequestReJIT(ICorProfilerInfo15 *This, ULONG cFunctions, ModuleID *moduleIds,
                                                   mdMethodDef *methodIds)
 {
     struct clrmux_proxy *p = px_impl(This);
-    HRESULT hr = record_rejit(p, cFunctions, moduleIds, methodIds);
-    if (FAILED(hr))
-        return hr;
-    return p->mux->info->lpVtbl->RequestReJIT(p->mux->info, cFunctions, moduleIds, methodIds);
+    return clrmux_compose_request_rejit(p->mux, p->child, -1, cFunctions, moduleIds, methodIds);
 }
 
 static HRESULT STDMETHODCALLTYPE pxo_RequestReJITWithInliners(ICorProfilerInfo15 *This, DWORD dwRejitFlags,
                                                               ULONG cFunctions, ModuleID *moduleIds, mdMethodDef *methodIds)
 {
     struct clrmux_proxy *p = px_impl(This);
-    HRESULT hr = record_rejit(p, cFunctions, moduleIds, methodIds);
-    if (FAILED(hr))
-        return hr;
-    return p->mux->info->lpVtbl->RequestReJITWithInliners(p->mux->info, dwRejitFlags, cFunctions, moduleIds, methodIds);
+    return clrmux_compose_request_rejit(p->mux, p->child, (long)dwRejitFlags, cFunctions, moduleIds, methodIds);
+}
+
+static HRESULT STDMETHODCALLTYPE pxo_RequestRevert(ICorProfilerInfo15 *This, ULONG cFunctions, ModuleID *moduleIds,
+                                                   mdMethodDef *methodIds, HRESULT *status)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    return clrmux_compose_request_revert(p->mux, p->child, cFunctions, moduleIds, methodIds, status);
+}
+
+/* During a ReJIT composition, the body the previous child set; else the runtime's. */
+static HRESULT STDMETHODCALLTYPE pxo_GetILFunctionBody(ICorProfilerInfo15 *This, ModuleID moduleId, mdMethodDef methodId,
+                                                       LPCBYTE *ppMethodHeader, ULONG *pcbMethodSize)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    if (clrmux_compose_il_body(p->mux, p->child, moduleId, methodId, ppMethodHeader, pcbMethodSize))
+        return S_OK;
+    return p->mux->info->lpVtbl->GetILFunctionBody(p->mux->info, moduleId, methodId, ppMethodHeader, pcbMethodSize);
+}
+
+/* JIT time: the runtime keeps the body as the method's IL, so the next child builds on it. */
+static HRESULT STDMETHODCALLTYPE pxo_SetILFunctionBody(ICorProfilerInfo15 *This, ModuleID moduleId, mdMethodDef methodId,
+                                                       LPCBYTE pbNewILMethodHeader)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    HRESULT hr = p->mux->info->lpVtbl->SetILFunctionBody(p->mux->info, moduleId, methodId, pbNewILMethodHeader);
+    if (SUCCEEDED(hr)) {
+        atomic_store(&p->child->set_il, 1);
+        clrmux_compose_note_jit_writer(p->mux, p->child, moduleId, methodId);
+    }
+    return hr;
+}
+
+/* ---- detach: this child only (detach.h) -------------------------------------------------- */
+
+static HRESULT STDMETHODCALLTYPE pxo_RequestProfilerDetach(ICorProfilerInfo15 *This, DWORD dwExpectedCompletionMilliseconds)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    return clrmux_detach_request(p->mux, p->child, dwExpectedCompletionMilliseconds);
 }
 
 /* ---- enter/leave hooks and function-ID mappers: the first child to set them owns them -- */
@@ -266,6 +287,10 @@ static const ICorProfilerInfo15Vtbl proxy_vtbl = {
     .SetEventMask2 = pxo_SetEventMask2,
     .RequestReJIT = pxo_RequestReJIT,
     .RequestReJITWithInliners = pxo_RequestReJITWithInliners,
+    .RequestRevert = pxo_RequestRevert,
+    .RequestProfilerDetach = pxo_RequestProfilerDetach,
+    .GetILFunctionBody = pxo_GetILFunctionBody,
+    .SetILFunctionBody = pxo_SetILFunctionBody,
     .SetEnterLeaveFunctionHooks = pxo_SetEnterLeaveFunctionHooks,
     .SetEnterLeaveFunctionHooks2 = pxo_SetEnterLeaveFunctionHooks2,
     .SetEnterLeaveFunctionHooks3 = pxo_SetEnterLeaveFunctionHooks3,

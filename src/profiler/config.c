@@ -38,6 +38,7 @@ int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc
     pc->period_s = 60;
     pc->interval_ms = 10;
     pc->pause_budget_pct = 1;
+    pc->sampler = PROF_SAMPLER_SIGNAL;
     pc->cpu = pc->wall = pc->exceptions = pc->allocations = pc->contention = 1;
     static const struct { const char *key; size_t off; } bools[] = {
         {"cpu", offsetof(struct prof_config, cpu)},
@@ -71,6 +72,15 @@ int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc
             if (parse_int(kv->value, 0, 100, &pc->pause_budget_pct) != 0)
                 LOG_ERROR("child '%s' line %d: pause_budget_percent '%s' is not a number in 0..100; using %d",
                           cc->name, kv->line, kv->value, pc->pause_budget_pct);
+        } else if (strcmp(kv->key, "sampler") == 0) {
+            handled = 1;
+            if (strcasecmp(kv->value, "signal") == 0)
+                pc->sampler = PROF_SAMPLER_SIGNAL;
+            else if (strcasecmp(kv->value, "suspend") == 0)
+                pc->sampler = PROF_SAMPLER_SUSPEND;
+            else
+                LOG_ERROR("child '%s' line %d: sampler '%s' is not signal or suspend; using %s", cc->name, kv->line,
+                          kv->value, pc->sampler == PROF_SAMPLER_SIGNAL ? "signal" : "suspend");
         } else {
             for (size_t b = 0; b < sizeof bools / sizeof bools[0]; b++) {
                 if (strcmp(kv->key, bools[b].key) != 0)

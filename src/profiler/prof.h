@@ -32,7 +32,9 @@ struct prof_config {
     int pause_budget_pct;      /* stretch the interval so that stop-the-world pauses stay
                                   under this share of wall time; 0 = never [1] */
     int cpu, wall, exceptions, allocations, contention; /* [true] each */
+    int sampler;               /* PROF_SAMPLER_SIGNAL (default where supported) or _SUSPEND */
 };
+enum { PROF_SAMPLER_SIGNAL = 0, PROF_SAMPLER_SUSPEND = 1 };
 
 /* Fills *pc from the section's keys (defaults for absent keys). A bad value is one log line
  * (with the key's line) and the default is kept; unknown keys are one warning each.
@@ -171,6 +173,82 @@ const char *prof_names_native(struct prof_names *n, uintptr_t ip);
 /* GetFunctionFromIP, cached. 0 when ip is not managed code. */
 FunctionID prof_names_ip_function(struct prof_names *n, uintptr_t ip);
 uint64_t prof_names_resets(const struct prof_names *n);
+
+/* ---- the signal sampler (Linux x64; sigsampler.c, stackwalk.c) ---------------------- */
+
+/* The registers a walk starts from: the interrupted instruction, stack and frame pointers. */
+struct prof_walk_regs {
+    uint64_t ip, sp, fp;
+};
+enum { PROF_WALK_OK = 0, PROF_WALK_DEPTH = 1, PROF_WALK_BROKEN = 2 };
+/* Executable ranges of the process (/proc/self/maps), sorted, for the walk's stack scan. */
+#define PROF_CODE_RANGES 4096
+#define PROF_SCAN_BYTES 2048 /* how far up the stack a scan looks for the next frame record */
+struct prof_code_ranges {
+    uint32_t n;
+    struct {
+        uint64_t lo, hi;
+    } r[PROF_CODE_RANGES];
+};
+/* Loads the executable mappings of /proc/self/maps into *c (not async-signal-safe). 0 or -1. */
+int prof_code_ranges_load(struct prof_code_ranges *c);
+/* 1 when a is inside one of c's ranges (binary search; async-signal-safe). */
+int prof_is_code(const struct prof_code_ranges *c, uint64_t a);
+/* Walks the frame-pointer chain from r into out[max] (leaf first: r->ip, then each return
+ * address - 1). Async-signal-safe, no allocation. With stack_hi != 0 the caller guarantees
+ * that [r->sp, stack_hi) is mapped (the thread's stack) and every read stays inside it;
+ * with stack_hi == 0 every read goes through prof_safe_read16. Where RBP is not a frame
+ * pointer (0 or out of bounds: a leaf in libc's system call wrappers), and stack_hi and
+ * code are given, the walk scans up to PROF_SCAN_BYTES of the stack for the next frame
+ * record whose return addresses are in code (at most twice per walk). Returns the number
+ * of frames; *status: PROF_WALK_OK (the chain ended with a zero frame pointer or return
+ * address), PROF_WALK_DEPTH (max reached) or PROF_WALK_BROKEN (a frame pointer out of
+ * bounds, misaligned, not increasing, or unreadable, and no frame record found above it:
+ * what was walked is kept). */
+size_t prof_fp_walk(const struct prof_walk_regs *r, uint64_t stack_hi, const struct prof_code_ranges *code,
+                    uint64_t *out, size_t max, int *status);
+/* Reads 16 bytes at addr without faulting (process_vm_readv on this process). 0 or -1. */
+int prof_safe_read16(uint64_t addr, uint64_t out[2]);
+/* The read-write mapping of /proc/self/maps that contains addr: 0 and [*lo, *hi), or -1.
+ * Not async-signal-safe (stdio). */
+int prof_stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi);
+/* The same for addr[n] in one pass over the file: lo[i], hi[i] (both 0 when not found in a
+ * read-write mapping). Returns the number found. */
+size_t prof_stack_mappings(const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi);
+
+struct prof_sig;
+struct prof_sig_stats {
+    uint64_t cpu_samples, wall_samples, wall_signals, wall_reused, wall_from_cpu;
+    uint64_t truncated, depth_cut, ring_drops, stale_signals, foreign_signals, timer_failures;
+    uint64_t safe_walks; /* walks before the thread's stack mapping was known */
+    uint64_t unresponsive; /* wall signals given up after 100 ticks (SIGPROF blocked) */
+    int64_t cpu_ns;      /* CPU time carried by the cpu samples */
+    int64_t wall_ns;     /* thread time covered by the wall samples */
+    uint64_t max_thread_cpu_samples; /* the busiest thread's cpu samples */
+    uint64_t threads;    /* threads armed so far */
+    double handler_ns_avg; /* time in our handler per walk (TSC), delivery not included */
+};
+/* Installs the SIGPROF handler (chaining to a previous one) and checks that this process
+ * can use it: a signal to the calling thread reaches the handler and a per-thread CPU timer
+ * can be created. interval_ms: the CPU timers' period and the wall rate. Returns NULL with
+ * the reason in why[] when the signal sampler cannot run here (the caller falls back to
+ * the suspend sampler). One per process. */
+struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, char *why, size_t whysz);
+/* One sampler tick (sampler thread only): arms a CPU timer for each new thread of v[n]
+ * (views of the registry: slot = index), disarms the threads gone, moves the walked stacks
+ * into q as PROF_K_SAMPLE records (v0 cpu ns or v1 wall ns; frames PROF_FRAME_MANAGED_IP),
+ * and for wall time signals each thread that ran since its last wall sample (a thread that
+ * did not run keeps its last stack: its wall time is added to it without a signal). */
+void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q);
+/* Pushes the wall time accumulated on unchanged stacks into q (before a file is written). */
+void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q);
+/* 0 while our handler is still installed for SIGPROF; -1 (reason in why[]) when someone
+ * replaced it: the caller must stop the signal sampler. */
+int prof_sig_check(struct prof_sig *s, char *why, size_t whysz);
+/* Disarms every timer and waits for handlers in progress; the handler stays installed and
+ * ignores late signals. s stays valid for prof_sig_get_stats. */
+void prof_sig_stop(struct prof_sig *s);
+void prof_sig_get_stats(struct prof_sig *s, struct prof_sig_stats *out);
 
 /* ---- output file names ---------------------------------------------------------------- */
 

@@ -27,6 +27,7 @@
 #define NAME_ENTRIES 65536
 #define NAME_ARENA (8u << 20)
 #define NO_FRAMES "[no managed frames]"
+#define TRUNCATED "[truncated]"
 
 /* sample types, in this order */
 enum { V_CPU, V_WALL, V_EXC, V_ALLOC_N, V_ALLOC_B, V_LOCK_N, V_LOCK_NS, V_COUNT };
@@ -44,6 +45,9 @@ struct profiler {
     ICorProfilerInfo3 *info;    /* names, stacks, threads */
     ICorProfilerInfo10 *info10; /* SuspendRuntime / ResumeRuntime (NULL: no cpu/wall) */
     ICorProfilerInfo12 *info12; /* EventPipe (NULL: no allocations/contention) */
+    struct prof_sig *sig;       /* the signal sampler (NULL: the suspend sampler) */
+    _Atomic int mode;           /* PROF_SAMPLER_SIGNAL / _SUSPEND: the sampler in use */
+    int64_t sig_start;          /* mono ns when the signal sampler started */
     struct prof_threads threads;
     struct prof_rawq q;
     struct prof_names *names;
@@ -75,7 +79,7 @@ struct profiler {
     /* statistics: sampler-owned, except the atomics bumped by callbacks */
     /* per tick: t0 SuspendRuntime called, t_susp it returned, t_res ResumeRuntime called, t1 it
      * returned. The world is stopped from (about) t_susp to t_res. */
-    uint64_t snap_empty;
+    uint64_t snap_empty, sig_ticks;
     char last_path[PATH_MAX];    /* the last profile's name, and how many share its second */
     unsigned same_second;
     uint64_t ticks_before_start; /* ticks skipped: the runtime had not started yet */
@@ -228,6 +232,52 @@ static void tick(struct profiler *p)
     p->pause_ewma = p->pause_ewma ? (p->pause_ewma * 7 + (t_res - t0)) / 8 : (t_res - t0);
 }
 
+/* ---- the signal sampler's tick (sigsampler.c): no pause ------------------------------ */
+
+static void sig_tick(struct profiler *p)
+{
+    /* every tick (one sigaction call): if the application or another library replaced our
+     * SIGPROF handler, our timers must stop at once rather than hit its handler */
+    char why[160];
+    if (prof_sig_check(p->sig, why, sizeof why) != 0) {
+        prof_sig_stop(p->sig);
+        prof_sig_flush_wall(p->sig, &p->q);
+        atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
+        if (p->info10)
+            LOG_WARN("profiler '%s': %s; switching to the suspend sampler", p->name, why);
+        else
+            LOG_WARN("profiler '%s': %s; no cpu/wall samples from now on (no ICorProfilerInfo10 for the "
+                     "suspend sampler)", p->name, why);
+        return;
+    }
+    size_t n = prof_threads_snapshot(&p->threads, p->views, PROF_MAX_THREADS);
+    prof_sig_tick(p->sig, p->views, n, &p->q);
+    p->sig_ticks++;
+}
+
+/* "signal sampler: ..." delivered rates, for the log and the profile's comments. */
+static void sig_summary(struct profiler *p, char *out, size_t outsz)
+{
+    struct prof_sig_stats st;
+    prof_sig_get_stats(p->sig, &st);
+    double secs = (double)(mono_ns() - p->sig_start) / 1e9;
+    snprintf(out, outsz,
+             "signal sampler (%llu ticks, %.1f per second) delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
+             "%llu wall samples (%.1f per second per thread; %llu by signal, %llu on unchanged stacks, %llu on "
+             "the last cpu walk); "
+             "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu wall signals unanswered, "
+             "%llu threads; handler %.1f us per walk",
+             (unsigned long long)p->sig_ticks, secs > 0 ? (double)p->sig_ticks / secs : 0.0,
+             (unsigned long long)st.cpu_samples, st.cpu_ns > 0 ? (double)st.cpu_samples * 1e9 / (double)st.cpu_ns : 0.0,
+             (unsigned long long)st.max_thread_cpu_samples, (unsigned long long)st.wall_samples,
+             st.wall_ns > 0 ? (double)st.wall_samples * 1e9 / (double)st.wall_ns : 0.0,
+             (unsigned long long)st.wall_signals, (unsigned long long)st.wall_reused,
+             (unsigned long long)st.wall_from_cpu,
+             (unsigned long long)st.truncated, (unsigned long long)st.depth_cut, PROF_MAX_FRAMES,
+             (unsigned long long)st.ring_drops, (unsigned long long)st.unresponsive, (unsigned long long)st.threads,
+             st.handler_ns_avg / 1000.0);
+}
+
 /* ---- drain: raw ids -> names -> pprof (sampler thread, or Shutdown after it stopped) -- */
 
 static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t *frames)
@@ -259,7 +309,7 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
             prev_native = NULL;
         } else {
             s = prof_names_native(p->names, (uintptr_t)v);
-            if (prev_native == s)
+            if (prev_native && strcmp(prev_native, s) == 0)
                 continue; /* one frame per module */
             prev_native = s;
         }
@@ -278,6 +328,8 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
     }
     if (r->nframes == 0)
         names[nn++] = NO_FRAMES;
+    else if (r->truncated && nn < PROF_MAX_FRAMES + 2)
+        names[nn++] = TRUNCATED; /* the root we could not reach */
     int64_t values[V_COUNT] = {0};
     switch (r->kind) {
     case PROF_K_SAMPLE: values[V_CPU] = r->v0; values[V_WALL] = r->v1; break;
@@ -307,18 +359,30 @@ static void drain(struct profiler *p)
  * file, "shutdown", or the last gasp's cause ("SIGTERM", "exit"...). */
 static void flush(struct profiler *p, const char *last)
 {
+    if (p->sig)
+        prof_sig_flush_wall(p->sig, &p->q);
     drain(p);
     drain(p); /* both buffers: events pushed while the first was drained */
     int64_t now_unix = unix_ns(), now_mono = mono_ns();
     clrmux_pprof_set_time(p->pb, p->period_start_unix, now_mono - p->period_start_mono);
     uint64_t raw_drops = prof_rawq_take_dropped(&p->q);
     uint64_t pprof_drops = clrmux_pprof_dropped(p->pb, CLRMUX_PPROF_DROP_REASON_COUNT);
-    char c[160];
-    snprintf(c, sizeof c, "clrmux profiler: sampling interval %d ms (average used %.1f ms, pause budget %d%%), "
-             "period %d s%s", p->cfg.interval_ms, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
-             p->cfg.pause_budget_pct, p->cfg.period_s, !last ? "" : strcmp(last, "shutdown") == 0 ? ", last period (shutdown)"
-                 : ", last period (the process ended without Shutdown)");
+    char c[256];
+    if (atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
+        snprintf(c, sizeof c, "clrmux profiler: signal sampler (no pause), sampling interval %d ms, period %d s%s",
+                 p->cfg.interval_ms, p->cfg.period_s, !last ? "" : strcmp(last, "shutdown") == 0 ? ", last period (shutdown)" : ", last period (the process ended without Shutdown)");
+    else
+        snprintf(c, sizeof c, "clrmux profiler: suspend sampler, sampling interval %d ms (average used %.1f ms, pause "
+                 "budget %d%%), period %d s%s", p->cfg.interval_ms,
+                 p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0, p->cfg.pause_budget_pct,
+                 p->cfg.period_s, !last ? "" : strcmp(last, "shutdown") == 0 ? ", last period (shutdown)" : ", last period (the process ended without Shutdown)");
     clrmux_pprof_add_comment(p->pb, c);
+    if (p->sig) {
+        char sc[512];
+        sig_summary(p, sc, sizeof sc);
+        clrmux_pprof_add_comment(p->pb, sc);
+        LOG_INFO("profiler '%s': %s", p->name, sc);
+    }
     if (raw_drops) {
         snprintf(c, sizeof c, "dropped %llu events: raw sample buffer full", (unsigned long long)raw_drops);
         clrmux_pprof_add_comment(p->pb, c);
@@ -411,7 +475,7 @@ static void *sampler_main(void *arg)
     int64_t interval = (int64_t)p->cfg.interval_ms * 1000000;
     int64_t period = (int64_t)p->cfg.period_s * 1000000000;
     int64_t next = mono_ns() + interval;
-    int sample = p->info10 && (p->cfg.cpu || p->cfg.wall);
+    int sample = (p->sig || p->info10) && (p->cfg.cpu || p->cfg.wall);
     pthread_mutex_lock(&p->wake_lock);
     while (!atomic_load(&p->stop)) {
         struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
@@ -428,7 +492,9 @@ static void *sampler_main(void *arg)
         }
         if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3)
             start_session(p);
-        if (sample)
+        if (sample && atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
+            sig_tick(p);
+        else if (sample && p->info10)
             tick(p);
         drain(p);
         int64_t now = mono_ns();
@@ -436,12 +502,13 @@ static void *sampler_main(void *arg)
             flush(p, NULL);
         /* the pause budget: at most pause_budget_pct of wall time stopped (at most 1 s) */
         int64_t iv = interval;
-        if (sample && p->cfg.pause_budget_pct > 0) {
+        if (sample && atomic_load(&p->mode) == PROF_SAMPLER_SUSPEND && p->cfg.pause_budget_pct > 0) {
             int64_t need = p->pause_ewma * 100 / p->cfg.pause_budget_pct;
             iv = need > iv ? (need < 1000000000 ? need : 1000000000) : iv;
         }
         pthread_mutex_unlock(&p->work_lock);
-        p->interval_sum += (uint64_t)iv;
+        if (atomic_load(&p->mode) == PROF_SAMPLER_SUSPEND)
+            p->interval_sum += (uint64_t)iv;
         next += iv;
         if (next <= now)
             next = now + iv; /* missed ticks are skipped, not bunched */
@@ -629,6 +696,8 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
         return S_OK;
     prof_lastgasp_unregister(prof_last_gasp, p); /* waits for a last gasp under way */
     stop_sampler(p);
+    if (p->sig)
+        prof_sig_stop(p->sig);
     if (atomic_load(&p->session_started)) {
         atomic_store(&p->session_started, 0);
         ICorProfilerInfo12_EventPipeStopSession(p->info12, p->session);
@@ -641,19 +710,26 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
     atomic_store(&p->shut_down, 1);
     prof_rawq_close(&p->q);
     double t = p->ticks ? (double)p->ticks * 1000.0 : 1;
-    LOG_INFO("profiler '%s': shut down; %llu files written (%llu failed); %llu ticks (interval avg %.1f ms): "
-             "SuspendRuntime avg %.1f us, "
-             "stack walks avg %.1f us, ResumeRuntime avg %.1f us, suspend+walks max %.1f us, %llu suspend failures "
-             "(%llu ticks skipped during another suspension), "
-             "%llu failed stack walks (%llu without managed frames); "
+    char sampling[1024] = "", part[600];
+    size_t used = 0;
+    if (p->sig) {
+        sig_summary(p, part, sizeof part);
+        used += (size_t)snprintf(sampling, sizeof sampling, "%llu signal sampler ticks (no pause): %s; ",
+                                 (unsigned long long)p->sig_ticks, part);
+    }
+    if (p->ticks || !p->sig)
+        snprintf(sampling + used, sizeof sampling - used,
+                 "%llu ticks (interval avg %.1f ms): SuspendRuntime avg %.1f us, stack walks avg %.1f us, "
+                 "ResumeRuntime avg %.1f us, suspend+walks max %.1f us, %llu suspend failures (%llu ticks skipped "
+                 "during another suspension), %llu failed stack walks (%llu without managed frames); ",
+                 (unsigned long long)p->ticks, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
+                 (double)p->suspend_ns / t, (double)p->walk_ns / t, (double)p->resume_ns / t,
+                 (double)p->pause_max / 1000.0, (unsigned long long)p->suspend_failures,
+                 (unsigned long long)p->suspend_busy, (unsigned long long)p->snap_failures, (unsigned long long)p->snap_empty);
+    LOG_INFO("profiler '%s': shut down; %llu files written (%llu failed); %s"
              "%llu exceptions, %llu allocation ticks, %llu contentions; sampler thread CPU %.1f ms; dropped %llu raw "
              "events, %llu samples; name cache cleared %llu times",
-             p->name, (unsigned long long)p->files, (unsigned long long)p->file_failures,
-             (unsigned long long)p->ticks, p->ticks ? (double)p->interval_sum / 1e6 / (double)p->ticks : 0.0,
-             (double)p->suspend_ns / t, (double)p->walk_ns / t,
-             (double)p->resume_ns / t, (double)p->pause_max / 1000.0, (unsigned long long)p->suspend_failures,
-             (unsigned long long)p->suspend_busy,
-             (unsigned long long)p->snap_failures, (unsigned long long)p->snap_empty,
+             p->name, (unsigned long long)p->files, (unsigned long long)p->file_failures, sampling,
              (unsigned long long)atomic_load(&p->exceptions), (unsigned long long)atomic_load(&p->allocations),
              (unsigned long long)atomic_load(&p->contentions), (double)p->sampler_cpu_ns / 1e6,
              (unsigned long long)p->raw_drops_total, (unsigned long long)p->pprof_drops_total,
@@ -689,10 +765,22 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     if (p->cfg.cpu || p->cfg.wall) {
         if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo10, (void **)&p->info10)))
             p->info10 = NULL;
-        if (!p->info10)
-            LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
-                     "or wall profile", p->name);
     }
+    atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
+    if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
+        char why[256];
+        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, why, sizeof why);
+        if (p->sig) {
+            atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
+            p->sig_start = mono_ns();
+        }
+        else
+            LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
+                     why);
+    }
+    if ((p->cfg.cpu || p->cfg.wall) && !p->sig && !p->info10)
+        LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
+                 "or wall profile", p->name);
     p->want_session = p->cfg.allocations || p->cfg.contention;
     if (p->want_session) {
         if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo12, (void **)&p->info12)))
@@ -768,9 +856,11 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     if (prof_lastgasp_register(prof_last_gasp, p) != 0)
         LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
                  p->name);
-    LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, sampling every %d ms; cpu=%d wall=%d "
+    int sampling = p->sig || p->info10;
+    LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, %s sampler every %d ms; cpu=%d wall=%d "
              "exceptions=%d allocations=%d contention=%d", p->name, p->process, p->pid, p->cfg.output_dir,
-             p->cfg.period_s, p->cfg.interval_ms, p->cfg.cpu && p->info10, p->cfg.wall && p->info10,
+             p->cfg.period_s, p->sig ? "signal (SIGPROF, no pause)" : "suspend (SuspendRuntime)",
+             p->cfg.interval_ms, p->cfg.cpu && sampling, p->cfg.wall && sampling,
              p->cfg.exceptions, p->cfg.allocations && p->info12, p->cfg.contention && p->info12);
     return S_OK;
 }

@@ -2,7 +2,11 @@
 # Real-runtime tests of the built-in profiler (`builtin = profiler`, build/libclrmux_profiler.so):
 # runs tests/clr/apps/shapes under clrmux, reads every profile it wrote with a real pprof
 # reader (`go tool pprof`) and checks that each profile type names the method that produced
-# it, and that the CPU profile's total is within 20% of the process's CPU time.
+# it, and that the CPU profile's total is within 20% of the process's CPU time. The default
+# sampler is the signal sampler; shapes also runs under `sampler = suspend` (the same methods
+# named) and with timer_create made to fail (the automatic fallback, logged); cpubound runs
+# with 3 busy threads and with 200 threads (the delivered rate, from the log). Every check runs
+# on each runtime tests/clr/lib.sh selects (.NET 8, 9, 10).
 # Prints one line per check and "profiler: N passed, N failed"; exits nonzero on a failure.
 # Without dotnet: a loud skip (a failure under CI=true). Without go: a loud skip.
 set -uo pipefail
@@ -91,11 +95,25 @@ want="cpu/nanoseconds[dflt] wall/nanoseconds exception/count alloc-samples/count
 
 t=$(top cpu)
 # SpinHot spins on its own thread; the contenders spin too, so SpinHot need not be first
-names "$t" Shapes.Cpu.SpinHot && awk '/Shapes.Cpu.SpinHot$/ {sub(/%/, "", $2); exit !($2 + 0 >= 15)}' <<<"$t" \
-    && ok "cpu names Shapes.Cpu.SpinHot (>= 15% flat)" || bad "cpu names Shapes.Cpu.SpinHot (>= 15% flat)" "$t"
+# (its share of the process's CPU is the scheduler's: three spinning threads share 2 vCPUs,
+# and the machine may be busy; its own thread's CPU is checked below)
+names "$t" Shapes.Cpu.SpinHot && awk '/Shapes.Cpu.SpinHot$/ {sub(/%/, "", $2); exit !($2 + 0 >= 10)}' <<<"$t" \
+    && ok "cpu names Shapes.Cpu.SpinHot (>= 10% flat)" || bad "cpu names Shapes.Cpu.SpinHot (>= 10% flat)" "$t"
 t=$(top wall)
 names "$t" Shapes.Idle.SleepLong System.Threading.Thread.Sleep && ok "wall names Shapes.Idle.SleepLong (in Thread.Sleep)" \
     || bad "wall names Shapes.Idle.SleepLong (in Thread.Sleep)" "$t"
+SHAPES="Shapes.Cpu.SpinHot Shapes.Idle.SleepLong Shapes.Thrower.ThrowLoop Shapes.Alloc.AllocLoop Shapes.Contend.LockLoop"
+names "$t" $SHAPES && ok "signal sampler: wall names every shape's method (spin, sleep, throw, allocate, contend)" \
+    || bad "signal sampler: wall names every shape's method (spin, sleep, throw, allocate, contend)" "$t"
+grep -q "signal (SIGPROF, no pause) sampler every 10 ms" "$WORK/shapes.log" && ok "the signal sampler is the default" \
+    || bad "the signal sampler is the default" "$(grep profiler "$WORK/shapes.log")"
+# SpinHot's hot loop has no call and no GC poll: the signal lands in it, so nearly all of
+# the cpu-hot thread's CPU is SpinHot's own (flat), not a poll site's or a caller's
+t=$(pprof -top -unit=ms -nodecount=1000 -sample_index=cpu -tagfocus=cpu-hot "${FILES[@]}")
+awk '/^ *[0-9.]+ms / {v = $1; sub(/ms/, "", v); all += v; if ($NF == "Shapes.Cpu.SpinHot") spin = v}
+     END {exit !(all > 0 && spin / all >= 0.9)}' <<<"$t" \
+    && ok "the cpu-hot thread's CPU is Shapes.Cpu.SpinHot's own (>= 90% flat: no poll-site bias)" \
+    || bad "the cpu-hot thread's CPU is Shapes.Cpu.SpinHot's own (>= 90% flat: no poll-site bias)" "$t"
 t=$(top exception)
 names "$t" Shapes.ShapeException Shapes.Thrower.ThrowLoop && ok "exception names Shapes.ShapeException thrown by Shapes.Thrower.ThrowLoop" \
     || bad "exception names Shapes.ShapeException thrown by Shapes.Thrower.ThrowLoop" "$t"
@@ -135,8 +153,106 @@ else
     bad "cpu profile total vs process CPU: numbers missing" "$(cat "$WORK/shapes.err")"
 fi
 grep -q "profiler 'profiler': shut down; .* files written (0 failed)" "$WORK/shapes.log" \
-    && ok "shutdown summary logged: $(grep -o '[0-9]* ticks (interval avg [^)]*): SuspendRuntime avg [0-9.]* us, stack walks avg [0-9.]* us' "$WORK/shapes.log")" \
+    && ok "shutdown summary logged: $(grep -o 'signal sampler delivered [^;]*' "$WORK/shapes.log" | tail -1)" \
     || bad "shutdown summary logged" "$(grep profiler "$WORK/shapes.log")"
+# truncated walks are counted, and few: JIT'd code and libcoreclr keep frame pointers, the
+# scan gets past libc's system call wrappers; what remains is mostly the host's outermost frames
+read -r walks trunc < <(sed -n 's/.*shut down;.*delivered \([0-9]*\) cpu samples.*; \([0-9]*\) by signal, .*); \([0-9]*\) truncated walks.*/\1 \2 \3/p' "$WORK/shapes.log" \
+    | awk '{print $1 + $2, $3}')
+if [ -n "${walks:-}" ] && [ "$walks" -gt 0 ] && [ $((trunc * 10)) -lt "$walks" ]; then
+    ok "truncated walks counted and under 10% ($trunc of $walks)"
+else
+    bad "truncated walks counted and under 10% (${trunc:-?} of ${walks:-?})" "$(grep 'shut down' "$WORK/shapes.log")"
+fi
+
+# ---- the suspend sampler names the same methods ---------------------------------------------
+sed 's/^period_s = 2$/period_s = 60\nsampler = suspend/; s/^output_dir = profiles$/output_dir = suspend/' "$WORK/loader.conf" >"$WORK/suspend.conf"
+run_shapes suspend "$ROOT/build/libclrmux.so" "$WORK/suspend.conf"
+SIGFILES=("${FILES[@]}")
+mapfile -t FILES < <(ls "$WORK"/suspend/*.pb.gz 2>/dev/null)
+t=$(top wall)
+if [ "$(cat "$WORK/suspend.rc")" = 0 ] && grep -q "suspend (SuspendRuntime) sampler every 10 ms" "$WORK/suspend.log" \
+    && names "$t" $SHAPES && names "$(top cpu)" Shapes.Cpu.SpinHot; then
+    ok "sampler = suspend: the same methods in wall, SpinHot in cpu"
+else
+    bad "sampler = suspend: the same methods in wall, SpinHot in cpu" "$(grep profiler "$WORK/suspend.log"; echo "$t")"
+fi
+FILES=("${SIGFILES[@]}")
+
+# ---- automatic fallback: timer_create fails (an LD_PRELOAD shim) ----------------------------
+if command -v gcc >/dev/null 2>&1; then
+    printf '#include <errno.h>\n#include <signal.h>\n#include <time.h>\nint timer_create(clockid_t c, struct sigevent *e, timer_t *t) { (void)c; (void)e; (void)t; errno = EPERM; return -1; }\n' >"$WORK/notimer.c"
+    gcc -shared -fPIC -o "$WORK/libnotimer.so" "$WORK/notimer.c"
+    sed 's/^output_dir = profiles$/output_dir = fallback/; s/^period_s = 2$/period_s = 60/' "$WORK/loader.conf" >"$WORK/fallback.conf"
+    LD_PRELOAD="$WORK/libnotimer.so" run_shapes fallback "$ROOT/build/libclrmux.so" "$WORK/fallback.conf"
+    SIGFILES=("${FILES[@]}")
+    mapfile -t FILES < <(ls "$WORK"/fallback/*.pb.gz 2>/dev/null)
+    if [ "$(cat "$WORK/fallback.rc")" = 0 ] \
+        && grep -q "the signal sampler cannot run here (timer_create(thread CPU clock, SIGEV_THREAD_ID): Operation not permitted); using the suspend sampler" "$WORK/fallback.log" \
+        && names "$(top cpu)" Shapes.Cpu.SpinHot; then
+        ok "timer_create fails: one WARN line says why, the suspend sampler takes over (cpu names SpinHot)"
+    else
+        bad "timer_create fails: one WARN line says why, the suspend sampler takes over" "$(grep profiler "$WORK/fallback.log")"
+    fi
+    FILES=("${SIGFILES[@]}")
+
+    # the application replaces the SIGPROF handler 1.5 s in (a shim's thread): the sampler
+    # notices at its next tick, stops its timers, says so, and the suspend sampler takes over
+    cat >"$WORK/takeover.c" <<'CEOF'
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+static volatile int hits;
+static void on_prof(int sig) { (void)sig; hits++; }
+static void *later(void *arg) { (void)arg; usleep(1500 * 1000); signal(SIGPROF, on_prof); return NULL; }
+__attribute__((constructor)) static void start(void) { pthread_t t; pthread_create(&t, NULL, later, NULL); pthread_detach(t); }
+__attribute__((destructor)) static void report(void) { fprintf(stderr, "foreign-sigprof %d\n", hits); }
+CEOF
+    gcc -shared -fPIC -pthread -o "$WORK/libtakeover.so" "$WORK/takeover.c"
+    sed 's/^output_dir = profiles$/output_dir = takeover/; s/^period_s = 2$/period_s = 60/' "$WORK/loader.conf" >"$WORK/takeover.conf"
+    LD_PRELOAD="$WORK/libtakeover.so" run_shapes takeover "$ROOT/build/libclrmux.so" "$WORK/takeover.conf"
+    mapfile -t FILES < <(ls "$WORK"/takeover/*.pb.gz 2>/dev/null)
+    hits=$(sed -n 's/^foreign-sigprof //p' "$WORK/takeover.err")
+    if [ "$(cat "$WORK/takeover.rc")" = 0 ] && grep -q '^shapes done$' "$WORK/takeover.out" \
+        && grep -q "the SIGPROF handler was replaced by another one (.*); switching to the suspend sampler" "$WORK/takeover.log" \
+        && grep -q "shut down;.* [1-9][0-9]* ticks (interval avg" "$WORK/takeover.log" \
+        && names "$(top cpu)" Shapes.Cpu.SpinHot && [ -n "$hits" ] && [ "$hits" -lt 50 ]; then
+        ok "the app replaces the SIGPROF handler: the signal sampler stops ($hits of our signals reached it), the suspend sampler takes over"
+    else
+        bad "the app replaces the SIGPROF handler: the signal sampler stops, the suspend sampler takes over" \
+            "$(grep profiler "$WORK/takeover.log"; cat "$WORK/takeover.err")"
+    fi
+    FILES=("${SIGFILES[@]}")
+fi
+
+# ---- the rate asked is the rate delivered: 3 busy threads, then 200 threads -----------------
+# cpubound SECONDS WORKERS BLOCKED; the shutdown line reports the delivered rates
+printf '[child profiler]\nbuiltin = profiler\noutput_dir = rate\nsampling_interval_ms = 10\nexceptions = false\nallocations = false\ncontention = false\n' >"$WORK/rate.conf"
+for shape in "3 0" "2 198"; do
+    set -- $shape
+    tag="rate-$1-$2"
+    env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+        CLRMUX_CONFIG="$WORK/rate.conf" CLRMUX_LOG_FILE="$WORK/$tag.log" \
+        "${DOTNET[@]}" build/clr/cpubound/cpubound.dll 2 "$1" "$2" >"$WORK/$tag.out" 2>&1
+    line=$(grep 'shut down' "$WORK/$tag.log")
+    read -r tick_rate cpu_rate wall wall_rate sig reused threads < <(sed -n 's/.*signal sampler ([0-9]* ticks, \([0-9.]*\) per second).*(\([0-9.]*\) per CPU-second of a thread.* \([0-9]*\) wall samples (\([0-9.]*\) per second per thread; \([0-9]*\) by signal, \([0-9]*\) on unchanged.* \([0-9]*\) threads;.*/\1 \2 \3 \4 \5 \6 \7/p' <<<"$line")
+    msg="$(($1 + $2)) threads ($1 busy): ${cpu_rate:-?} cpu samples per CPU-second, ${wall_rate:-?} wall samples/s per thread at ${tick_rate:-?} sampler ticks/s (${sig:-?} signals, ${reused:-?} on unchanged stacks), ${threads:-?} threads sampled"
+    # CPU samples come from per-thread CPU timers: ~100 per CPU-second whatever the load. Wall
+    # samples come from the sampler thread's ticks: each tick must reach every thread (the
+    # tick rate itself is 100/s on an idle machine, lower when other processes starve it)
+    if [ -n "${cpu_rate:-}" ] && awk -v c="$cpu_rate" -v w="$wall_rate" -v k="$tick_rate" -v t="$threads" -v n="$(($1 + $2))" \
+        'BEGIN {exit !(c >= 85 && c <= 115 && w >= 0.9 * k && k >= 30 && t >= n)}'; then
+        ok "$msg"
+    else
+        bad "$msg (want 85-115 per CPU-second, wall >= 0.9 x ticks/s)" "$line"
+    fi
+    if [ "$2" -gt 0 ]; then
+        [ -n "${sig:-}" ] && [ $((sig * 10)) -lt "$wall" ] \
+            && ok "blocked threads cost no signals: $sig signals for $wall wall samples" \
+            || bad "blocked threads cost no signals (signals < 10% of wall samples)" "$line"
+    fi
+done
 
 # The sampler starts in Initialize, before the runtime can be suspended: no start-up noise
 # ("SuspendRuntime failed with HRESULT CORPROF_E_RUNTIME_UNINITIALIZED" on every run).

@@ -457,4 +457,30 @@ if same_output nocurl && [ "$(grep -c 'cannot load libcurl' "$WORK/nocurl.log")"
 else bad "endpoint without libcurl" "$(grep -E 'tracer|ERROR' "$WORK/nocurl.log" | head -4); $got"; fi
 fi
 
+# ---- beside a child that watches JIT compilation: nothing hidden from it, no span lost ------
+if command -v python3 >/dev/null 2>&1 && [ -n "${out:-}" ] && [ -s "$out" ]; then
+cat >"$WORK/watch.conf" <<EOF
+[loader]
+log_level = debug
+[child watcher]
+path = $FAKE/librecorder.so
+clsid = {A0000001-0000-0000-0000-000000000001}
+[child tracer]
+builtin = tracer
+output = watch-%p.otlp.jsonl
+service_name = tracee-test
+$TARGETS
+EOF
+under_clrmux watch "$WORK/watch.conf" RECORDER_MASK=0x20 RECORDER_OUT="$WORK/watch.rec"
+wf=$(ls "$WORK"/watch-*.otlp.jsonl 2>/dev/null | head -1)
+got=$([ -n "$wf" ] && span_names "$wf" lines | grep -v '^ids')
+want=$(span_names "$out" lines | grep -v '^ids')
+held=$(grep -c "ReJIT of method .* held back until its first compilation" "$WORK/watch.log")
+made=$(grep -c "ReJIT composition of .* at its first JIT compilation (held back): 'tracer'" "$WORK/watch.log")
+if same_output watch && [ -n "$got" ] && [ "$got" = "$want" ] && [ "$held" -ge 30 ] && [ "$made" -ge 30 ] \
+    && grep -q '^JITCompilationStarted [1-9]' "$WORK/watch.rec" && ! grep -q "not traced" "$WORK/watch.log"; then
+    ok "beside a JIT-watching child: the tracer's ReJITs wait for each method's first compilation ($held held back, $made composed at their first JIT compilation), the spans per method are the same"
+else bad "beside a JIT-watching child" "held=$held made=$made; $(diff <(echo "$want") <(echo "$got") | head -8)"; fi
+fi
+
 clr_done

@@ -1,7 +1,8 @@
 /* ThreadSanitizer stress test of the mux (src/loader/mux.c, proxy.c) with the fake runtime
  * (tests/unit/fake_runtime.h): callback threads deliver module, JIT, ReJIT and EventPipe
- * callbacks while other threads change the children's event masks, request ReJIT and
- * start, extend and stop EventPipe sessions through the children's proxies. Built with
+ * callbacks while other threads change the children's event masks, request ReJIT (and revert) and
+ * start, extend and stop EventPipe sessions through the children's proxies, and a fourth child
+ * detaches half-way (src/loader/detach.c: evacuation under load). Built with
  * -fsanitize=thread (`make tsan`); any data race makes TSan exit with status 66. It also
  * checks that the callbacks reached the children. Runs for STRESS_MS (default 2000) ms. */
 #include <pthread.h>
@@ -68,8 +69,9 @@ static const ICorProfilerCallback11Vtbl sc_vtbl = {CLRMUX_ALL_ICorProfilerCallba
 #define BASE_LOW (COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_MODULE_LOADS)
 static struct fake_runtime g_rt;
 static struct clrmux_mux *g_m;
-static struct sc g_sc[NCHILD];
+static struct sc g_sc[NCHILD + 1]; /* the last one detaches */
 static _Atomic int g_stop;
+static _Atomic int g_detach_failed;
 static const char *const k_providers[] = {"Microsoft-Windows-DotNETRuntime", "Stress-A", "Stress-B", "Stress-C"};
 
 static ICorProfilerInfo15 *proxy(int i) { return &g_m->children[i].proxy.iface; }
@@ -82,8 +84,10 @@ static void *callbacks(void *arg)
         k++;
         cb->lpVtbl->ModuleLoadFinished(cb, 0x7000 + (k & 7), S_OK);
         cb->lpVtbl->JITCompilationStarted(cb, 0x100 + (k & 3), TRUE);
-        BOOL inl = TRUE;
+        cb->lpVtbl->JITCompilationFinished(cb, 0x100 + (k & 3), S_OK, TRUE);
+        BOOL inl = TRUE, cached = TRUE;
         cb->lpVtbl->JITInlining(cb, 0x100, 0x101, &inl);
+        cb->lpVtbl->JITCachedFunctionSearchStarted(cb, 0x100 + (k & 3), &cached);
         cb->lpVtbl->ReJITCompilationStarted(cb, 0x100 + (k & 3), 1, TRUE);
         cb->lpVtbl->GetReJITParameters(cb, 0x7000, 0x06000001 + (mdMethodDef)(k & 15), NULL);
         UINT_PTR frames[2] = {0};
@@ -118,7 +122,21 @@ static void *rejit(void *arg)
         ModuleID mod = 0x7000;
         mdMethodDef tok = 0x06000001 + (mdMethodDef)(k++ % 2048);
         proxy(i)->lpVtbl->RequestReJIT(proxy(i), 1, &mod, &tok);
+        if (k % 7 == 0) /* revert by one owner: a rebuild for the others, or the runtime's revert */
+            proxy(i)->lpVtbl->RequestRevert(proxy(i), 1, &mod, &tok, NULL);
     }
+    return NULL;
+}
+
+/* A child that detaches half-way (per-child detach: evacuation while callbacks run). */
+static void *detacher(void *arg)
+{
+    long ms = (long)(intptr_t)arg;
+    struct timespec d = {ms / 2000, (ms / 2 % 1000) * 1000000};
+    nanosleep(&d, NULL);
+    ICorProfilerInfo15 *p = &g_m->children[NCHILD].proxy.iface;
+    if (FAILED(p->lpVtbl->RequestProfilerDetach(p, 10)))
+        atomic_store(&g_detach_failed, 1);
     return NULL;
 }
 
@@ -169,6 +187,19 @@ int main(void)
         atomic_store(&c->active, 1);
         proxy(i)->lpVtbl->SetEventMask2(proxy(i), BASE_LOW, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
     }
+    {
+        /* the detaching child: module loads and threads only (nothing irreversible) */
+        g_sc[NCHILD].iface.lpVtbl = &sc_vtbl;
+        struct clrmux_child *c = &g_m->children[NCHILD];
+        snprintf(c->name, sizeof c->name, "detaching");
+        c->index = NCHILD;
+        c->cb = &g_sc[NCHILD].iface;
+        c->version = 11;
+        clrmux_proxy_init(&c->proxy, g_m, c);
+        g_m->nchildren++;
+        atomic_store(&c->active, 1);
+        c->proxy.iface.lpVtbl->SetEventMask2(&c->proxy.iface, COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_MONITOR_THREADS, 0);
+    }
     fake_mux_end_init(g_m);
 
     pthread_t t[6];
@@ -177,11 +208,19 @@ int main(void)
     pthread_create(&t[2], NULL, masks, NULL);
     pthread_create(&t[3], NULL, rejit, NULL);
     pthread_create(&t[4], NULL, eventpipe, NULL);
+    pthread_create(&t[5], NULL, detacher, (void *)(intptr_t)ms);
     struct timespec d = {ms / 1000, (ms % 1000) * 1000000};
     nanosleep(&d, NULL);
     atomic_store(&g_stop, 1);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         pthread_join(t[i], NULL);
+    /* the detaching child was told (ProfilerDetachSucceeded) once no thread was in a callback */
+    for (int i = 0; i < 400 && atomic_load(&g_m->children[NCHILD].detach_state) != 2; i++) {
+        struct timespec w = {0, 5000000};
+        nanosleep(&w, NULL);
+    }
+    int detached = atomic_load(&g_m->children[NCHILD].detach_state) == 2 && !atomic_load(&g_detach_failed);
+    g_m->iface.lpVtbl->Shutdown(&g_m->iface); /* ends the detach thread */
 
     unsigned long calls = 0, ep = 0;
     for (int i = 0; i < NCHILD; i++)
@@ -189,8 +228,9 @@ int main(void)
     int sessions = atomic_load(&g_m->n_ep_sessions);
     printf("stress_mux: %ld ms, %d children: %lu callbacks and %lu EventPipe events delivered, %d sessions, "
            "%d mask changes accepted by the runtime\n", ms, NCHILD, calls, ep, sessions, g_rt.set_mask_accepted);
-    int ok = calls > 0 && ep > 0 && sessions > 0;
-    printf("%s - the mux under ThreadSanitizer: no data race, callbacks delivered\n", ok ? "ok  " : "FAIL");
+    int ok = calls > 0 && ep > 0 && sessions > 0 && detached;
+    printf("%s - the mux under ThreadSanitizer: no data race, callbacks delivered, a child detached under load "
+           "(ReJIT requests, reverts and held-back requests going on)\n", ok ? "ok  " : "FAIL");
     fake_mux_free(g_m);
     return ok ? 0 : 1;
 }

@@ -61,6 +61,19 @@ struct fake_runtime {
     ULONG rejit_last_count;
     ModuleID rejit_mods[FAKE_RT_MAX_REJIT];
     mdMethodDef rejit_methods[FAKE_RT_MAX_REJIT];
+    int revert_calls;
+    ULONG revert_last_count;
+    mdMethodDef revert_methods[FAKE_RT_MAX_REJIT];
+    int rejit_inliner_calls; /* RequestReJITWithInliners among rejit_calls */
+    DWORD rejit_inliner_flags;
+    /* IL: GetILFunctionBody answers `il` (the method's IL; Info::SetILFunctionBody replaces it) */
+    BYTE il[256];
+    ULONG il_size;
+    int set_il_calls;
+    _Atomic int detach_calls; /* RequestProfilerDetach (answers S_OK) */
+    BYTE arena[4096];         /* GetILFunctionBodyAllocator's IMethodMalloc */
+    ULONG arena_used;
+    struct fake_malloc { IMethodMalloc iface; struct fake_runtime *rt; } malloc_obj;
     /* enter/leave hooks and mappers */
     int elt_calls;    /* SetEnterLeaveFunctionHooks, 2, 3, 3WithInfo */
     int mapper_calls; /* SetFunctionIDMapper, 2 */
@@ -188,6 +201,35 @@ static HRESULT STDMETHODCALLTYPE fr_GetFunctionInfo(ICorProfilerInfo15 *This, Fu
     return E_INVALIDARG;
 }
 
+/* Functions added with fake_runtime_add_function count as compiled (one code range). */
+static HRESULT STDMETHODCALLTYPE fr_GetFunctionFromToken(ICorProfilerInfo15 *This, ModuleID mod, mdToken tok,
+                                                        FunctionID *pfid)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    for (int i = 0; i < rt->nfuncs; i++)
+        if (rt->funcs[i].mod == mod && rt->funcs[i].tok == tok) {
+            *pfid = rt->funcs[i].fid;
+            return S_OK;
+        }
+    return E_INVALIDARG;
+}
+static HRESULT STDMETHODCALLTYPE fr_GetCodeInfo2(ICorProfilerInfo15 *This, FunctionID fid, ULONG32 n, ULONG32 *pn,
+                                                COR_PRF_CODE_INFO *infos)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    for (int i = 0; i < rt->nfuncs; i++)
+        if (rt->funcs[i].fid == fid) {
+            if (pn)
+                *pn = 1;
+            if (infos && n >= 1) {
+                infos[0].startAddress = 0x1000;
+                infos[0].size = 16;
+            }
+            return S_OK;
+        }
+    return CORPROF_E_FUNCTION_NOT_COMPILED;
+}
+
 static void fr_record_rejit(struct fake_runtime *rt, ULONG n, ModuleID *mods, mdMethodDef *methods)
 {
     rt->rejit_calls++;
@@ -205,8 +247,81 @@ static HRESULT STDMETHODCALLTYPE fr_RequestReJIT(ICorProfilerInfo15 *This, ULONG
 static HRESULT STDMETHODCALLTYPE fr_RequestReJITWithInliners(ICorProfilerInfo15 *This, DWORD flags, ULONG n,
                                                             ModuleID *mods, mdMethodDef *methods)
 {
-    (void)flags;
+    fr_impl(This)->rejit_inliner_calls++;
+    fr_impl(This)->rejit_inliner_flags = flags;
     fr_record_rejit(fr_impl(This), n, mods, methods);
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE fr_RequestRevert(ICorProfilerInfo15 *This, ULONG n, ModuleID *mods,
+                                                 mdMethodDef *methods, HRESULT *status)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    (void)mods;
+    rt->revert_calls++;
+    rt->revert_last_count = n;
+    for (ULONG i = 0; i < n && i < FAKE_RT_MAX_REJIT; i++) {
+        rt->revert_methods[i] = methods[i];
+        if (status)
+            status[i] = S_OK;
+    }
+    return S_OK;
+}
+/* IMethodMalloc: hands out pieces of the runtime's arena (never freed, like the runtime's). */
+static HRESULT STDMETHODCALLTYPE fm_QueryInterface(IMethodMalloc *This, REFIID riid, void **ppv)
+{
+    (void)riid;
+    *ppv = This;
+    return S_OK;
+}
+static ULONG STDMETHODCALLTYPE fm_AddRef(IMethodMalloc *This) { (void)This; return 2; }
+static ULONG STDMETHODCALLTYPE fm_Release(IMethodMalloc *This) { (void)This; return 1; }
+static PVOID STDMETHODCALLTYPE fm_Alloc(IMethodMalloc *This, ULONG cb)
+{
+    struct fake_runtime *rt = ((struct fake_malloc *)This)->rt;
+    if (rt->arena_used + cb > sizeof rt->arena)
+        return NULL;
+    void *p = rt->arena + rt->arena_used;
+    rt->arena_used += (cb + 7) & ~7u;
+    return p;
+}
+static const IMethodMallocVtbl fake_malloc_vtbl = {fm_QueryInterface, fm_AddRef, fm_Release, fm_Alloc};
+static HRESULT STDMETHODCALLTYPE fr_GetILFunctionBodyAllocator(ICorProfilerInfo15 *This, ModuleID mod,
+                                                              IMethodMalloc **pp)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    (void)mod;
+    rt->malloc_obj.iface.lpVtbl = &fake_malloc_vtbl;
+    rt->malloc_obj.rt = rt;
+    *pp = &rt->malloc_obj.iface;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fr_RequestProfilerDetach(ICorProfilerInfo15 *This, DWORD ms)
+{
+    (void)ms;
+    atomic_fetch_add(&fr_impl(This)->detach_calls, 1);
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE fr_GetILFunctionBody(ICorProfilerInfo15 *This, ModuleID mod, mdMethodDef method,
+                                                     LPCBYTE *hdr, ULONG *size)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    (void)mod, (void)method;
+    if (hdr)
+        *hdr = rt->il;
+    if (size)
+        *size = rt->il_size;
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE fr_SetILFunctionBody(ICorProfilerInfo15 *This, ModuleID mod, mdMethodDef method,
+                                                     LPCBYTE body)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    (void)mod, (void)method;
+    /* fake bodies are NUL-terminated strings */
+    rt->il_size = (ULONG)strlen((const char *)body);
+    memcpy(rt->il, body, rt->il_size + 1);
+    rt->set_il_calls++;
     return S_OK;
 }
 
@@ -281,8 +396,15 @@ static const ICorProfilerInfo15Vtbl fake_runtime_vtbl = {
     .GetEventMask2 = fr_GetEventMask2,
     .GetRuntimeInformation = fr_GetRuntimeInformation,
     .GetFunctionInfo = fr_GetFunctionInfo,
+    .GetFunctionFromToken = fr_GetFunctionFromToken,
+    .GetCodeInfo2 = fr_GetCodeInfo2,
     .RequestReJIT = fr_RequestReJIT,
     .RequestReJITWithInliners = fr_RequestReJITWithInliners,
+    .RequestRevert = fr_RequestRevert,
+    .RequestProfilerDetach = fr_RequestProfilerDetach,
+    .GetILFunctionBodyAllocator = fr_GetILFunctionBodyAllocator,
+    .GetILFunctionBody = fr_GetILFunctionBody,
+    .SetILFunctionBody = fr_SetILFunctionBody,
     .SetEnterLeaveFunctionHooks = fr_SetEnterLeaveFunctionHooks,
     .SetEnterLeaveFunctionHooks2 = fr_SetEnterLeaveFunctionHooks2,
     .SetEnterLeaveFunctionHooks3 = fr_SetEnterLeaveFunctionHooks3,
@@ -329,6 +451,59 @@ static inline void fake_runtime_add_provider(struct fake_runtime *rt, EVENTPIPE_
 
 static inline IUnknown *fake_runtime_unknown(struct fake_runtime *rt) { return (IUnknown *)&rt->iface; }
 
+/* The runtime's ICorProfilerFunctionControl in GetReJITParameters: records what it is given. */
+struct fake_fc {
+    ICorProfilerFunctionControl iface;
+    int set_body_calls, set_flags_calls, set_map_calls;
+    BYTE body[256];
+    ULONG body_size;
+    DWORD flags;
+    COR_IL_MAP map[16];
+    ULONG nmap;
+};
+static inline struct fake_fc *ffc_impl(ICorProfilerFunctionControl *i) { return (struct fake_fc *)i; }
+static HRESULT STDMETHODCALLTYPE ffc_QueryInterface(ICorProfilerFunctionControl *This, REFIID riid, void **ppv)
+{
+    (void)riid;
+    *ppv = This;
+    return S_OK;
+}
+static ULONG STDMETHODCALLTYPE ffc_AddRef(ICorProfilerFunctionControl *This) { (void)This; return 2; }
+static ULONG STDMETHODCALLTYPE ffc_Release(ICorProfilerFunctionControl *This) { (void)This; return 1; }
+static HRESULT STDMETHODCALLTYPE ffc_SetCodegenFlags(ICorProfilerFunctionControl *This, DWORD flags)
+{
+    ffc_impl(This)->set_flags_calls++;
+    ffc_impl(This)->flags = flags;
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE ffc_SetILFunctionBody(ICorProfilerFunctionControl *This, ULONG cb, LPCBYTE pb)
+{
+    struct fake_fc *f = ffc_impl(This);
+    f->set_body_calls++;
+    f->body_size = cb < sizeof f->body ? cb : (ULONG)sizeof f->body - 1;
+    memcpy(f->body, pb, f->body_size);
+    f->body[f->body_size] = 0;
+    return S_OK;
+}
+static HRESULT STDMETHODCALLTYPE ffc_SetILInstrumentedCodeMap(ICorProfilerFunctionControl *This, ULONG n,
+                                                             COR_IL_MAP *map)
+{
+    struct fake_fc *f = ffc_impl(This);
+    f->set_map_calls++;
+    f->nmap = n < 16 ? n : 16;
+    memcpy(f->map, map, f->nmap * sizeof *map);
+    return S_OK;
+}
+static const ICorProfilerFunctionControlVtbl fake_fc_vtbl = {
+    ffc_QueryInterface, ffc_AddRef, ffc_Release, ffc_SetCodegenFlags, ffc_SetILFunctionBody,
+    ffc_SetILInstrumentedCodeMap,
+};
+static inline void fake_fc_init(struct fake_fc *f)
+{
+    memset(f, 0, sizeof *f);
+    f->iface.lpVtbl = &fake_fc_vtbl;
+}
+
 /* ======================================================================================
  * The fake child profiler
  * ====================================================================================== */
@@ -345,6 +520,11 @@ static const char *const fc_names[] __attribute__((unused)) = {CLRMUX_ALL_ICorPr
 
 struct fake_child;
 typedef HRESULT (*fake_child_init_hook)(struct fake_child *fc, ICorProfilerInfo15 *info);
+/* Called in GetReJITParameters with the function control the child received. */
+typedef void (*fake_child_rejit_hook)(struct fake_child *fc, ModuleID mod, mdMethodDef method,
+                                      ICorProfilerFunctionControl *ctl);
+/* Called in JITCompilationStarted. */
+typedef void (*fake_child_jit_hook)(struct fake_child *fc, FunctionID fid);
 
 struct fake_child {
     ICorProfilerCallback11 iface;
@@ -355,6 +535,10 @@ struct fake_child {
     int no_mask;               /* 1: Initialize does not call SetEventMask2 */
     HRESULT init_hr;           /* Initialize's return value */
     fake_child_init_hook init_hook; /* called last in Initialize (its HRESULT is ignored) */
+    fake_child_rejit_hook rejit_hook;
+    fake_child_jit_hook jit_hook;
+    char tag;                  /* for the test rewriters */
+    char seen[256];            /* for the test rewriters: the body they read */
     HRESULT init_mask_hr;      /* what SetEventMask2 answered in Initialize */
     ICorProfilerInfo15 *info;  /* what Initialize received, after QueryInterface(Info5) */
     /* out-parameter callbacks */
@@ -463,6 +647,18 @@ static HRESULT STDMETHODCALLTYPE fc_GetReJITParameters(ICorProfilerCallback11 *T
     fc->counts[FC_GetReJITParameters]++;
     fc->last_module = mod;
     fc->last_method = method;
+    if (fc->rejit_hook)
+        fc->rejit_hook(fc, mod, method, ctl);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fc_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID fid, BOOL safe)
+{
+    struct fake_child *fc = fc_impl(This);
+    fc->counts[FC_JITCompilationStarted]++;
+    fc->last_function = fid;
+    if (fc->jit_hook)
+        fc->jit_hook(fc, fid);
     return S_OK;
 }
 
@@ -499,6 +695,7 @@ static const ICorProfilerCallback11Vtbl fake_child_vtbl = {
     .JITInlining = fc_JITInlining,
     .JITCachedFunctionSearchStarted = fc_JITCachedFunctionSearchStarted,
     .GetReJITParameters = fc_GetReJITParameters,
+    .JITCompilationStarted = fc_JITCompilationStarted,
     .ReJITCompilationStarted = fc_ReJITCompilationStarted,
     .EventPipeEventDelivered = fc_EventPipeEventDelivered,
 };
@@ -590,6 +787,7 @@ static inline struct clrmux_child *fake_mux_add_child(struct clrmux_mux *m, stru
     HRESULT hr = cb->lpVtbl->Initialize(cb, (IUnknown *)&c->proxy.iface);
     if (FAILED(hr)) {
         atomic_store(&c->active, 0);
+        clrmux_compose_child_gone(m, c);
         atomic_store(&c->mask_low, 0);
         atomic_store(&c->mask_high, 0);
         clrmux_apply_union(m);
@@ -620,7 +818,7 @@ static inline void fake_mux_free(struct clrmux_mux *m)
     pthread_mutex_destroy(&m->mask_lock);
     pthread_mutex_destroy(&m->ep_lock);
     free(m->children);
-    free(m->rejit);
+    clrmux_compose_free(m->compose);
     free(m);
 }
 

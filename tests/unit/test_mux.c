@@ -932,6 +932,8 @@ static void test_rejit_needs_own_flag(void **state)
     (void)state;
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
+    fake_runtime_add_function(&rt, 0x500, 0x7000, 0x06000001); /* compiled: nothing held back */
+    fake_runtime_add_function(&rt, 0x501, 0x7000, 0x06000002);
     struct clrmux_mux *m = fake_mux_new(&rt);
     struct fake_child a, b;
     fake_child_init(&a, 11, COR_PRF_MONITOR_JIT_COMPILATION, 0);
@@ -976,8 +978,9 @@ static void test_rejit_callbacks_reach_requesters_only(void **state)
     fake_runtime_add_function(&rt, 0x700, 0x7001, 0x06000001);
     struct clrmux_mux *m = fake_mux_new(&rt);
     struct fake_child a, b;
-    fake_child_init(&a, 11, COR_PRF_ENABLE_REJIT, 0);
-    fake_child_init(&b, 11, COR_PRF_ENABLE_REJIT, 0);
+    /* ReJITCompilation* reach a profiler that monitors JIT compilation (as the runtime) */
+    fake_child_init(&a, 11, COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION, 0);
+    fake_child_init(&b, 11, COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION, 0);
     struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
     struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
     fake_mux_end_init(m);

@@ -243,8 +243,10 @@ static void test_config_defaults_and_keys(void **state)
     assert_int_equal(pc.period_s, 60);
     assert_int_equal(pc.interval_ms, 10);
     assert_true(pc.cpu && pc.wall && pc.exceptions && pc.allocations && pc.contention);
+    assert_int_equal(pc.sampler, PROF_SAMPLER_SIGNAL);
 
     struct clrmux_kv kvs[] = {
+        {"sampler", "suspend", 12},     {"sampler", "perf", 13},
         {"output_dir", "/var/prof", 3}, {"period_s", "5", 4},        {"sampling_interval_ms", "20", 5},
         {"cpu", "false", 6},            {"wall", "no", 7},          {"exceptions", "maybe", 8},
         {"period_s", "0", 9},           {"colour", "blue", 10},     {"contention", "off", 11},
@@ -266,6 +268,8 @@ static void test_config_defaults_and_keys(void **state)
     assert_non_null(strstr(g_log, "line 8: exceptions 'maybe' is not a boolean"));
     assert_non_null(strstr(g_log, "line 9: period_s '0'"));
     assert_non_null(strstr(g_log, "line 10: unknown key 'colour'"));
+    assert_int_equal(pc.sampler, PROF_SAMPLER_SUSPEND); /* the bad second value keeps the first */
+    assert_non_null(strstr(g_log, "line 13: sampler 'perf' is not signal or suspend; using suspend"));
 
     struct clrmux_kv rel[] = {{"output_dir", "out/p", 2}};
     cc.kvs = rel;

@@ -30,8 +30,8 @@
     X(I, ICorProfilerCallback, HRESULT, ClassUnloadStarted, (, ClassID classId), (, classId), (MASK, COR_PRF_MONITOR_CLASS_LOADS, 0)) \
     X(I, ICorProfilerCallback, HRESULT, ClassUnloadFinished, (, ClassID classId, HRESULT hrStatus), (, classId, hrStatus), (MASK, COR_PRF_MONITOR_CLASS_LOADS, 0)) \
     X(I, ICorProfilerCallback, HRESULT, FunctionUnloadStarted, (, FunctionID functionId), (, functionId), (MASK, COR_PRF_MONITOR_FUNCTION_UNLOADS, 0)) \
-    X(I, ICorProfilerCallback, HRESULT, JITCompilationStarted, (, FunctionID functionId, BOOL fIsSafeToBlock), (, functionId, fIsSafeToBlock), (MASK, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
-    X(I, ICorProfilerCallback, HRESULT, JITCompilationFinished, (, FunctionID functionId, HRESULT hrStatus, BOOL fIsSafeToBlock), (, functionId, hrStatus, fIsSafeToBlock), (MASK, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
+    X(I, ICorProfilerCallback, HRESULT, JITCompilationStarted, (, FunctionID functionId, BOOL fIsSafeToBlock), (, functionId, fIsSafeToBlock), (JIT, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
+    X(I, ICorProfilerCallback, HRESULT, JITCompilationFinished, (, FunctionID functionId, HRESULT hrStatus, BOOL fIsSafeToBlock), (, functionId, hrStatus, fIsSafeToBlock), (JIT, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
     X(I, ICorProfilerCallback, HRESULT, JITCachedFunctionSearchStarted, (, FunctionID functionId, BOOL *pbUseCachedFunction), (, functionId, pbUseCachedFunction), (MERGE, COR_PRF_MONITOR_CACHE_SEARCHES, 0)) \
     X(I, ICorProfilerCallback, HRESULT, JITCachedFunctionSearchFinished, (, FunctionID functionId, COR_PRF_JIT_CACHE result), (, functionId, result), (MASK, COR_PRF_MONITOR_CACHE_SEARCHES, 0)) \
     X(I, ICorProfilerCallback, HRESULT, JITFunctionPitched, (, FunctionID functionId), (, functionId), (MASK, COR_PRF_MONITOR_JIT_COMPILATION, 0)) \
@@ -103,7 +103,7 @@
 #define CLRMUX_METHODS_ICorProfilerCallback3(X, I) \
     X(I, ICorProfilerCallback3, HRESULT, InitializeForAttach, (, IUnknown *pCorProfilerInfoUnk, void *pvClientData, UINT cbClientData), (, pCorProfilerInfoUnk, pvClientData, cbClientData), (SELF, 0, 0)) \
     X(I, ICorProfilerCallback3, HRESULT, ProfilerAttachComplete, (), (), (ALL, 0, 0)) \
-    X(I, ICorProfilerCallback3, HRESULT, ProfilerDetachSucceeded, (), (), (ALL, 0, 0)) \
+    X(I, ICorProfilerCallback3, HRESULT, ProfilerDetachSucceeded, (), (), (SELF, 0, 0)) \
     /* end of ICorProfilerCallback3 */
 #define CLRMUX_ALL_ICorProfilerCallback3(X, I) CLRMUX_ALL_ICorProfilerCallback2(X, I) CLRMUX_METHODS_ICorProfilerCallback3(X, I)
 

@@ -1,8 +1,12 @@
-// cpubound: throughput benchmark workload. Usage: cpubound [seconds] (default 5)
-// Runs Environment.ProcessorCount threads, each calling the fixed CPU-bound
-// kernel CpuBound.Kernel.Run(ulong) in a loop until the time is up, and prints
-// the total number of completed kernel calls as "ops=<N>". The count is NOT
-// deterministic (it measures speed).
+// cpubound: throughput benchmark workload.
+// Usage: cpubound [seconds] [workers] [blocked] [latency]   (default 5, ProcessorCount, 0, 0)
+// Runs `workers` threads (cpubound-N), each calling the fixed CPU-bound kernel
+// CpuBound.Kernel.Run(ulong) in a loop until the time is up, and prints the total number
+// of completed kernel calls as "ops=<N>". The count is NOT deterministic (it measures speed).
+// `blocked` more threads (blocked-N) wait on one event until the end (CpuBound.Blocked.Wait).
+// With latency = 1 a thread (latency) reads the clock in a loop and prints the longest gap
+// between two reads, "maxgap_us=<N>", and the 99.9th percentile over 1-ms windows of each
+// window's longest gap, "p999gap_us=<N>": stop-the-world pauses show there.
 using System.Diagnostics;
 using System.Globalization;
 using System.Runtime.CompilerServices;
@@ -29,6 +33,47 @@ public static class Kernel
     }
 }
 
+public static class Blocked
+{
+    public static readonly ManualResetEventSlim Release = new ManualResetEventSlim(false, 0);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Wait() => Release.Wait();
+}
+
+public static class Latency
+{
+    public static long MaxGapTicks;
+    public static long P999GapTicks;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Measure(Func<bool> stop)
+    {
+        long window = Stopwatch.Frequency / 1000;
+        var maxima = new List<long>(1 << 16);
+        long prev = Stopwatch.GetTimestamp(), windowStart = prev, windowMax = 0, max = 0;
+        while (!stop())
+        {
+            long now = Stopwatch.GetTimestamp();
+            long gap = now - prev;
+            prev = now;
+            if (gap > windowMax)
+                windowMax = gap;
+            if (now - windowStart >= window)
+            {
+                maxima.Add(windowMax);
+                if (windowMax > max)
+                    max = windowMax;
+                windowMax = 0;
+                windowStart = now;
+            }
+        }
+        maxima.Sort();
+        MaxGapTicks = max;
+        P999GapTicks = maxima.Count > 0 ? maxima[Math.Min(maxima.Count - 1, (int)(maxima.Count * 0.999))] : 0;
+    }
+}
+
 public static class Program
 {
     private static volatile bool s_stop;
@@ -43,7 +88,26 @@ public static class Program
             return 2;
         }
 
-        int n = Environment.ProcessorCount;
+        int n = Environment.ProcessorCount, blocked = 0, latency = 0;
+        if ((args.Length > 1 && (!int.TryParse(args[1], out n) || n < 1)) ||
+            (args.Length > 2 && (!int.TryParse(args[2], out blocked) || blocked < 0)) ||
+            (args.Length > 3 && (!int.TryParse(args[3], out latency) || latency < 0)))
+        {
+            Console.Error.WriteLine("usage: cpubound [seconds] [workers] [blocked] [latency]");
+            return 2;
+        }
+        var waiters = new Thread[blocked];
+        for (int b = 0; b < blocked; b++)
+        {
+            waiters[b] = new Thread(Blocked.Wait, 256 * 1024) { Name = "blocked-" + b };
+            waiters[b].Start();
+        }
+        Thread lat = null;
+        if (latency != 0)
+        {
+            lat = new Thread(() => Latency.Measure(() => s_stop)) { Name = "latency" };
+            lat.Start();
+        }
         var counts = new long[n];
         var sinks = new ulong[n];
         var threads = new Thread[n];
@@ -74,7 +138,16 @@ public static class Program
             total += counts[t];
         }
         GC.KeepAlive(sinks);
+        Blocked.Release.Set();
+        foreach (var w in waiters)
+            w.Join();
         Console.WriteLine("ops=" + total);
+        if (lat != null)
+        {
+            lat.Join();
+            double us = 1e6 / Stopwatch.Frequency;
+            Console.WriteLine("maxgap_us=" + (long)(Latency.MaxGapTicks * us) + " p999gap_us=" + (long)(Latency.P999GapTicks * us));
+        }
         return 0;
     }
 }

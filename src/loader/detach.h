@@ -1,0 +1,83 @@
+/* Per-child detach: RequestProfilerDetach from one child removes that child only.
+ *
+ * Evacuation (as the runtime does for a whole profiler, profilingapidetach.cpp): every mux
+ * callback counts itself in and out on a per-thread record (clrmux_evac_enter/leave: one
+ * thread-local lookup and two atomic increments, no lock). A detaching child is made
+ * inactive first (no new callback reaches it, its mutable mask bits leave the union, its ReJIT
+ * ownership goes); a background thread then waits until every thread that was inside a
+ * callback has left it, and calls the child's ProfilerDetachSucceeded. When every child has
+ * detached, clrmux asks the runtime to detach clrmux itself; libclrmux.so is pinned in memory
+ * (RTLD_NODELETE) at Initialize, so code a child thread may still run stays mapped.
+ *
+ * A child is refused as the runtime would refuse it alone (EnsureProfilerDetachable): an
+ * immutable flag in its own mask (CORPROF_E_IMMUTABLE_FLAGS_SET), enter/leave hooks, a
+ * JIT-time SetILFunctionBody or a ReJIT request (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT),
+ * no ICorProfilerCallback3 (CORPROF_E_CALLBACK3_REQUIRED), a detach already under way
+ * (CORPROF_E_PROFILER_DETACHING). */
+#ifndef CLRMUX_DETACH_H
+#define CLRMUX_DETACH_H
+
+#include <stdatomic.h>
+
+#include "clrmux/corprof.h"
+
+struct clrmux_mux;
+struct clrmux_child;
+
+/* One per thread that ever entered a mux callback; never freed, reused after thread exit. */
+struct clrmux_thread_rec {
+    struct clrmux_thread_rec *next;
+    _Atomic unsigned long inside; /* callbacks this thread is in (nesting) */
+    _Atomic int in_use;
+};
+
+struct clrmux_thread_rec *clrmux_evac_register(void);
+/* 1 once membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is registered (clrmux_pin_self). */
+extern _Atomic int clrmux_evac_asymmetric;
+extern __thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_model("initial-exec")));
+
+/* Counts the calling thread into a mux callback. The child-active checks that follow are
+ * ordered after it (sequentially consistent), so a detach that cleared `active` first and
+ * then saw this thread outside knows the thread will not call the child. */
+static inline struct clrmux_thread_rec *clrmux_evac_enter(void)
+{
+    struct clrmux_thread_rec *t = clrmux_tls_rec;
+    if (__builtin_expect(!t, 0))
+        t = clrmux_evac_register();
+    if (t) {
+        /* only this thread writes its counter: a plain store, ordered before the reads of the
+         * children's `active` flags by a full fence, or (when the detach side can force one
+         * on every thread with membarrier(2)) by a compiler barrier only */
+        if (__builtin_expect(atomic_load_explicit(&clrmux_evac_asymmetric, memory_order_relaxed), 1)) {
+            atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+            atomic_signal_fence(memory_order_seq_cst);
+        } else {
+            atomic_fetch_add(&t->inside, 1); /* a sequentially consistent read-modify-write */
+        }
+    }
+    return t;
+}
+
+static inline void clrmux_evac_leave(struct clrmux_thread_rec *t)
+{
+    if (t)
+        atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) - 1,
+                              memory_order_release);
+}
+
+/* The proxy's RequestProfilerDetach (see above). S_OK when the detach is under way. */
+HRESULT clrmux_detach_request(struct clrmux_mux *mux, struct clrmux_child *child, DWORD expected_ms);
+
+/* The runtime's ProfilerDetachSucceeded for clrmux itself. */
+void clrmux_detach_runtime_succeeded(struct clrmux_mux *mux);
+
+/* At Shutdown: marks the mux shut down, wakes the detach thread and waits for it to end (no
+ * child is notified any more). */
+void clrmux_detach_shutdown(struct clrmux_mux *mux);
+
+/* Keeps libclrmux.so mapped until the process ends (the runtime unloads a profiler after it
+ * detached). */
+void clrmux_pin_self(void);
+
+#endif

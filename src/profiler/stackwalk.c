@@ -1,0 +1,193 @@
+/* The signal sampler's stack walk: a bounded frame-pointer (RBP chain) walk that is
+ * async-signal-safe and never faults, plus the off-signal lookup of a thread's stack mapping
+ * in /proc/self/maps that makes direct reads safe.
+ *
+ * What a walk trusts: the interrupted IP (always the first frame), and a chain of
+ * [saved RBP, return address] pairs that lies on the thread's own stack, strictly above the
+ * interrupted RSP and strictly increasing. JIT-compiled code on Linux x64 keeps such a chain
+ * (RBP frames); libcoreclr and libc frames may not (RBP used as a general register): such a
+ * frame breaks the chain, which the bounds and ordering checks detect, and the walk stops
+ * there with what it has (PROF_WALK_BROKEN). A chain that ends with a zero frame pointer or
+ * a zero return address (the thread's outermost frame, set up by clone / _start) is
+ * complete. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "profiler/prof.h"
+
+/* process_vm_readv on our own process: a read that reports EFAULT instead of faulting. */
+int prof_safe_read16(uint64_t addr, uint64_t out[2])
+{
+    struct iovec local = {.iov_base = out, .iov_len = 16};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = 16};
+    long n = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1ul, &remote, 1ul, 0ul);
+    return n == 16 ? 0 : -1;
+}
+
+/* Reads through a pointer that the bounds check proved to be inside the mapped stack. Not
+ * instrumented: the words read are other frames' saved registers, not C objects. */
+__attribute__((no_sanitize("address", "undefined"))) static void direct_read16(uint64_t addr, uint64_t out[2])
+{
+    const volatile uint64_t *p = (const volatile uint64_t *)(uintptr_t)addr;
+    out[0] = p[0];
+    out[1] = p[1];
+}
+
+int prof_is_code(const struct prof_code_ranges *c, uint64_t a)
+{
+    if (!c)
+        return 0;
+    uint32_t lo = 0, hi = c->n < PROF_CODE_RANGES ? c->n : PROF_CODE_RANGES;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a < c->r[mid].lo)
+            hi = mid;
+        else if (a >= c->r[mid].hi)
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+/* Looks for the first frame record at or above `from` (below `from` + PROF_SCAN_BYTES): a
+ * pair [saved RBP, return address] whose saved RBP points higher up the stack, whose
+ * return address is in code, and whose next record is either the last one or looks the
+ * same. Used past a frame that does not keep RBP (libc's system call wrappers). Direct
+ * reads: [from, hi) is mapped. */
+static int scan(uint64_t from, uint64_t hi, const struct prof_code_ranges *code, uint64_t *fp, uint64_t *ret)
+{
+    uint64_t a = (from + 7) & ~7ull;
+    for (; a < hi && hi - a >= 16 && a - from < PROF_SCAN_BYTES; a += 8) {
+        uint64_t w[2], n[2];
+        direct_read16(a, w);
+        if ((w[0] & 7) || w[0] < a + 16 || w[0] >= hi || hi - w[0] < 16 || !prof_is_code(code, w[1]))
+            continue;
+        direct_read16(w[0], n);
+        if (n[0] != 0 && (n[0] <= w[0] || n[0] >= hi || (n[0] & 7) || !prof_is_code(code, n[1])))
+            continue;
+        *fp = w[0];
+        *ret = w[1];
+        return 0;
+    }
+    return -1;
+}
+
+size_t prof_fp_walk(const struct prof_walk_regs *r, uint64_t stack_hi, const struct prof_code_ranges *code,
+                    uint64_t *out, size_t max, int *status)
+{
+    size_t n = 0;
+    int scans = 0;
+    *status = PROF_WALK_OK;
+    if (max == 0) {
+        *status = PROF_WALK_DEPTH;
+        return 0;
+    }
+    out[n++] = r->ip;
+    uint64_t fp = r->fp, floor = r->sp;
+    for (;;) {
+        int bad = fp != 0 && ((fp & 7) != 0 || fp < floor || (stack_hi && (fp >= stack_hi || stack_hi - fp < 16)));
+        if (fp == 0 || bad) {
+            /* no usable frame pointer here: a frame that does not keep RBP (or the outermost
+             * frame when fp is 0). Look for the next frame record on the stack. */
+            uint64_t nfp, ret;
+            if (stack_hi && code && scans < 2 && scan(floor, stack_hi, code, &nfp, &ret) == 0) {
+                scans++;
+                if (n >= max) {
+                    *status = PROF_WALK_DEPTH;
+                    break;
+                }
+                out[n++] = ret - 1;
+                floor = nfp;
+                fp = nfp;
+                continue;
+            }
+            if (bad)
+                *status = PROF_WALK_BROKEN;
+            break;
+        }
+        uint64_t w[2];
+        if (stack_hi) {
+            direct_read16(fp, w);
+        } else if (prof_safe_read16(fp, w) != 0) {
+            *status = PROF_WALK_BROKEN;
+            break;
+        }
+        if (w[1] == 0)
+            break; /* no return address: the outermost frame */
+        if (n >= max) {
+            *status = PROF_WALK_DEPTH;
+            break;
+        }
+        out[n++] = w[1] - 1; /* inside the call instruction: the caller's own range */
+        if (w[0] == 0)
+            break;
+        if (w[0] <= fp) {
+            *status = PROF_WALK_BROKEN;
+            break;
+        }
+        floor = fp + 16;
+        fp = w[0];
+    }
+    return n;
+}
+
+int prof_code_ranges_load(struct prof_code_ranges *c)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return -1;
+    char line[512];
+    uint32_t n = 0;
+    while (fgets(line, sizeof line, f) && n < PROF_CODE_RANGES) {
+        unsigned long long a, b;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 || perms[2] != 'x')
+            continue;
+        if (n && c->r[n - 1].hi == a) {
+            c->r[n - 1].hi = b; /* adjacent: one range */
+            continue;
+        }
+        c->r[n].lo = a;
+        c->r[n].hi = b;
+        n++;
+    }
+    fclose(f);
+    c->n = n;
+    return 0;
+}
+
+size_t prof_stack_mappings(const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi)
+{
+    for (size_t i = 0; i < n; i++)
+        lo[i] = hi[i] = 0;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return 0;
+    char line[512];
+    size_t found = 0;
+    while (found < n && fgets(line, sizeof line, f)) {
+        unsigned long long a, b;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            if (!hi[i] && addr[i] >= a && addr[i] < b) {
+                lo[i] = a;
+                hi[i] = b;
+                found++;
+            }
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+int prof_stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+    return prof_stack_mappings(&addr, 1, lo, hi) == 1 ? 0 : -1;
+}
