@@ -16,11 +16,13 @@ SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 # libclrmux.so: the loader and the built-in tracer. The built-in profiler is a companion
 # library (below); every src file is also compiled with ASan/UBSan for the unit tests.
 LIB_SRCS  := $(shell find src/common src/loader src/tracer -name '*.c' | sort)
+# assembly (the fast-path enter/leave stubs), in libclrmux.so and in the unit tests
+ASM_SRCS  := $(shell find src/loader -name '*.S' | sort)
 ALL_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
 GEN       := $(BUILD)/gen/profile.pb-c.c
 HDRS      := $(shell find include src -name '*.h') $(BUILD)/gen/profile.pb-c.h
-OBJS      := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-ASAN_OBJS := $(ALL_SRCS:%.c=$(BUILD)/asan/%.o) $(BUILD)/asan/gen/profile.pb-c.o
+OBJS      := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(ASM_SRCS:%.S=$(BUILD)/obj/%.o)
+ASAN_OBJS := $(ALL_SRCS:%.c=$(BUILD)/asan/%.o) $(ASM_SRCS:%.S=$(BUILD)/asan/%.o) $(BUILD)/asan/gen/profile.pb-c.o
 FAKES     := $(patsubst fake_profilers/%.c,$(BUILD)/fake/lib%.so,$(wildcard fake_profilers/*.c))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
@@ -28,7 +30,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 STATIC_LIBS := -Wl,-Bstatic -linih $(EXTRA_STATIC_LIBS) -Wl,-Bdynamic
 LIBS      := -ldl -lpthread -lm
 
-.PHONY: all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan setup install dist
+.PHONY: attach-tool all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan setup install dist
 all: $(BUILD)/libclrmux.so $(BUILD)/clrmux $(FAKES)
 
 # What scripts/setup.sh installs depends on the goal: the build's packages, or the test's,
@@ -54,6 +56,10 @@ endif
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/obj/%.o $(BUILD)/asan/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) -c $< -o $@
 
 $(BUILD)/asan/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -89,12 +95,21 @@ $(BUILD)/pobj/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profi
 $(BUILD)/libclrmux_profiler.so: $(PROF_OBJS)
 	$(CC) -shared -o $@ $(PROF_OBJS) -lprotobuf-c -lz $(LIBS) -Wl,--no-undefined -Wl,-z,defs
 
+# the C# tool behind `clrmux attach` (tools/attach; NuGet: Microsoft.Diagnostics.NETCore.Client)
+attach-tool: $(BUILD)/tools/attach/clrmux-attach.dll
+$(BUILD)/tools/attach/clrmux-attach.dll: tools/attach/Program.cs tools/attach/clrmux-attach.csproj
+	@mkdir -p $(BUILD)/tools
+	DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet build tools/attach/clrmux-attach.csproj -c Release \
+	    -o $(BUILD)/tools/attach -p:BaseIntermediateOutputPath=$(CURDIR)/$(BUILD)/tools/obj/ --disable-build-servers \
+	    -nodeReuse:false -p:UseSharedCompilation=false -v:quiet -clp:NoSummary >$(BUILD)/tools/attach-build.log 2>&1 \
+	    || { cat $(BUILD)/tools/attach-build.log; exit 1; }
+
 # the launcher: validates and runs through libclrmux.so's exported clrmux_check_config
 $(BUILD)/clrmux: src/cli/clrmux.c include/clrmux/clrmux.h | setup
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DCLRMUX_VERSION='"$(VERSION)"' -o $@ $< -ldl
 
-$(BUILD)/fake/lib%.so: fake_profilers/%.c fake_profilers/fake_common.h $(HDRS)
+$(BUILD)/fake/lib%.so: fake_profilers/%.c $(wildcard fake_profilers/*.h) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -shared -o $@ $< $(LIBS)
 
@@ -132,17 +147,22 @@ fuzz: fuzz-build
 fuzz-quick: fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_QUICK_SECONDS)
 
-# The mux under ThreadSanitizer: tests/tsan/stress_mux.c with the fake runtime.
-TSAN_OBJS := $(LIB_SRCS:%.c=$(BUILD)/tsan/%.o)
+# The mux under ThreadSanitizer: tests/tsan/stress_mux.c (callbacks, masks, EventPipe, ReJIT)
+# and tests/tsan/stress_elt_ep.c (enter/leave dispatch, EventPipe views) with the fake runtime.
+TSAN_OBJS := $(LIB_SRCS:%.c=$(BUILD)/tsan/%.o) $(ASM_SRCS:%.S=$(BUILD)/tsan/%.o)
+TSAN_BINS := $(BUILD)/tsan/stress_mux $(BUILD)/tsan/stress_elt_ep
 $(BUILD)/tsan/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -O1 -fsanitize=thread -DCLRMUX_TESTING -c $< -o $@
-$(BUILD)/tsan/stress_mux: tests/tsan/stress_mux.c tests/unit/fake_runtime.h $(TSAN_OBJS) $(HDRS)
+$(BUILD)/tsan/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) -c $< -o $@
+$(BUILD)/tsan/stress_%: tests/tsan/stress_%.c tests/unit/fake_runtime.h $(TSAN_OBJS) $(HDRS)
 	$(CC) $(CFLAGS_COMMON) -O1 -fsanitize=thread -DCLRMUX_TESTING -Itests/unit -o $@ $< $(TSAN_OBJS) -linih $(LIBS)
-tsan: $(BUILD)/tsan/stress_mux
-	@echo "== $<"; TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $<
+tsan: $(TSAN_BINS)
+	@set -e; for t in $(TSAN_BINS); do echo "== $$t"; TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $$t; done
 
-test: all unit tsan fuzz-quick
+test: all unit tsan fuzz-quick attach-tool
 	@tests/cli.sh
 	@tests/packaging.sh
 	@tests/report.sh
@@ -153,6 +173,9 @@ test: all unit tsan fuzz-quick
 	@tests/clr/profiler.sh
 	@tests/clr/hardening.sh
 	@tests/clr/ending.sh
+	@tests/clr/elt.sh
+	@tests/clr/eventpipe.sh
+	@tests/clr/attach.sh
 
 demo: all
 	@scripts/demo.sh

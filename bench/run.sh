@@ -10,6 +10,7 @@
 #   5. profiler: throughput, ops per CPU-second, CPU share and peak RSS with/without (bench/profiler.sh)
 #   6. sampler: no profiler vs suspend vs signal sampler vs dotnet-trace's SampleProfiler beside
 #      200 blocked threads: throughput, longest gaps, delivered samples (bench/sampler.sh)
+#   7. elt: ns per enter/leave-hooked call, one ELT child alone vs under clrmux, and three (bench/elt.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -83,6 +84,10 @@ echo "== 6. samplers side by side: none, suspend, signal, dotnet-trace (bench/sa
 bench/sampler.sh
 echo
 
+echo "== 7. enter/leave hooks (bench/elt.sh)"
+bench/elt.sh --summary "$WORK/elt.sum"
+echo
+
 # ---- summary ----------------------------------------------------------------------------------
 get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
 echo "== summary (ratios are clrmux / direct unless stated)"
@@ -111,4 +116,7 @@ if [ -f "$WORK/tracer.sum" ]; then
     t() { awk -v k="$1" '$1 == k {print $2}' "$WORK/tracer.sum"; }
     printf 'traced call: %s ns vs %s ns untraced; %s ns per span, ratio %s; IL rewrite %s us per method (%s dropped)\n' \
         "$(t traced)" "$(t plain)" "$(t added)" "$(t ratio)" "$(t rewrite_us)" "$(t dropped)"
+fi
+if [ -f "$WORK/elt.sum" ]; then
+    cat "$WORK/elt.sum"
 fi

@@ -26,7 +26,10 @@
  *                      by CHAIN_PATH[_TAG] (CLSID CHAIN_CLSID[_TAG], default clrmux's), calls
  *                      its Initialize with the same Info and records "# chained hr=..."; then
  *                      behaves as a recorder
- *   FAKE_NOOP          count nothing (for benchmarks) */
+ *   FAKE_NOOP          count nothing (for benchmarks)
+ *   FAKE_INIT_EXTRA(f) called at the end of Initialize (f: struct fake *), before it returns
+ *   FAKE_SHUTDOWN_EXTRA(f, o)  called at Shutdown to append lines to the RECORDER_OUT file o
+ *   FAKE_EVENTPIPE_DELIVERED   the EventPipeEventDelivered implementation (default: counted) */
 #ifndef FAKE_COMMON_H
 #define FAKE_COMMON_H
 
@@ -176,7 +179,19 @@ static HRESULT STDMETHODCALLTYPE fk_Initialize(ICorProfilerCallback11 *This, IUn
     DWORD lo = 0, hi = 0;
     ICorProfilerInfo5_GetEventMask2(f->info, &lo, &hi);
     fk_fact(f, "# GetEventMask2 low=0x%08X high=0x%08X", lo, hi);
+#ifdef FAKE_INIT_EXTRA
+    FAKE_INIT_EXTRA(f);
+#endif
     return FAKE_INIT_HR;
+}
+
+/* Attach: set up as in Initialize, counted as InitializeForAttach. */
+static HRESULT STDMETHODCALLTYPE fk_InitializeForAttach(ICorProfilerCallback11 *This, IUnknown *unk, void *data, UINT cb)
+{
+    fk_hit(This, CB_InitializeForAttach);
+    HRESULT hr = fk_Initialize(This, unk);
+    atomic_fetch_sub(&fk_impl(This)->counts[CB_Initialize], 1);
+    return hr;
 }
 
 static HRESULT STDMETHODCALLTYPE fk_ModuleLoadFinished(ICorProfilerCallback11 *This, ModuleID moduleId, HRESULT hrStatus)
@@ -254,6 +269,9 @@ static void fk_write(struct fake *f)
         fprintf(o, "%s\n", f->facts[i]);
     if (atomic_load(&f->detach_requested))
         fprintf(o, "# callbacks after detach %lu\n", atomic_load(&f->after_detach));
+#ifdef FAKE_SHUTDOWN_EXTRA
+    FAKE_SHUTDOWN_EXTRA(f, o);
+#endif
     fclose(o);
 }
 
@@ -266,10 +284,14 @@ static const ICorProfilerCallback11Vtbl fk_vtbl = {
     .AddRef = fk_AddRef,
     .Release = fk_Release,
     .Initialize = fk_Initialize,
+    .InitializeForAttach = fk_InitializeForAttach,
     .Shutdown = fk_Shutdown,
     .ProfilerDetachSucceeded = fk_ProfilerDetachSucceeded,
     .ModuleLoadFinished = fk_ModuleLoadFinished,
     .JITInlining = fk_JITInlining,
+#ifdef FAKE_EVENTPIPE_DELIVERED
+    .EventPipeEventDelivered = FAKE_EVENTPIPE_DELIVERED,
+#endif
 };
 #pragma GCC diagnostic pop
 

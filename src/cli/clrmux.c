@@ -37,6 +37,7 @@ static const char *const usage_text =
     "  clrmux run [--config FILE] [--trace 'Asm!Ns.Type::Method']... [--profile]\n"
     "             [--child PATH=CLSID]... [--output-dir DIR] -- COMMAND [ARGS...]\n"
     "  clrmux check [--config FILE]\n"
+    "  clrmux attach PID --config FILE [--timeout-ms N]\n"
     "\n"
     "run    runs COMMAND with clrmux as its .NET profiler. Without --config it writes\n"
     "       DIR/loader.conf (DIR: --output-dir, default ./clrmux-output) from the options:\n"
@@ -46,7 +47,11 @@ static const char *const usage_text =
     "       Exits with COMMAND's exit status.\n"
     "check  validates a loader.conf (default: $CLRMUX_CONFIG, else the installed\n"
     "       etc/loader.conf, else loader.conf beside libclrmux.so): every problem as\n"
-    "       FILE:LINE: error|warning: message; exit status 1 when there are errors.\n";
+    "       FILE:LINE: error|warning: message; exit status 1 when there are errors.\n"
+    "attach loads clrmux into the running .NET process PID (its diagnostics port,\n"
+    "       DiagnosticsClient.AttachProfiler): clrmux reads FILE as its loader.conf and\n"
+    "       attaches every child that implements ICorProfilerCallback3. Needs dotnet and\n"
+    "       the tool of tools/attach (`make attach-tool`; $CLRMUX_ATTACH_TOOL overrides).\n";
 
 static char lib_dir[PATH_MAX];   /* folder of libclrmux.so */
 static char lib_path[PATH_MAX];  /* libclrmux.so */
@@ -518,6 +523,47 @@ static int cmd_run(int argc, char **argv)
     return code;
 }
 
+/* attach: runs the C# tool (tools/attach, built into <build>/tools/attach or installed into
+ * share/clrmux/attach) with dotnet: PID, libclrmux.so, the config's absolute path, timeout. */
+static int cmd_attach(int argc, char **argv)
+{
+    const char *pid = NULL, *config = NULL, *timeout = "10000";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config = argv[++i];
+        else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc)
+            timeout = argv[++i];
+        else if (!pid && argv[i][0] >= '1' && argv[i][0] <= '9' && strspn(argv[i], "0123456789") == strlen(argv[i]))
+            pid = argv[i];
+        else {
+            fprintf(stderr, "clrmux attach: unexpected argument '%s'\n%s", argv[i], usage_text);
+            return 2;
+        }
+    }
+    if (!pid || !config) {
+        fprintf(stderr, "clrmux attach: PID and --config FILE are required\n%s", usage_text);
+        return 2;
+    }
+    char conf[PATH_MAX], tool[PATH_MAX];
+    if (!realpath(config, conf) || !is_file(conf)) {
+        fprintf(stderr, "clrmux attach: %s: no such file\n", config);
+        return 2;
+    }
+    const char *env = getenv("CLRMUX_ATTACH_TOOL");
+    if (env && *env)
+        pathf(tool, sizeof tool, "%s", env);
+    else if (pathf(tool, sizeof tool, "%s/tools/attach/clrmux-attach.dll", lib_dir) != 0 || !is_file(tool))
+        pathf(tool, sizeof tool, "%s/share/clrmux/attach/clrmux-attach.dll", home_dir);
+    if (!is_file(tool)) {
+        fprintf(stderr, "clrmux attach: the attach tool %s is missing (make attach-tool)\n", tool);
+        return 2;
+    }
+    char *cmd[] = {"dotnet", tool, (char *)pid, lib_path, conf, (char *)timeout, NULL};
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "clrmux attach: cannot run dotnet: %s\n", strerror(errno));
+    return 127;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
@@ -528,7 +574,7 @@ int main(int argc, char **argv)
         printf("clrmux %s\n", CLRMUX_VERSION);
         return 0;
     }
-    if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0) {
+    if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0 && strcmp(argv[1], "attach") != 0) {
         fprintf(stderr, "clrmux: unknown command '%s'\n%s", argv[1], usage_text);
         return 2;
     }
@@ -536,5 +582,7 @@ int main(int argc, char **argv)
         return 2;
     if (strcmp(argv[1], "check") == 0)
         return cmd_check(argc - 2, argv + 2);
+    if (strcmp(argv[1], "attach") == 0)
+        return cmd_attach(argc - 2, argv + 2);
     return cmd_run(argc - 2, argv + 2);
 }

@@ -15,6 +15,7 @@
 #include "common/platform.h"
 #include "common/trust.h"
 #include "loader/builtin.h"
+#include "loader/eventpipe.h"
 #include "loader/loop.h"
 #include "loader/mux.h"
 #include "loader/versions.h"
@@ -130,16 +131,25 @@ int clrmux_load_children(struct clrmux_mux *m)
             if (notification_only)
                 LOG_INFO("child '%s': asks to load as a notification-only profiler; clrmux loads it as a full child", cc->name);
         }
+        if (m->attaching && version < 3) {
+            LOG_WARN("child '%s': implements no ICorProfilerCallback3 (InitializeForAttach): it cannot attach to a "
+                     "running process; child skipped", cc->name);
+            cb->lpVtbl->Release(cb);
+            continue;
+        }
         m->nchildren++; /* visible to the mask union from here on */
         atomic_store(&c->active, 1);
-        HRESULT hr = cb->lpVtbl->Initialize(cb, (IUnknown *)&c->proxy.iface);
+        HRESULT hr = m->attaching ? cb->lpVtbl->InitializeForAttach(cb, (IUnknown *)&c->proxy.iface, NULL, 0)
+                                  : cb->lpVtbl->Initialize(cb, (IUnknown *)&c->proxy.iface);
         if (FAILED(hr)) {
             atomic_store(&c->active, 0);
             clrmux_compose_child_gone(m, c);
-            LOG_ERROR("child '%s': Initialize failed with HRESULT %s; child skipped", cc->name, HR_STR(hr));
+            LOG_ERROR("child '%s': %s failed with HRESULT %s; child skipped", cc->name,
+                      m->attaching ? "InitializeForAttach" : "Initialize", HR_STR(hr));
             atomic_store(&c->mask_low, 0);
             atomic_store(&c->mask_high, 0);
             clrmux_apply_union(m);
+            clrmux_ep_drop_child(m, c); /* its EventPipe sessions end with it */
             cb->lpVtbl->Release(cb);
             continue;
         }

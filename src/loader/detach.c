@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/platform.h"
+#include "loader/elt.h"
 #include "loader/mux.h"
 
 __thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_model("initial-exec")));
@@ -162,7 +163,7 @@ HRESULT clrmux_detach_request(struct clrmux_mux *m, struct clrmux_child *c, DWOR
         hr = CORPROF_E_CALLBACK3_REQUIRED, why = "it does not implement ICorProfilerCallback3";
     } else if ((low & m->immutable_low) || (high & m->immutable_high)) {
         hr = CORPROF_E_IMMUTABLE_FLAGS_SET, why = "its event mask holds an immutable flag";
-    } else if (atomic_load(&m->elt_owner) == c) {
+    } else if (clrmux_elt_child_hooks(m, c)) {
         hr = CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT, why = "it set enter/leave hooks";
     } else if (atomic_load(&c->set_il)) {
         hr = CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT, why = "it called SetILFunctionBody";

@@ -15,6 +15,8 @@
 #include "common/utf16.h"
 #include "loader/child_base.h"
 #include "loader/loop.h"
+#include "loader/elt.h"
+#include "loader/eventpipe.h"
 #include "loader/versions.h"
 
 struct clrmux_mux *clrmux_the_mux;
@@ -161,9 +163,11 @@ static HRESULT get_runtime_info(struct clrmux_mux *m, IUnknown *unk)
     return S_OK;
 }
 
-static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IUnknown *pInfoUnk)
+/* Initialize and InitializeForAttach: config (`path`, or found as at start-up), logging,
+ * process filters, runtime information, then every child (children.c calls InitializeForAttach
+ * when m->attaching). */
+static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *path_override)
 {
-    struct clrmux_mux *m = impl(This);
     char who[4096];
     int loop = clrmux_loop_detect(who, sizeof who);
     if (loop) {
@@ -176,11 +180,14 @@ static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IU
     }
     clrmux_the_mux = m; /* the instance the runtime initializes, never a nested one */
     char path[4096];
-    config_path(path, sizeof path);
+    if (path_override && *path_override)
+        snprintf(path, sizeof path, "%s", path_override);
+    else
+        config_path(path, sizeof path);
     setup_logging(NULL);
     clrmux_config_load(path, &m->cfg);
     setup_logging(&m->cfg);
-    LOG_INFO("clrmux starting: config %s", path);
+    LOG_INFO("clrmux %s: config %s", m->attaching ? "attaching to a running process" : "starting", path);
     for (size_t i = 0; i < m->cfg.ndiags; i++) {
         const struct clrmux_diag *d = &m->cfg.diags[i];
         if (d->line)
@@ -211,6 +218,8 @@ static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IU
     atomic_store(&m->initializing, 1);
     clrmux_loop_enter();
     int n = clrmux_load_children(m);
+    clrmux_elt_install(m); /* the runtime takes ELT hooks only during Initialize */
+    clrmux_ep_commit(m);   /* one EventPipe session for the children's sessions so far */
     clrmux_loop_leave();
     atomic_store(&m->initializing, 0);
     if (n == 0) {
@@ -222,12 +231,26 @@ static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IU
     return S_OK;
 }
 
+static HRESULT STDMETHODCALLTYPE mux_Initialize(ICorProfilerCallback11 *This, IUnknown *pInfoUnk)
+{
+    return mux_start(impl(This), pInfoUnk, NULL);
+}
+
+/* Attach (DiagnosticsClient.AttachProfiler, `clrmux attach`): the client data, when given, is
+ * the path of the loader.conf to use (UTF-8, NUL-terminated or not); children that implement
+ * ICorProfilerCallback3 get InitializeForAttach, the others are skipped with a log line. */
 static HRESULT STDMETHODCALLTYPE mux_InitializeForAttach(ICorProfilerCallback11 *This, IUnknown *pCorProfilerInfoUnk,
                                                          void *pvClientData, UINT cbClientData)
 {
-    (void)This, (void)pCorProfilerInfoUnk, (void)pvClientData, (void)cbClientData;
-    LOG_ERROR("attaching to a running process is not supported; clrmux must be loaded at start-up");
-    return CORPROF_E_PROFILER_NOT_ATTACHABLE;
+    struct clrmux_mux *m = impl(This);
+    char path[4096] = "";
+    if (pvClientData && cbClientData > 0) {
+        size_t n = cbClientData < sizeof path - 1 ? cbClientData : sizeof path - 1;
+        memcpy(path, pvClientData, n);
+        path[n] = 0;
+    }
+    m->attaching = 1;
+    return mux_start(m, pCorProfilerInfoUnk, path);
 }
 
 static HRESULT STDMETHODCALLTYPE mux_Shutdown(ICorProfilerCallback11 *This)
@@ -405,7 +428,7 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITError(ICorProfilerCallback11 *This, Mo
     return S_OK;
 }
 
-/* ---- EventPipe: delivered events go to the children whose sessions enabled the provider -- */
+/* ---- EventPipe: each event to the children whose own sessions asked for it (eventpipe.c) -- */
 
 static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
     ICorProfilerCallback11 *This, EVENTPIPE_PROVIDER provider, DWORD eventId, DWORD eventVersion,
@@ -413,36 +436,8 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
     LPCGUID pRelatedActivityId, ThreadID eventThread, ULONG numStackFrames, UINT_PTR *stackFrames)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
-    struct clrmux_mux *m = impl(This);
-    int nsess = atomic_load_explicit(&m->n_ep_sessions, memory_order_acquire);
-    uint64_t targets = 0;
-    char name[128] = "";
-    int have_name = 0;
-    for (int s = 0; s < nsess; s++) {
-        struct clrmux_ep_session *es = &m->ep_sessions[s];
-        int child = atomic_load_explicit(&es->child, memory_order_acquire);
-        if (child < 0)
-            continue;
-        if (!have_name && m->info_version >= 12) {
-            WCHAR wname[128];
-            ULONG len = 0;
-            if (SUCCEEDED(m->info->lpVtbl->EventPipeGetProviderInfo(m->info, provider, 128, &len, wname)))
-                clrmux_utf16_to_utf8(wname, len, name, sizeof name);
-            have_name = 1;
-        }
-        int np = atomic_load_explicit(&es->nproviders, memory_order_acquire); /* covers the names read */
-        for (int p = 0; p < np; p++)
-            if (!name[0] || strcasecmp(es->providers[p], name) == 0)
-                targets |= 1ull << (child & 63);
-    }
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if ((targets >> (i & 63) & 1) && child_live(c, 10) &&
-            clrmux_route_match(c, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE))
-            c->cb->lpVtbl->EventPipeEventDelivered(c->cb, provider, eventId, eventVersion, cbMetadataBlob, metadataBlob,
-                                                   cbEventData, eventData, pActivityId, pRelatedActivityId, eventThread,
-                                                   numStackFrames, stackFrames);
-    }
+    clrmux_ep_deliver(impl(This), provider, eventId, eventVersion, cbMetadataBlob, metadataBlob, cbEventData, eventData,
+                      pActivityId, pRelatedActivityId, eventThread, numStackFrames, stackFrames);
     clrmux_evac_leave(t_);
     return S_OK;
 }
@@ -465,7 +460,6 @@ struct clrmux_mux *clrmux_mux_create(void)
     m->iface.lpVtbl = &mux_vtbl;
     atomic_store(&m->refs, 1);
     pthread_mutex_init(&m->mask_lock, NULL);
-    pthread_mutex_init(&m->ep_lock, NULL);
     m->cfg.log_level = -1;
     if (!clrmux_the_mux) /* a nested instance never replaces the first (CreateInstance runs on one thread) */
         clrmux_the_mux = m;

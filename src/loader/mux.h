@@ -45,20 +45,6 @@ struct clrmux_child {
     _Atomic int detach_state; /* 0, 1 = detaching (inactive, being evacuated), 2 = detached */
 };
 
-/* EventPipe sessions the children started. Publication: writers (the proxy) hold ep_lock;
- * EventPipeEventDelivered reads without a lock. A slot is filled before n_ep_sessions
- * (release) covers it; providers[k] is written once, before nproviders (release) covers
- * it; child becomes -1 when the session stops. Readers load n_ep_sessions, child and
- * nproviders with acquire and read only the names those counts cover. */
-#define CLRMUX_MAX_EP_SESSIONS 16
-#define CLRMUX_MAX_EP_PROVIDERS 8
-struct clrmux_ep_session {
-    EVENTPIPE_SESSION session;  /* written once, read under ep_lock */
-    _Atomic int child;          /* owner's index, -1 once stopped */
-    _Atomic int nproviders;     /* names published in providers[] */
-    char providers[CLRMUX_MAX_EP_PROVIDERS][128]; /* UTF-8 provider names */
-};
-
 struct clrmux_mux {
     ICorProfilerCallback11 iface;
     _Atomic LONG refs;
@@ -72,16 +58,14 @@ struct clrmux_mux {
     struct clrmux_child *children;
     int nchildren;
     _Atomic int initializing; /* 1 while the children's Initialize run */
+    int attaching;            /* 1: loaded by InitializeForAttach (children get InitializeForAttach) */
     pthread_mutex_t mask_lock;
     DWORD applied_low, applied_high; /* the union last set on the runtime */
     DWORD immutable_low, immutable_high;
-    _Atomic(struct clrmux_child *) elt_owner;    /* SetEnterLeaveFunctionHooks* */
-    _Atomic(struct clrmux_child *) mapper_owner; /* SetFunctionIDMapper* */
     struct clrmux_compose *compose;              /* ReJIT owners and compositions (compose.h) */
     _Atomic DWORD own_low;    /* flags clrmux itself needs on the runtime (beside the children's) */
-    pthread_mutex_t ep_lock;
-    struct clrmux_ep_session ep_sessions[CLRMUX_MAX_EP_SESSIONS];
-    _Atomic int n_ep_sessions;
+    _Atomic(struct clrmux_elt *) elt;            /* enter/leave hooks (loader/elt.c); NULL until a child sets some */
+    _Atomic(struct clrmux_ep *) ep;              /* EventPipe views (loader/eventpipe.c); NULL until a child starts one */
     struct clrmux_config cfg;
     _Atomic int shut_down;
 };

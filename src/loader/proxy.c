@@ -1,12 +1,14 @@
 /* The per-child ICorProfilerInfo proxy. Every method forwards to the runtime (generated from
  * gen/corprof_list.h) except the ones that must be the child's own: its event mask, its
- * ReJIT requests, enter/leave hooks and function-ID mappers, and EventPipe sessions. */
+ * ReJIT requests, enter/leave hooks and function-ID mappers (loader/elt.c), and EventPipe sessions. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/log.h"
 #include "common/utf16.h"
+#include "loader/elt.h"
+#include "loader/eventpipe.h"
 #include "loader/mux.h"
 #include "loader/versions.h"
 
@@ -156,114 +158,72 @@ static HRESULT STDMETHODCALLTYPE pxo_RequestProfilerDetach(ICorProfilerInfo15 *T
     return clrmux_detach_request(p->mux, p->child, dwExpectedCompletionMilliseconds);
 }
 
-/* ---- enter/leave hooks and function-ID mappers: the first child to set them owns them -- */
+/* ---- enter/leave hooks and function-ID mappers: every child its own (loader/elt.c) ------ */
 
-static HRESULT claim(struct clrmux_proxy *p, _Atomic(struct clrmux_child *) *owner, const char *what)
+#define HOOKS(N, GEN, E, L, T)                                                                     \
+    static HRESULT STDMETHODCALLTYPE pxo_##N(ICorProfilerInfo15 *This, E *a, L *b, T *c)           \
+    {                                                                                              \
+        struct clrmux_proxy *p = px_impl(This);                                                    \
+        return clrmux_elt_set_hooks(p->mux, p->child, GEN, (void *)a, (void *)b, (void *)c);       \
+    }
+HOOKS(SetEnterLeaveFunctionHooks, CLRMUX_ELT_GEN1, FunctionEnter, FunctionLeave, FunctionTailcall)
+HOOKS(SetEnterLeaveFunctionHooks2, CLRMUX_ELT_GEN2, FunctionEnter2, FunctionLeave2, FunctionTailcall2)
+HOOKS(SetEnterLeaveFunctionHooks3, CLRMUX_ELT_GEN3, FunctionEnter3, FunctionLeave3, FunctionTailcall3)
+HOOKS(SetEnterLeaveFunctionHooks3WithInfo, CLRMUX_ELT_GEN3_INFO, FunctionEnter3WithInfo, FunctionLeave3WithInfo,
+      FunctionTailcall3WithInfo)
+
+static HRESULT STDMETHODCALLTYPE pxo_SetFunctionIDMapper(ICorProfilerInfo15 *This, FunctionIDMapper *fn)
 {
-    struct clrmux_child *expected = NULL;
-    if (atomic_compare_exchange_strong(owner, &expected, p->child) || expected == p->child)
-        return S_OK;
-    /* a child whose Initialize failed owns nothing any more: the next child may take them */
-    if (!atomic_load(&expected->active) && atomic_compare_exchange_strong(owner, &expected, p->child))
-        return S_OK;
-    LOG_ERROR("child '%s': %s refused: child '%s' already owns them (clrmux gives enter/leave hooks to one child)",
-              p->child->name, what, expected->name);
-    return CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
+    struct clrmux_proxy *p = px_impl(This);
+    return clrmux_elt_set_mapper(p->mux, p->child, 0, (void *)fn, NULL);
 }
 
-#define OWNED(N, OWNER, WHAT, P, A)                                                       \
-    static HRESULT STDMETHODCALLTYPE pxo_##N(ICorProfilerInfo15 *This CLRMUX_EXPAND P)  \
-    {                                                                                  \
-        struct clrmux_proxy *p = px_impl(This);                                        \
-        HRESULT hr = claim(p, &p->mux->OWNER, WHAT);                                   \
-        if (FAILED(hr))                                                                \
-            return hr;                                                                 \
-        return p->mux->info->lpVtbl->N(p->mux->info CLRMUX_EXPAND A);                  \
-    }
-OWNED(SetEnterLeaveFunctionHooks, elt_owner, "SetEnterLeaveFunctionHooks",
-      (, FunctionEnter *a, FunctionLeave *b, FunctionTailcall *c), (, a, b, c))
-OWNED(SetEnterLeaveFunctionHooks2, elt_owner, "SetEnterLeaveFunctionHooks2",
-      (, FunctionEnter2 *a, FunctionLeave2 *b, FunctionTailcall2 *c), (, a, b, c))
-OWNED(SetEnterLeaveFunctionHooks3, elt_owner, "SetEnterLeaveFunctionHooks3",
-      (, FunctionEnter3 *a, FunctionLeave3 *b, FunctionTailcall3 *c), (, a, b, c))
-OWNED(SetEnterLeaveFunctionHooks3WithInfo, elt_owner, "SetEnterLeaveFunctionHooks3WithInfo",
-      (, FunctionEnter3WithInfo *a, FunctionLeave3WithInfo *b, FunctionTailcall3WithInfo *c), (, a, b, c))
-OWNED(SetFunctionIDMapper, mapper_owner, "SetFunctionIDMapper", (, FunctionIDMapper *a), (, a))
-OWNED(SetFunctionIDMapper2, mapper_owner, "SetFunctionIDMapper2", (, FunctionIDMapper2 *a, void *b), (, a, b))
+static HRESULT STDMETHODCALLTYPE pxo_SetFunctionIDMapper2(ICorProfilerInfo15 *This, FunctionIDMapper2 *fn, void *data)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    return clrmux_elt_set_mapper(p->mux, p->child, 1, (void *)fn, data);
+}
 
-/* ---- EventPipe: remember which child started which session ---------------------------- */
+static HRESULT STDMETHODCALLTYPE pxo_GetFunctionEnter3Info(ICorProfilerInfo15 *This, FunctionID fid, COR_PRF_ELT_INFO info,
+                                                           COR_PRF_FRAME_INFO *frame, ULONG *pcb,
+                                                           COR_PRF_FUNCTION_ARGUMENT_INFO *args)
+{
+    return clrmux_elt_enter3_info(px_impl(This)->child, fid, info, frame, pcb, args);
+}
+
+static HRESULT STDMETHODCALLTYPE pxo_GetFunctionLeave3Info(ICorProfilerInfo15 *This, FunctionID fid, COR_PRF_ELT_INFO info,
+                                                           COR_PRF_FRAME_INFO *frame, COR_PRF_FUNCTION_ARGUMENT_RANGE *rv)
+{
+    return clrmux_elt_leave3_info(px_impl(This)->child, fid, info, frame, rv);
+}
+
+static HRESULT STDMETHODCALLTYPE pxo_GetFunctionTailcall3Info(ICorProfilerInfo15 *This, FunctionID fid,
+                                                              COR_PRF_ELT_INFO info, COR_PRF_FRAME_INFO *frame)
+{
+    return clrmux_elt_tailcall3_info(px_impl(This)->child, fid, info, frame);
+}
+
+/* ---- EventPipe: each child its own view of clrmux's session (loader/eventpipe.c) ------- */
 
 static HRESULT STDMETHODCALLTYPE pxo_EventPipeStartSession(ICorProfilerInfo15 *This, UINT32 cProviderConfigs,
                                                            COR_PRF_EVENTPIPE_PROVIDER_CONFIG *pProviderConfigs,
                                                            BOOL requestRundown, EVENTPIPE_SESSION *pSession)
 {
     struct clrmux_proxy *p = px_impl(This);
-    struct clrmux_mux *m = p->mux;
-    HRESULT hr = m->info->lpVtbl->EventPipeStartSession(m->info, cProviderConfigs, pProviderConfigs, requestRundown, pSession);
-    if (FAILED(hr) || !pSession)
-        return hr;
-    pthread_mutex_lock(&m->ep_lock);
-    int n = atomic_load(&m->n_ep_sessions);
-    if (n < CLRMUX_MAX_EP_SESSIONS) {
-        struct clrmux_ep_session *s = &m->ep_sessions[n];
-        s->session = *pSession;
-        int np = 0;
-        for (UINT32 i = 0; i < cProviderConfigs && np < CLRMUX_MAX_EP_PROVIDERS; i++)
-            if (pProviderConfigs[i].providerName)
-                clrmux_utf16_to_utf8(pProviderConfigs[i].providerName, 1024, s->providers[np++], 128);
-        atomic_store_explicit(&s->nproviders, np, memory_order_relaxed);
-        atomic_store_explicit(&s->child, p->child->index, memory_order_relaxed);
-        atomic_store_explicit(&m->n_ep_sessions, n + 1, memory_order_release); /* publishes the slot */
-    } else {
-        LOG_WARN("child '%s': more than %d EventPipe sessions; events of this one are not routed",
-                 p->child->name, CLRMUX_MAX_EP_SESSIONS);
-    }
-    pthread_mutex_unlock(&m->ep_lock);
-    return hr;
+    return clrmux_ep_start(p->mux, p->child, cProviderConfigs, pProviderConfigs, requestRundown, pSession);
 }
 
-/* A provider added to a session later is routed like the session's first ones. */
 static HRESULT STDMETHODCALLTYPE pxo_EventPipeAddProviderToSession(ICorProfilerInfo15 *This, EVENTPIPE_SESSION session,
                                                                    COR_PRF_EVENTPIPE_PROVIDER_CONFIG providerConfig)
 {
     struct clrmux_proxy *p = px_impl(This);
-    struct clrmux_mux *m = p->mux;
-    HRESULT hr = m->info->lpVtbl->EventPipeAddProviderToSession(m->info, session, providerConfig);
-    if (FAILED(hr) || !providerConfig.providerName)
-        return hr;
-    char name[128];
-    clrmux_utf16_to_utf8(providerConfig.providerName, 1024, name, sizeof name);
-    pthread_mutex_lock(&m->ep_lock);
-    for (int i = 0; i < atomic_load(&m->n_ep_sessions); i++) {
-        struct clrmux_ep_session *s = &m->ep_sessions[i];
-        if (s->session != session || atomic_load(&s->child) != p->child->index)
-            continue;
-        int n = atomic_load(&s->nproviders), known = 0;
-        for (int k = 0; k < n; k++)
-            known |= strcasecmp(s->providers[k], name) == 0;
-        if (!known && n < CLRMUX_MAX_EP_PROVIDERS) {
-            memcpy(s->providers[n], name, sizeof name);
-            atomic_store_explicit(&s->nproviders, n + 1, memory_order_release); /* the name before the count */
-        } else if (!known) {
-            LOG_WARN("child '%s': more than %d providers in an EventPipe session; events of '%s' are not routed",
-                     p->child->name, CLRMUX_MAX_EP_PROVIDERS, name);
-        }
-        break;
-    }
-    pthread_mutex_unlock(&m->ep_lock);
-    return hr;
+    return clrmux_ep_add_provider(p->mux, p->child, session, providerConfig);
 }
 
 static HRESULT STDMETHODCALLTYPE pxo_EventPipeStopSession(ICorProfilerInfo15 *This, EVENTPIPE_SESSION session)
 {
     struct clrmux_proxy *p = px_impl(This);
-    struct clrmux_mux *m = p->mux;
-    pthread_mutex_lock(&m->ep_lock);
-    for (int i = 0; i < atomic_load(&m->n_ep_sessions); i++)
-        if (m->ep_sessions[i].session == session && atomic_load(&m->ep_sessions[i].child) == p->child->index)
-            atomic_store_explicit(&m->ep_sessions[i].child, -1, memory_order_release);
-    pthread_mutex_unlock(&m->ep_lock);
-    return m->info->lpVtbl->EventPipeStopSession(m->info, session);
+    return clrmux_ep_stop(p->mux, p->child, session);
 }
 
 /* ---- vtable: forwarders, then the overrides ------------------------------------------- */
@@ -297,6 +257,9 @@ static const ICorProfilerInfo15Vtbl proxy_vtbl = {
     .SetEnterLeaveFunctionHooks3WithInfo = pxo_SetEnterLeaveFunctionHooks3WithInfo,
     .SetFunctionIDMapper = pxo_SetFunctionIDMapper,
     .SetFunctionIDMapper2 = pxo_SetFunctionIDMapper2,
+    .GetFunctionEnter3Info = pxo_GetFunctionEnter3Info,
+    .GetFunctionLeave3Info = pxo_GetFunctionLeave3Info,
+    .GetFunctionTailcall3Info = pxo_GetFunctionTailcall3Info,
     .EventPipeStartSession = pxo_EventPipeStartSession,
     .EventPipeAddProviderToSession = pxo_EventPipeAddProviderToSession,
     .EventPipeStopSession = pxo_EventPipeStopSession,

@@ -869,6 +869,33 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
 
 CLRMUX_DEFINE_NOOP_CALLBACKS(prd)
 
+/* Attach: Initialize as at start-up; the managed threads that already run are registered once
+ * the attach is complete (ThreadCreated is not raised for them). */
+static HRESULT STDMETHODCALLTYPE pr_InitializeForAttach(ICorProfilerCallback11 *This, IUnknown *unk, void *data, UINT cb)
+{
+    (void)data, (void)cb;
+    return pr_Initialize(This, unk);
+}
+
+static HRESULT STDMETHODCALLTYPE pr_ProfilerAttachComplete(ICorProfilerCallback11 *This)
+{
+    struct profiler *p = impl(This);
+    ICorProfilerInfo4 *info4 = NULL;
+    ICorProfilerThreadEnum *en = NULL;
+    if (FAILED(ICorProfilerInfo3_QueryInterface(p->info, &IID_ICorProfilerInfo4, (void **)&info4)) || !info4)
+        return S_OK;
+    if (SUCCEEDED(ICorProfilerInfo4_EnumThreads(info4, &en)) && en) {
+        ThreadID ids[64];
+        ULONG got = 0;
+        while (SUCCEEDED(ICorProfilerThreadEnum_Next(en, 64, ids, &got)) && got > 0)
+            for (ULONG i = 0; i < got; i++)
+                pr_ThreadCreated(This, ids[i]);
+        ICorProfilerThreadEnum_Release(en);
+    }
+    ICorProfilerInfo4_Release(info4);
+    return S_OK;
+}
+
 static HRESULT STDMETHODCALLTYPE pr_QueryInterface(ICorProfilerCallback11 *This, REFIID riid, void **ppv)
 {
     return clrmux_callback_query(This, &impl(This)->refs, riid, ppv);
@@ -887,6 +914,8 @@ static const ICorProfilerCallback11Vtbl k_vtbl = {
     .AddRef = pr_AddRef,
     .Release = pr_Release,
     .Initialize = pr_Initialize,
+    .InitializeForAttach = pr_InitializeForAttach,
+    .ProfilerAttachComplete = pr_ProfilerAttachComplete,
     .Shutdown = pr_Shutdown,
     .ThreadCreated = pr_ThreadCreated,
     .ThreadDestroyed = pr_ThreadDestroyed,

@@ -74,6 +74,7 @@ struct tracer {
     _Atomic LONG refs;
     char child[CLRMUX_NAME_MAX];
     ICorProfilerInfo5 *info;
+    int attaching; /* loaded by InitializeForAttach */
 
     struct clrmux_target *targets;
     int ntargets;
@@ -919,7 +920,10 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
                   HR_STR(hr));
         return FAILED(hr) ? hr : E_NOINTERFACE;
     }
-    hr = ICorProfilerInfo5_SetEventMask2(t->info, (DWORD)TRACER_MASK, 0);
+    /* after attach COR_PRF_MONITOR_CACHE_SEARCHES is not allowed (COR_PRF_ALLOWABLE_AFTER_ATTACH):
+     * precompiled code is already in use then, and ReJIT replaces it all the same */
+    DWORD mask = (DWORD)TRACER_MASK & (t->attaching ? ~(DWORD)COR_PRF_MONITOR_CACHE_SEARCHES : ~0u);
+    hr = ICorProfilerInfo5_SetEventMask2(t->info, mask, 0);
     if (FAILED(hr)) {
         LOG_ERROR("child '%s': SetEventMask2 failed with HRESULT %s; tracer disabled", t->child, HR_STR(hr));
         return hr;
@@ -1021,6 +1025,35 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
         LOG_INFO("tracer: %s: %u method(s) to trace", assembly, (unsigned)n);
         request_rejit(t, mod, toks, n, assembly);
     }
+    return S_OK;
+}
+
+/* Attach: Initialize as at start-up; the modules already loaded are matched once the attach
+ * is complete (ModuleLoadFinished is not raised for them), then ReJIT does the rest. */
+static HRESULT STDMETHODCALLTYPE tr_InitializeForAttach(ICorProfilerCallback11 *This, IUnknown *unk, void *data, UINT cb)
+{
+    (void)data, (void)cb;
+    impl(This)->attaching = 1;
+    return tr_Initialize(This, unk);
+}
+
+static HRESULT STDMETHODCALLTYPE tr_ProfilerAttachComplete(ICorProfilerCallback11 *This)
+{
+    struct tracer *t = impl(This);
+    ICorProfilerModuleEnum *en = NULL;
+    if (FAILED(ICorProfilerInfo5_EnumModules(t->info, &en)) || !en) {
+        LOG_WARN("tracer: EnumModules failed after attach; only modules loaded from now on are traced");
+        return S_OK;
+    }
+    ModuleID mods[64];
+    ULONG got = 0, total = 0;
+    while (SUCCEEDED(ICorProfilerModuleEnum_Next(en, 64, mods, &got)) && got > 0) {
+        for (ULONG i = 0; i < got; i++)
+            tr_ModuleLoadFinished(This, mods[i], S_OK);
+        total += got;
+    }
+    ICorProfilerModuleEnum_Release(en);
+    LOG_INFO("tracer: attached; %u module(s) already loaded were matched against the targets", (unsigned)total);
     return S_OK;
 }
 
@@ -1240,6 +1273,8 @@ static const ICorProfilerCallback11Vtbl tracer_vtbl = {
     .Release = tr_Release,
     CLRMUX_NOOP_VTBL(trd)
     .Initialize = tr_Initialize,
+    .InitializeForAttach = tr_InitializeForAttach,
+    .ProfilerAttachComplete = tr_ProfilerAttachComplete,
     .Shutdown = tr_Shutdown,
     .ModuleLoadFinished = tr_ModuleLoadFinished,
     .GetReJITParameters = tr_GetReJITParameters,

@@ -30,6 +30,8 @@
 
 #include "clrmux/corprof.h"
 #include "common/utf16.h"
+#include "loader/elt.h"
+#include "loader/eventpipe.h"
 #include "loader/mux.h"
 #include "loader/versions.h"
 
@@ -791,12 +793,18 @@ static inline struct clrmux_child *fake_mux_add_child(struct clrmux_mux *m, stru
         atomic_store(&c->mask_low, 0);
         atomic_store(&c->mask_high, 0);
         clrmux_apply_union(m);
+        clrmux_ep_drop_child(m, c);
     }
     return c;
 }
 
 /* The end of the mux's Initialize: immutable flags are fixed from here on. */
-static inline void fake_mux_end_init(struct clrmux_mux *m) { atomic_store(&m->initializing, 0); }
+static inline void fake_mux_end_init(struct clrmux_mux *m)
+{
+    clrmux_elt_install(m); /* as mux_Initialize does after the children's Initialize */
+    clrmux_ep_commit(m);
+    atomic_store(&m->initializing, 0);
+}
 
 /* The mux's own callback interface (what the runtime calls). */
 static inline ICorProfilerCallback11 *fake_mux_cb(struct clrmux_mux *m) { return &m->iface; }
@@ -815,8 +823,9 @@ static inline void fake_mux_free(struct clrmux_mux *m)
     if (clrmux_the_mux == m)
         clrmux_the_mux = NULL;
     clrmux_config_free(&m->cfg);
+    clrmux_elt_free(m);
     pthread_mutex_destroy(&m->mask_lock);
-    pthread_mutex_destroy(&m->ep_lock);
+    clrmux_ep_free(m);
     free(m->children);
     clrmux_compose_free(m->compose);
     free(m);

@@ -362,11 +362,13 @@ static void test_create_instance_and_query_interface(void **state)
     BOOL notif = TRUE;
     assert_int_equal(m->iface.lpVtbl->LoadAsNotificationOnly(&m->iface, &notif), S_OK);
     assert_int_equal(notif, FALSE);
-    /* attach is refused */
+    /* attach with a client data naming no readable config: the application runs unprofiled */
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
-    assert_int_equal(m->iface.lpVtbl->InitializeForAttach(&m->iface, fake_runtime_unknown(&rt), NULL, 0),
-                     CORPROF_E_PROFILER_NOT_ATTACHABLE);
+    static const char nowhere[] = "/nonexistent/clrmux/loader.conf";
+    assert_int_equal(m->iface.lpVtbl->InitializeForAttach(&m->iface, fake_runtime_unknown(&rt), (void *)nowhere,
+                                                          (UINT)strlen(nowhere)),
+                     CORPROF_E_PROFILER_CANCEL_ACTIVATION);
     cf->lpVtbl->Release(cf);
     fake_mux_free(m);
 }
@@ -1036,80 +1038,178 @@ static void test_rejit_callbacks_reach_requesters_only(void **state)
 
 /* ---- enter/leave hooks and function-ID mappers ------------------------------------- */
 
-static void STDMETHODCALLTYPE enter3(FunctionIDOrClientID id) { (void)id; }
-static void STDMETHODCALLTYPE leave3(FunctionIDOrClientID id) { (void)id; }
-static void STDMETHODCALLTYPE tail3(FunctionIDOrClientID id) { (void)id; }
-static void STDMETHODCALLTYPE enter3i(FunctionIDOrClientID id, COR_PRF_ELT_INFO i) { (void)id, (void)i; }
-static void STDMETHODCALLTYPE leave3i(FunctionIDOrClientID id, COR_PRF_ELT_INFO i) { (void)id, (void)i; }
-static void STDMETHODCALLTYPE tail3i(FunctionIDOrClientID id, COR_PRF_ELT_INFO i) { (void)id, (void)i; }
-static UINT_PTR STDMETHODCALLTYPE mapper(FunctionID id, BOOL *hook) { *hook = TRUE; return id; }
-static UINT_PTR STDMETHODCALLTYPE mapper2(FunctionID id, void *data, BOOL *hook) { (void)data; *hook = TRUE; return id; }
-
-static void test_enter_leave_hooks_first_child_owns(void **state)
+/* What the children's hooks saw: per child, calls and the last client data. */
+static struct { int enter, leave, tail, enter2, enter1; UINT_PTR last; COR_PRF_ELT_INFO info; } seen[3];
+static UINT_PTR STDMETHODCALLTYPE map_a(FunctionID id, BOOL *hook) { *hook = TRUE; return id + 0xA00000; }
+static UINT_PTR STDMETHODCALLTYPE map_b(FunctionID id, void *data, BOOL *hook)
 {
-    (void)state;
-    struct fake_runtime rt;
-    fake_runtime_init(&rt, 15, 10);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, b;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&b, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    ICorProfilerInfo15 *pa = fake_child_info(fake_mux_add_child(m, &a, "alpha"));
-    ICorProfilerInfo15 *pb = fake_child_info(fake_mux_add_child(m, &b, "beta"));
-
-    assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3(pa, enter3, leave3, tail3), S_OK);
-    assert_int_equal(rt.elt_calls, 1);
-    log_clear();
-    HRESULT hr = pb->lpVtbl->SetEnterLeaveFunctionHooks3(pb, enter3, leave3, tail3);
-    assert_true(FAILED(hr));
-    assert_int_equal(rt.elt_calls, 1);
-    assert_logged("beta", "alpha");
-    assert_true(FAILED(pb->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(pb, enter3i, leave3i, tail3i)));
-    assert_true(FAILED(pb->lpVtbl->SetEnterLeaveFunctionHooks2(pb, NULL, NULL, NULL)));
-    assert_int_equal(rt.elt_calls, 1);
-    /* the owner may set them again */
-    assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3(pa, enter3, leave3, tail3), S_OK);
-    assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(pa, enter3i, leave3i, tail3i), S_OK);
-    assert_int_equal(rt.elt_calls, 3);
-    /* mappers are owned separately: b may take them */
-    assert_int_equal(pb->lpVtbl->SetFunctionIDMapper(pb, mapper), S_OK);
-    assert_int_equal(rt.mapper_calls, 1);
-    fake_mux_free(m);
+    *hook = id != 0x7777; /* b does not hook 0x7777 */
+    return (UINT_PTR)data + id;
 }
-
-static void test_function_id_mapper_first_child_owns(void **state)
+static void STDMETHODCALLTYPE leave3_a(FunctionIDOrClientID id) { seen[0].leave++, seen[0].last = id.clientID; }
+static void STDMETHODCALLTYPE tail3_a(FunctionIDOrClientID id) { seen[0].tail++, seen[0].last = id.clientID; }
+static void STDMETHODCALLTYPE enter3_a(FunctionIDOrClientID id) { seen[0].enter++, seen[0].last = id.clientID; }
+static void STDMETHODCALLTYPE enter3i_b(FunctionIDOrClientID id, COR_PRF_ELT_INFO i) { seen[1].enter++, seen[1].last = id.clientID, seen[1].info = i; }
+static void STDMETHODCALLTYPE leave3i_b(FunctionIDOrClientID id, COR_PRF_ELT_INFO i) { seen[1].leave++, seen[1].last = id.clientID, seen[1].info = i; }
+static void STDMETHODCALLTYPE tail3i_b(FunctionIDOrClientID id, COR_PRF_ELT_INFO i) { seen[1].tail++, seen[1].last = id.clientID, seen[1].info = i; }
+static void STDMETHODCALLTYPE enter2_c(FunctionID f, UINT_PTR cd, COR_PRF_FRAME_INFO fr, COR_PRF_FUNCTION_ARGUMENT_INFO *a)
 {
-    (void)state;
-    struct fake_runtime rt;
-    fake_runtime_init(&rt, 15, 10);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, b;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&b, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    ICorProfilerInfo15 *pa = fake_child_info(fake_mux_add_child(m, &a, "alpha"));
-    ICorProfilerInfo15 *pb = fake_child_info(fake_mux_add_child(m, &b, "beta"));
-
-    assert_int_equal(pa->lpVtbl->SetFunctionIDMapper2(pa, mapper2, NULL), S_OK);
-    assert_int_equal(rt.mapper_calls, 1);
-    assert_true(FAILED(pb->lpVtbl->SetFunctionIDMapper(pb, mapper)));
-    assert_true(FAILED(pb->lpVtbl->SetFunctionIDMapper2(pb, mapper2, NULL)));
-    assert_int_equal(rt.mapper_calls, 1);
-    assert_int_equal(pa->lpVtbl->SetFunctionIDMapper(pa, mapper), S_OK);
-    assert_int_equal(rt.mapper_calls, 2);
-    fake_mux_free(m);
+    (void)f, (void)fr, (void)a;
+    seen[2].enter2++, seen[2].last = cd;
 }
+static void STDMETHODCALLTYPE enter1_c(FunctionID f) { seen[2].enter1++, seen[2].last = f; }
+static void STDMETHODCALLTYPE noop3(FunctionIDOrClientID id) { (void)id; }
+static void STDMETHODCALLTYPE noop3i(FunctionIDOrClientID id, COR_PRF_ELT_INFO i) { (void)id, (void)i; }
 
-/* A child that sets enter/leave hooks and a function-ID mapper in its Initialize. */
-static HRESULT hooks_in_init(struct fake_child *fc, ICorProfilerInfo15 *info)
+/* the fast-path dispatchers the stubs in elt_amd64.S call (leave: no register games) */
+void clrmux_elt_fast_leave(UINT_PTR id, UINT_PTR caller_sp);
+
+static HRESULT set_hooks_a(struct fake_child *fc, ICorProfilerInfo15 *info)
 {
     (void)fc;
-    /* what the child got is recorded by the test through the runtime's counters */
-    info->lpVtbl->SetEnterLeaveFunctionHooks3(info, enter3, leave3, tail3);
-    info->lpVtbl->SetFunctionIDMapper(info, mapper);
+    assert_int_equal(info->lpVtbl->SetEnterLeaveFunctionHooks3(info, enter3_a, leave3_a, tail3_a), S_OK);
+    assert_int_equal(info->lpVtbl->SetFunctionIDMapper(info, map_a), S_OK);
+    return S_OK;
+}
+static HRESULT set_hooks_b(struct fake_child *fc, ICorProfilerInfo15 *info)
+{
+    (void)fc;
+    assert_int_equal(info->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(info, enter3i_b, leave3i_b, tail3i_b), S_OK);
+    assert_int_equal(info->lpVtbl->SetFunctionIDMapper2(info, map_b, (void *)0xB000000), S_OK);
+    return S_OK;
+}
+static HRESULT set_hooks_c(struct fake_child *fc, ICorProfilerInfo15 *info)
+{
+    (void)fc;
+    assert_int_equal(info->lpVtbl->SetEnterLeaveFunctionHooks2(info, enter2_c, NULL, NULL), S_OK);
+    /* an older generation after a newer one is a no-op, as the runtime does */
+    assert_int_equal(info->lpVtbl->SetEnterLeaveFunctionHooks(info, enter1_c, NULL, NULL), S_OK);
     return S_OK;
 }
 
-static void test_hooks_of_failed_child_are_released(void **state)
+/* Every child may set hooks and a mapper; clrmux installs its own once, calls every mapper
+ * and gives each child's hooks its own client data, only for the functions it hooked. */
+static void test_elt_every_child_gets_its_hooks(void **state)
+{
+    (void)state;
+    memset(seen, 0, sizeof seen);
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child a, b, c;
+    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
+    fake_child_init(&b, 11, COR_PRF_MONITOR_ENTERLEAVE | COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FRAME_INFO, 0);
+    fake_child_init(&c, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
+    a.init_hook = set_hooks_a;
+    b.init_hook = set_hooks_b;
+    c.init_hook = set_hooks_c;
+    fake_mux_add_child(m, &a, "alpha");
+    fake_mux_add_child(m, &b, "beta");
+    fake_mux_add_child(m, &c, "gamma");
+    assert_int_equal(rt.elt_calls, 0); /* nothing reaches the runtime before the end of Initialize */
+    log_clear();
+    fake_mux_end_init(m);
+    assert_int_equal(rt.elt_calls, 1);
+    assert_int_equal(rt.mapper_calls, 1);
+    assert_logged("enter/leave hooks for 3", "WithInfo");
+    struct clrmux_elt_installed in;
+    clrmux_elt_installed(m, &in);
+    assert_false(in.fast); /* beta's slow-path flags are in the union */
+
+    BOOL hook = FALSE;
+    UINT_PTR id = in.mapper(0x1000, in.mapper_data, &hook);
+    assert_true(hook);
+    FunctionIDOrClientID u = {.clientID = id};
+    ((FunctionEnter3WithInfo *)in.enter)(u, (COR_PRF_ELT_INFO)0x55);
+    assert_int_equal(seen[0].enter, 1);
+    assert_int_equal(seen[0].last, 0x1000 + 0xA00000);
+    assert_int_equal(seen[1].enter, 1);
+    assert_int_equal(seen[1].last, 0xB000000 + 0x1000);
+    assert_int_equal(seen[1].info, 0x55); /* the runtime's COR_PRF_ELT_INFO, passed through */
+    assert_int_equal(seen[2].enter2, 1);
+    assert_int_equal(seen[2].enter1, 0);
+    assert_int_equal(seen[2].last, 0x1000); /* no mapper: the FunctionID */
+    ((FunctionLeave3WithInfo *)in.leave)(u, 0);
+    ((FunctionTailcall3WithInfo *)in.tailcall)(u, 0);
+    assert_int_equal(seen[0].leave, 1);
+    assert_int_equal(seen[0].tail, 1);
+    assert_int_equal(seen[1].leave, 1);
+    assert_int_equal(seen[1].tail, 1);
+
+    /* beta does not hook 0x7777: only alpha and gamma are called */
+    UINT_PTR id2 = in.mapper(0x7777, in.mapper_data, &hook);
+    assert_true(hook);
+    u.clientID = id2;
+    ((FunctionEnter3WithInfo *)in.enter)(u, 0);
+    assert_int_equal(seen[0].enter, 2);
+    assert_int_equal(seen[1].enter, 1);
+    assert_int_equal(seen[2].enter2, 2);
+
+    /* a child that turns COR_PRF_MONITOR_ENTERLEAVE off is no longer called */
+    struct clrmux_child *ca = &m->children[0];
+    assert_int_equal(clrmux_set_child_mask(m, ca, 0, 0), S_OK);
+    ((FunctionEnter3WithInfo *)in.enter)(u, 0);
+    assert_int_equal(seen[0].enter, 2);
+    assert_int_equal(seen[2].enter2, 3);
+    fake_mux_free(m);
+}
+
+/* Without slow-path flags clrmux installs the fast-path stubs. */
+static void test_elt_fast_path(void **state)
+{
+    (void)state;
+    memset(seen, 0, sizeof seen);
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child a, c, r;
+    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
+    fake_child_init(&c, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
+    fake_child_init(&r, 11, COR_PRF_MONITOR_MODULE_LOADS, 0);
+    a.init_hook = set_hooks_a;
+    c.init_hook = set_hooks_c;
+    fake_mux_add_child(m, &a, "alpha");
+    fake_mux_add_child(m, &c, "gamma");
+    fake_mux_add_child(m, &r, "plain");
+    fake_mux_end_init(m);
+    struct clrmux_elt_installed in;
+    clrmux_elt_installed(m, &in);
+    assert_true(in.fast);
+    BOOL hook = FALSE;
+    UINT_PTR id = in.mapper(0x2000, in.mapper_data, &hook);
+    assert_true(hook);
+    clrmux_elt_fast_leave(id, 0);
+    assert_int_equal(seen[0].leave, 1);
+    assert_int_equal(seen[0].last, 0x2000 + 0xA00000);
+    fake_mux_free(m);
+}
+
+/* One hooking child: its own mapper and hooks go to the runtime unchanged. */
+static void test_elt_one_child_direct(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child a, r;
+    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
+    fake_child_init(&r, 11, COR_PRF_MONITOR_MODULE_LOADS, 0);
+    a.init_hook = set_hooks_a;
+    fake_mux_add_child(m, &a, "alpha");
+    fake_mux_add_child(m, &r, "plain");
+    log_clear();
+    fake_mux_end_init(m);
+    struct clrmux_elt_installed in;
+    clrmux_elt_installed(m, &in);
+    assert_true(in.direct);
+    assert_int_equal(rt.elt_calls, 1);
+    assert_int_equal(rt.mapper_calls, 1);
+    assert_logged("enter/leave hooks for 1 child", "own hooks");
+    fake_mux_free(m);
+}
+
+/* The proxy answers as the runtime would for the child's own flags and timing. */
+static void test_elt_hooks_checked_like_the_runtime(void **state)
 {
     (void)state;
     struct fake_runtime rt;
@@ -1117,24 +1217,50 @@ static void test_hooks_of_failed_child_are_released(void **state)
     struct clrmux_mux *m = fake_mux_new(&rt);
     struct fake_child a, b;
     fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&b, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    a.init_hook = hooks_in_init;
-    a.init_hr = E_FAIL; /* a sets hooks, then fails: it is dropped */
-    b.init_hook = hooks_in_init;
-    fake_mux_add_child(m, &a, "alpha");
-    assert_int_equal(rt.elt_calls, 1);
-    assert_int_equal(rt.mapper_calls, 1);
-    struct clrmux_child *cb = fake_mux_add_child(m, &b, "beta");
-    /* b's hooks replace the failed child's */
-    assert_int_equal(rt.elt_calls, 2);
-    assert_int_equal(rt.mapper_calls, 2);
+    fake_child_init(&b, 11, COR_PRF_MONITOR_ENTERLEAVE | COR_PRF_ENABLE_FUNCTION_RETVAL, 0);
+    ICorProfilerInfo15 *pa = fake_child_info(fake_mux_add_child(m, &a, "alpha"));
+    ICorProfilerInfo15 *pb = fake_child_info(fake_mux_add_child(m, &b, "beta"));
+    assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3(pa, NULL, NULL, NULL), E_INVALIDARG);
+    assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(pa, noop3i, noop3i, noop3i),
+                     CORPROF_E_INCONSISTENT_WITH_FLAGS);
+    assert_int_equal(pb->lpVtbl->SetEnterLeaveFunctionHooks3(pb, noop3, noop3, noop3), CORPROF_E_INCONSISTENT_WITH_FLAGS);
+    assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3(pa, noop3, noop3, noop3), S_OK);
+    assert_int_equal(pb->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(pb, noop3i, noop3i, noop3i), S_OK);
+    /* Get*3Info for a child's own flags: alpha asked for none, beta for the return value only */
+    COR_PRF_FRAME_INFO fr = 0;
+    ULONG cb = 0;
+    COR_PRF_FUNCTION_ARGUMENT_RANGE rv;
+    assert_int_equal(pa->lpVtbl->GetFunctionEnter3Info(pa, 1, 0, &fr, &cb, NULL), CORPROF_E_INCONSISTENT_WITH_FLAGS);
+    assert_int_equal(pa->lpVtbl->GetFunctionLeave3Info(pa, 1, 0, &fr, &rv), CORPROF_E_INCONSISTENT_WITH_FLAGS);
+    assert_int_equal(pb->lpVtbl->GetFunctionEnter3Info(pb, 1, 0, &fr, &cb, NULL), CORPROF_E_INCONSISTENT_WITH_FLAGS);
+    assert_int_equal(pb->lpVtbl->GetFunctionTailcall3Info(pb, 1, 0, &fr), CORPROF_E_INCONSISTENT_WITH_FLAGS);
     fake_mux_end_init(m);
-    ICorProfilerInfo15 *pb = fake_child_info(cb);
-    assert_int_equal(pb->lpVtbl->SetEnterLeaveFunctionHooks3(pb, enter3, leave3, tail3), S_OK);
-    /* and the failed child cannot take them back */
-    ICorProfilerInfo15 *pa = fake_child_info(&m->children[0]);
-    assert_true(FAILED(pa->lpVtbl->SetEnterLeaveFunctionHooks3(pa, enter3, leave3, tail3)));
-    assert_int_equal(rt.elt_calls, 3);
+    /* after Initialize the runtime refuses hooks */
+    assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3(pa, noop3, noop3, noop3), CORPROF_E_CALL_ONLY_FROM_INIT);
+    assert_int_equal(rt.elt_calls, 1);
+    /* nor after an attach */
+    m->attaching = 1;
+    assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3(pa, noop3, noop3, noop3),
+                     CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER);
+    fake_mux_free(m);
+}
+
+/* A child whose Initialize fails after setting hooks is not hooked. */
+static void test_elt_hooks_of_failed_child_are_dropped(void **state)
+{
+    (void)state;
+    memset(seen, 0, sizeof seen);
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child a;
+    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
+    a.init_hook = set_hooks_a;
+    a.init_hr = E_FAIL;
+    fake_mux_add_child(m, &a, "alpha");
+    fake_mux_end_init(m);
+    assert_int_equal(rt.elt_calls, 0);
+    assert_int_equal(rt.mapper_calls, 0);
     fake_mux_free(m);
 }
 
@@ -1185,7 +1311,8 @@ static void test_eventpipe_routes_by_provider_name(void **state)
     struct fake_child a, b, c;
     fake_child_init(&a, 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
     fake_child_init(&b, 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
-    fake_child_init(&c, 11, COR_PRF_MONITOR_THREADS, 0); /* a session but no EVENT_PIPE flag */
+    /* a session but no EVENT_PIPE flag: the runtime delivers its events anyway (.NET 10) */
+    fake_child_init(&c, 11, COR_PRF_MONITOR_THREADS, 0);
     struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
     struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
     struct clrmux_child *cc = fake_mux_add_child(m, &c, "c");
@@ -1207,8 +1334,124 @@ static void test_eventpipe_routes_by_provider_name(void **state)
     deliver_event(m, 0x30); /* nobody's provider */
     assert_int_equal(FC_CALLS(&a, EventPipeEventDelivered), 1);
     assert_int_equal(FC_CALLS(&b, EventPipeEventDelivered), 1);
-    assert_int_equal(FC_CALLS(&c, EventPipeEventDelivered), 0);
+    assert_int_equal(FC_CALLS(&c, EventPipeEventDelivered), 1);
     fake_mux_free(m);
+}
+
+/* An event's metadata blob as the runtime builds it: id, name (here empty), keywords,
+ * version, level, parameter count. */
+static ULONG ep_meta(BYTE *b, DWORD id, UINT64 kw, UINT32 level)
+{
+    UINT32 zero = 0;
+    memcpy(b, &id, 4);
+    b[4] = b[5] = 0;
+    memcpy(b + 6, &kw, 8);
+    memcpy(b + 14, &zero, 4);
+    memcpy(b + 18, &level, 4);
+    memcpy(b + 22, &zero, 4);
+    return 26;
+}
+
+static void deliver_meta(struct clrmux_mux *m, EVENTPIPE_PROVIDER provider, UINT64 kw, UINT32 level)
+{
+    static BYTE data[4];
+    BYTE meta[32];
+    ULONG n = ep_meta(meta, 7, kw, level);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    data[0]++; /* a new event each time */
+    mux->lpVtbl->EventPipeEventDelivered(mux, provider, 7, 0, n, meta, sizeof data, data, NULL, NULL, 0, 0, NULL);
+}
+
+static EVENTPIPE_SESSION start_kw(struct clrmux_child *c, const char *prov, UINT64 kw, UINT32 level)
+{
+    WCHAR name[64];
+    clrmux_utf8_to_utf16(prov, name, 64);
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG cfg = {name, kw, level, NULL};
+    ICorProfilerInfo15 *px = fake_child_info(c);
+    EVENTPIPE_SESSION s = 0;
+    assert_int_equal(px->lpVtbl->EventPipeStartSession(px, 1, &cfg, FALSE, &s), S_OK);
+    return s;
+}
+
+/* Each child gets exactly the keywords and levels its own session asked for; the runtime's
+ * session widens (a new one replaces the old) only when a view needs more. */
+static void test_eventpipe_views_filter_keywords_and_levels(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    fake_runtime_add_provider(&rt, 0x10, "P");
+    fake_runtime_add_provider(&rt, 0x20, "Q");
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child a, b;
+    fake_child_init(&a, 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
+    fake_child_init(&b, 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
+    struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
+    struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
+    fake_mux_end_init(m);
+    EVENTPIPE_SESSION sa = start_kw(ca, "P", 0x1, COR_PRF_EVENTPIPE_INFORMATIONAL);
+    assert_int_equal(rt.sessions_started, 1);
+    EVENTPIPE_SESSION sb = start_kw(cb, "P", 0x2, COR_PRF_EVENTPIPE_VERBOSE);
+    assert_int_equal(rt.sessions_started, 2); /* wider keywords and level: replaced */
+    assert_int_equal(rt.sessions_stopped, 1);
+    assert_true(sa != sb);
+
+    deliver_meta(m, 0x10, 0x1, COR_PRF_EVENTPIPE_INFORMATIONAL);
+    assert_int_equal(FC_CALLS(&a, EventPipeEventDelivered), 1);
+    assert_int_equal(FC_CALLS(&b, EventPipeEventDelivered), 0);
+    deliver_meta(m, 0x10, 0x2, COR_PRF_EVENTPIPE_VERBOSE);
+    assert_int_equal(FC_CALLS(&a, EventPipeEventDelivered), 1);
+    assert_int_equal(FC_CALLS(&b, EventPipeEventDelivered), 1);
+    deliver_meta(m, 0x10, 0x1, COR_PRF_EVENTPIPE_VERBOSE); /* a asked for Informational */
+    assert_int_equal(FC_CALLS(&a, EventPipeEventDelivered), 1);
+    assert_int_equal(FC_CALLS(&b, EventPipeEventDelivered), 1);
+    deliver_meta(m, 0x10, 0, COR_PRF_EVENTPIPE_LOGALWAYS); /* no keywords, LogAlways: both */
+    assert_int_equal(FC_CALLS(&a, EventPipeEventDelivered), 2);
+    assert_int_equal(FC_CALLS(&b, EventPipeEventDelivered), 2);
+    deliver_meta(m, 0x20, 0x1, COR_PRF_EVENTPIPE_INFORMATIONAL); /* nobody's provider */
+    assert_int_equal(FC_CALLS(&a, EventPipeEventDelivered), 2);
+
+    /* a adds Q to its session: added to the runtime's session, no new session */
+    WCHAR q[4];
+    clrmux_utf8_to_utf16("Q", q, 4);
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG cq = {q, 0x1, COR_PRF_EVENTPIPE_INFORMATIONAL, NULL};
+    ICorProfilerInfo15 *pa = fake_child_info(ca), *pb = fake_child_info(cb);
+    assert_int_equal(pa->lpVtbl->EventPipeAddProviderToSession(pa, sa, cq), S_OK);
+    assert_int_equal(rt.providers_added, 1);
+    assert_int_equal(rt.sessions_started, 2);
+    deliver_meta(m, 0x20, 0x1, COR_PRF_EVENTPIPE_INFORMATIONAL);
+    assert_int_equal(FC_CALLS(&a, EventPipeEventDelivered), 3);
+    assert_int_equal(FC_CALLS(&b, EventPipeEventDelivered), 2);
+    /* a child cannot touch another's session */
+    assert_int_equal(pb->lpVtbl->EventPipeStopSession(pb, sa), E_INVALIDARG);
+    assert_int_equal(pb->lpVtbl->EventPipeAddProviderToSession(pb, sa, cq), E_INVALIDARG);
+
+    /* b stops: only its view; the runtime session runs on for a */
+    assert_int_equal(pb->lpVtbl->EventPipeStopSession(pb, sb), S_OK);
+    assert_int_equal(rt.sessions_stopped, 1);
+    deliver_meta(m, 0x10, 0x2, COR_PRF_EVENTPIPE_VERBOSE);
+    assert_int_equal(FC_CALLS(&b, EventPipeEventDelivered), 2);
+    assert_int_equal(pa->lpVtbl->EventPipeStopSession(pa, sa), S_OK);
+    assert_int_equal(rt.sessions_stopped, 2); /* the last view: the runtime's session stops */
+    fake_mux_free(m);
+}
+
+/* The metadata parser: short or malformed blobs are refused. */
+static void test_eventpipe_parse_metadata(void **state)
+{
+    (void)state;
+    BYTE b[64];
+    UINT64 kw = 0;
+    UINT32 level = 0;
+    ULONG n = ep_meta(b, 80, 0x8000, 2);
+    assert_int_equal(clrmux_ep_parse_metadata(b, n, &kw, &level), 0);
+    assert_int_equal(kw, 0x8000);
+    assert_int_equal(level, 2);
+    assert_int_equal(clrmux_ep_parse_metadata(b, 10, &kw, &level), -1);
+    assert_int_equal(clrmux_ep_parse_metadata(NULL, 0, &kw, &level), -1);
+    /* a name that never ends */
+    memset(b, 0x41, sizeof b);
+    assert_int_equal(clrmux_ep_parse_metadata(b, sizeof b, &kw, &level), -1);
 }
 
 static void test_eventpipe_provider_added_to_session(void **state)
@@ -1522,6 +1765,49 @@ static void test_initialize_late_mask_change(void **state)
 
 /* Several real children: routing by each one's own mask, version gating of a
  * Callback3-only library, and the JITInlining veto of one of them. */
+/* InitializeForAttach: the client data names the config; children with ICorProfilerCallback3
+ * get InitializeForAttach (not Initialize), a version-2 child is skipped with a log line, and
+ * ProfilerAttachComplete reaches the attached children. */
+static void test_initialize_for_attach(void **state)
+{
+    (void)state;
+    if (!g_fake_dir_ok)
+        fail_msg("fake child libraries not found (CLRMUX_FAKE_DIR or build/fake); run `make all` first");
+    char out_a[PATH_MAX], path[PATH_MAX];
+    tmp_path(out_a, sizeof out_a, "attach-a.out");
+    set_env_hex("RECORDER_MASK", "B9000001", COR_PRF_MONITOR_MODULE_LOADS);
+    set_env_str("RECORDER_OUT", "B9000001", out_a);
+    char conf[8192] = "";
+    conf_child(conf, sizeof conf, "a", "recorder", "B9000001");
+    conf_child(conf, sizeof conf, "old", "v2only", "B9000002");
+    tmp_path(path, sizeof path, "attach.conf");
+    write_file(path, conf);
+    IClassFactory *cf = NULL;
+    assert_int_equal(DllGetClassObject(&k_clrmux_clsid, &IID_IClassFactory, (void **)&cf), S_OK);
+    ICorProfilerCallback11 *cb = NULL;
+    assert_int_equal(cf->lpVtbl->CreateInstance(cf, NULL, &IID_ICorProfilerCallback2, (void **)&cb), S_OK);
+    cf->lpVtbl->Release(cf);
+    struct clrmux_mux *m = mux_of(cb);
+    if (g_nkept < 64)
+        g_kept[g_nkept++] = m;
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    log_clear();
+    /* the client data: the path without its NUL, as a tool may send it */
+    assert_int_equal(cb->lpVtbl->InitializeForAttach(cb, fake_runtime_unknown(&rt), path, (UINT)strlen(path)), S_OK);
+    assert_logged("attaching", path);
+    assert_logged("child 'old'", "cannot attach");
+    assert_int_equal(active_children(m), 1);
+    assert_int_equal(rt.mask_low, COR_PRF_MONITOR_MODULE_LOADS);
+    cb->lpVtbl->ProfilerAttachComplete(cb);
+    cb->lpVtbl->Shutdown(cb);
+    const char *t = read_file(out_a);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "InitializeForAttach 1\n"));
+    assert_non_null(strstr(t, "ProfilerAttachComplete 1\n"));
+    assert_null(strstr(t, "\nInitialize 1\n"));
+}
+
 static void test_initialize_routes_to_library_children(void **state)
 {
     (void)state;
@@ -1598,12 +1884,16 @@ int main(void)
         cmocka_unit_test(test_jit_cached_function_search_merge),
         cmocka_unit_test(test_rejit_needs_own_flag),
         cmocka_unit_test(test_rejit_callbacks_reach_requesters_only),
-        cmocka_unit_test(test_enter_leave_hooks_first_child_owns),
-        cmocka_unit_test(test_function_id_mapper_first_child_owns),
-        cmocka_unit_test(test_hooks_of_failed_child_are_released),
+        cmocka_unit_test(test_elt_every_child_gets_its_hooks),
+        cmocka_unit_test(test_elt_fast_path),
+        cmocka_unit_test(test_elt_one_child_direct),
+        cmocka_unit_test(test_elt_hooks_checked_like_the_runtime),
+        cmocka_unit_test(test_elt_hooks_of_failed_child_are_dropped),
         cmocka_unit_test(test_eventpipe_session_owner_only),
         cmocka_unit_test(test_eventpipe_routes_by_provider_name),
         cmocka_unit_test(test_eventpipe_provider_added_to_session),
+        cmocka_unit_test(test_eventpipe_views_filter_keywords_and_levels),
+        cmocka_unit_test(test_eventpipe_parse_metadata),
         cmocka_unit_test(test_initialize_skips_bad_children),
         cmocka_unit_test(test_initialize_without_valid_child_cancels),
         cmocka_unit_test(test_initialize_process_filters),
@@ -1612,6 +1902,7 @@ int main(void)
         cmocka_unit_test(test_initialize_late_mask_change),
         cmocka_unit_test(test_initialize_old_runtime_no_notification_question),
         cmocka_unit_test(test_initialize_routes_to_library_children),
+        cmocka_unit_test(test_initialize_for_attach),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,565 @@
+/* Enter/leave/tailcall hooks for every child (see elt.h): the children's hooks and mappers as
+ * recorded through their proxies, clrmux's FunctionIDMapper2 with its per-function records,
+ * and the dispatchers that the runtime's hooks reach (the fast-path ones through the
+ * register-preserving stubs in elt_amd64.S, the WithInfo ones directly). */
+#include "loader/elt.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "loader/mux.h"
+
+#define SLOW_FLAGS ((DWORD)(COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FUNCTION_RETVAL | COR_PRF_ENABLE_FRAME_INFO))
+#define ELT_MAGIC 0x636c726d7578454cull /* "clrmuxEL": marks a record made by clrmux's mapper */
+#define ARENA_CHUNK (64 * 1024)
+
+/* What one child set through its proxy. */
+struct elt_child {
+    enum clrmux_elt_gen gen;
+    void *enter, *leave, *tailcall;
+    int mapper2;        /* 0: FunctionIDMapper, 1: FunctionIDMapper2 */
+    void *mapper;       /* NULL: the child gets the FunctionID as its client data, every function */
+    void *mapper_data;  /* FunctionIDMapper2's clientData */
+};
+
+/* A hooking child, fixed when the hooks are installed (hooks can be set only in Initialize). */
+struct elt_slot {
+    struct clrmux_child *child;
+    enum clrmux_elt_gen gen;
+    void *enter, *leave, *tailcall;
+};
+
+/* One function as clrmux's mapper saw it: returned to the runtime as the FunctionIDOrClientID
+ * that the hooks receive. */
+struct elt_fn {
+    uint64_t magic;
+    FunctionID fid;
+    uint64_t hooked;    /* bit per slot: that child hooks this function */
+    UINT_PTR client[];  /* per slot: the client data its mapper returned (or the FunctionID) */
+};
+
+struct arena_chunk {
+    struct arena_chunk *next;
+    size_t used;
+    _Alignas(16) unsigned char data[];
+};
+
+struct clrmux_elt {
+    struct clrmux_mux *mux;
+    pthread_mutex_t lock; /* children's mappers and the arena */
+    struct elt_child per[CLRMUX_MAX_CHILDREN];
+    int nslots;
+    struct elt_slot slots[CLRMUX_MAX_CHILDREN];
+    int installed; /* 0 none, 1 fast path, 2 WithInfo, 3 one child's own hooks */
+    struct arena_chunk *arena;
+};
+
+/* The installed state the hooks read (one mux per process). */
+static struct clrmux_elt *g_elt;
+
+/* The mux's ELT state, created by the first child that sets hooks or a mapper (one CAS). */
+static struct clrmux_elt *elt_of(struct clrmux_mux *m)
+{
+    struct clrmux_elt *cur = atomic_load_explicit(&m->elt, memory_order_acquire);
+    if (cur)
+        return cur;
+    struct clrmux_elt *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->mux = m;
+    pthread_mutex_init(&e->lock, NULL);
+    if (atomic_compare_exchange_strong_explicit(&m->elt, &cur, e, memory_order_acq_rel, memory_order_acquire))
+        return e;
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+    return cur;
+}
+
+/* ---- what children set through their proxies ------------------------------------------ */
+
+HRESULT clrmux_elt_set_hooks(struct clrmux_mux *m, struct clrmux_child *c, enum clrmux_elt_gen gen, void *enter,
+                             void *leave, void *tailcall)
+{
+    static const char *const names[] = {"", "SetEnterLeaveFunctionHooks", "SetEnterLeaveFunctionHooks2",
+                                        "SetEnterLeaveFunctionHooks3", "SetEnterLeaveFunctionHooks3WithInfo"};
+    if (!enter && !leave && !tailcall)
+        return E_INVALIDARG;
+    if (m->attaching) {
+        LOG_WARN("child '%s': %s after attach; refused as the runtime refuses it", c->name, names[gen]);
+        return CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER;
+    }
+    if (!atomic_load(&m->initializing)) {
+        LOG_WARN("child '%s': %s outside Initialize; refused as the runtime refuses it", c->name, names[gen]);
+        return CORPROF_E_CALL_ONLY_FROM_INIT;
+    }
+    DWORD low = atomic_load(&c->mask_low);
+    if (gen == CLRMUX_ELT_GEN3 && (low & SLOW_FLAGS))
+        return CORPROF_E_INCONSISTENT_WITH_FLAGS;
+    if (gen == CLRMUX_ELT_GEN3_INFO && !(low & SLOW_FLAGS))
+        return CORPROF_E_INCONSISTENT_WITH_FLAGS;
+    struct clrmux_elt *e = elt_of(m);
+    if (!e)
+        return E_OUTOFMEMORY;
+    struct elt_child *h = &e->per[c->index];
+    /* ELT3 beats ELT2 beats ELT1: an older generation after a newer one is a no-op */
+    if ((gen == CLRMUX_ELT_GEN1 && h->gen >= CLRMUX_ELT_GEN2) || (gen == CLRMUX_ELT_GEN2 && h->gen >= CLRMUX_ELT_GEN3))
+        return S_OK;
+    pthread_mutex_lock(&e->lock);
+    h->gen = gen;
+    h->enter = enter;
+    h->leave = leave;
+    h->tailcall = tailcall;
+    pthread_mutex_unlock(&e->lock);
+    LOG_DEBUG("child '%s': %s recorded", c->name, names[gen]);
+    return S_OK;
+}
+
+HRESULT clrmux_elt_set_mapper(struct clrmux_mux *m, struct clrmux_child *c, int mapper2, void *fn, void *data)
+{
+    struct clrmux_elt *e = elt_of(m);
+    if (!e)
+        return E_OUTOFMEMORY;
+    pthread_mutex_lock(&e->lock);
+    e->per[c->index].mapper2 = mapper2;
+    e->per[c->index].mapper = fn;
+    e->per[c->index].mapper_data = data;
+    pthread_mutex_unlock(&e->lock);
+    return S_OK;
+}
+
+/* ---- clrmux's FunctionIDMapper2 -------------------------------------------------------- */
+
+static void *arena_alloc(struct clrmux_elt *e, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n > ARENA_CHUNK)
+        return NULL;
+    if (!e->arena || e->arena->used + n > ARENA_CHUNK) {
+        struct arena_chunk *ch = malloc(sizeof *ch + ARENA_CHUNK);
+        if (!ch)
+            return NULL;
+        ch->next = e->arena;
+        ch->used = 0;
+        e->arena = ch;
+    }
+    void *p = e->arena->data + e->arena->used;
+    e->arena->used += n;
+    return p;
+}
+
+/* Called by the runtime when it JIT-compiles a function (again for each new native code
+ * version): calls each hooking child's mapper as the runtime would call it alone. */
+static UINT_PTR STDMETHODCALLTYPE elt_mapper(FunctionID fid, void *clientData, BOOL *pbHookFunction)
+{
+    struct clrmux_elt *e = clientData;
+    int n = e->nslots;
+    struct elt_child maps[CLRMUX_MAX_CHILDREN];
+    pthread_mutex_lock(&e->lock);
+    for (int s = 0; s < n; s++)
+        maps[s] = e->per[e->slots[s].child->index];
+    pthread_mutex_unlock(&e->lock);
+
+    uint64_t hooked = 0;
+    UINT_PTR client[CLRMUX_MAX_CHILDREN];
+    for (int s = 0; s < n; s++) {
+        BOOL hook = TRUE;
+        client[s] = fid;
+        if (maps[s].mapper && maps[s].mapper2)
+            client[s] = ((FunctionIDMapper2 *)maps[s].mapper)(fid, maps[s].mapper_data, &hook);
+        else if (maps[s].mapper)
+            client[s] = ((FunctionIDMapper *)maps[s].mapper)(fid, &hook);
+        if (hook)
+            hooked |= 1ull << s;
+    }
+    if (pbHookFunction)
+        *pbHookFunction = hooked != 0;
+    if (!hooked)
+        return fid;
+    pthread_mutex_lock(&e->lock);
+    struct elt_fn *f = arena_alloc(e, sizeof *f + (size_t)n * sizeof(UINT_PTR));
+    pthread_mutex_unlock(&e->lock);
+    if (!f) {
+        LOG_ERROR("enter/leave hooks: out of memory mapping function 0x%lx; it is not hooked", (unsigned long)fid);
+        if (pbHookFunction)
+            *pbHookFunction = FALSE;
+        return fid;
+    }
+    f->fid = fid;
+    f->hooked = hooked;
+    memcpy(f->client, client, (size_t)n * sizeof(UINT_PTR));
+    f->magic = ELT_MAGIC;
+    return (UINT_PTR)f;
+}
+
+/* ---- dispatch -------------------------------------------------------------------------- */
+
+enum { K_ENTER, K_LEAVE, K_TAILCALL };
+
+/* A child's COR_PRF_FRAME_INFO / argument / return-value data for its ELT2 hooks, fetched from
+ * the runtime once per hook call and only when some ELT2 child needs it. */
+struct elt2_info {
+    int have;
+    COR_PRF_FRAME_INFO frame;
+    COR_PRF_FUNCTION_ARGUMENT_INFO *args;
+    COR_PRF_FUNCTION_ARGUMENT_RANGE retval;
+    union {
+        COR_PRF_FUNCTION_ARGUMENT_INFO a;
+        unsigned char bytes[1024];
+    } buf;
+};
+
+static void elt2_fetch(int kind, FunctionID fid, COR_PRF_ELT_INFO info, struct elt2_info *x)
+{
+    ICorProfilerInfo15 *rt = g_elt->mux->info;
+    x->have = 1;
+    x->frame = 0;
+    x->args = NULL;
+    memset(&x->retval, 0, sizeof x->retval);
+    if (kind == K_ENTER) {
+        ULONG cb = sizeof x->buf;
+        if (SUCCEEDED(rt->lpVtbl->GetFunctionEnter3Info(rt, fid, info, &x->frame, &cb, &x->buf.a)))
+            x->args = &x->buf.a;
+    } else if (kind == K_LEAVE) {
+        rt->lpVtbl->GetFunctionLeave3Info(rt, fid, info, &x->frame, &x->retval);
+    } else {
+        rt->lpVtbl->GetFunctionTailcall3Info(rt, fid, info, &x->frame);
+    }
+}
+
+#if defined(__x86_64__)
+/* elt_amd64.S: calls a child's FunctionEnter3 with the JIT's register convention. */
+extern void clrmux_elt_call_enter3(void *hook, UINT_PTR id, UINT_PTR caller_sp);
+#endif
+
+static inline __attribute__((always_inline)) void elt_dispatch(const int kind, const int slow, UINT_PTR id,
+                                                                COR_PRF_ELT_INFO info, UINT_PTR caller_sp)
+{
+    const struct clrmux_elt *e = g_elt;
+    const struct elt_fn *f = (const struct elt_fn *)id;
+    /* every id is one of clrmux's records unless the runtime hooked a function without asking
+     * the mapper: then each child gets the FunctionID, as it would without a mapper */
+    const int mapped = f && f->magic == ELT_MAGIC;
+    const FunctionID fid = mapped ? f->fid : id;
+    const uint64_t hooked = mapped ? f->hooked : ~0ull;
+    struct elt2_info x2;
+    x2.have = 0;
+    for (int s = 0; s < e->nslots; s++) {
+        if (!(hooked >> s & 1))
+            continue;
+        const struct elt_slot *sl = &e->slots[s];
+        void *h = kind == K_ENTER ? sl->enter : kind == K_LEAVE ? sl->leave : sl->tailcall;
+        if (!h)
+            continue;
+        DWORD low = atomic_load_explicit(&sl->child->mask_low, memory_order_relaxed);
+        if (!(low & COR_PRF_MONITOR_ENTERLEAVE))
+            continue;
+        FunctionIDOrClientID u;
+        u.clientID = mapped ? f->client[s] : id;
+        switch (sl->gen) {
+        case CLRMUX_ELT_GEN3:
+            /* a fast-path hook expects what the JIT passes: on x64, the id in r14 and the caller's
+             * SP in r15 at enter, the id in rdi and the SP in rsi at leave and tailcall */
+#if defined(__x86_64__)
+            if (kind == K_ENTER)
+                clrmux_elt_call_enter3(h, u.clientID, caller_sp);
+            else
+                ((void (*)(UINT_PTR, UINT_PTR))h)(u.clientID, caller_sp);
+#else
+            (void)caller_sp;
+            if (kind == K_ENTER)
+                ((FunctionEnter3 *)h)(u);
+            else if (kind == K_LEAVE)
+                ((FunctionLeave3 *)h)(u);
+            else
+                ((FunctionTailcall3 *)h)(u);
+#endif
+            break;
+        case CLRMUX_ELT_GEN3_INFO:
+            if (kind == K_ENTER)
+                ((FunctionEnter3WithInfo *)h)(u, info);
+            else if (kind == K_LEAVE)
+                ((FunctionLeave3WithInfo *)h)(u, info);
+            else
+                ((FunctionTailcall3WithInfo *)h)(u, info);
+            break;
+        case CLRMUX_ELT_GEN2: {
+            COR_PRF_FRAME_INFO frame = 0;
+            COR_PRF_FUNCTION_ARGUMENT_INFO *args = NULL;
+            COR_PRF_FUNCTION_ARGUMENT_RANGE *retval = NULL;
+            if (slow && (low & SLOW_FLAGS)) {
+                if (!x2.have)
+                    elt2_fetch(kind, fid, info, &x2);
+                if (low & COR_PRF_ENABLE_FRAME_INFO)
+                    frame = x2.frame;
+                if (low & COR_PRF_ENABLE_FUNCTION_ARGS)
+                    args = x2.args;
+                if (low & COR_PRF_ENABLE_FUNCTION_RETVAL)
+                    retval = &x2.retval;
+            }
+            if (kind == K_ENTER)
+                ((FunctionEnter2 *)h)(fid, u.clientID, frame, args);
+            else if (kind == K_LEAVE)
+                ((FunctionLeave2 *)h)(fid, u.clientID, frame, retval);
+            else
+                ((FunctionTailcall2 *)h)(fid, u.clientID, frame);
+            break;
+        }
+        case CLRMUX_ELT_GEN1:
+            if (kind == K_ENTER)
+                ((FunctionEnter *)h)(u.clientID);
+            else if (kind == K_LEAVE)
+                ((FunctionLeave *)h)(u.clientID);
+            else
+                ((FunctionTailcall *)h)(u.clientID);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Fast path: reached from the stubs in elt_amd64.S with every volatile register saved. */
+#define HIDDEN __attribute__((visibility("hidden")))
+HIDDEN void clrmux_elt_fast_enter(UINT_PTR id, UINT_PTR caller_sp);
+HIDDEN void clrmux_elt_fast_leave(UINT_PTR id, UINT_PTR caller_sp);
+HIDDEN void clrmux_elt_fast_tailcall(UINT_PTR id, UINT_PTR caller_sp);
+HIDDEN void clrmux_elt_fast_enter(UINT_PTR id, UINT_PTR sp) { elt_dispatch(K_ENTER, 0, id, 0, sp); }
+HIDDEN void clrmux_elt_fast_leave(UINT_PTR id, UINT_PTR sp) { elt_dispatch(K_LEAVE, 0, id, 0, sp); }
+HIDDEN void clrmux_elt_fast_tailcall(UINT_PTR id, UINT_PTR sp) { elt_dispatch(K_TAILCALL, 0, id, 0, sp); }
+
+/* The stubs (elt_amd64.S): what the JIT calls directly. */
+extern void clrmux_elt_enter3_stub(FunctionIDOrClientID id);
+extern void clrmux_elt_leave3_stub(FunctionIDOrClientID id);
+extern void clrmux_elt_tailcall3_stub(FunctionIDOrClientID id);
+
+/* Slow path: the runtime's ProfileEnter/Leave/Tailcall call these as ordinary C functions. */
+static void STDMETHODCALLTYPE elt_enter_info(FunctionIDOrClientID id, COR_PRF_ELT_INFO info)
+{
+    elt_dispatch(K_ENTER, 1, id.clientID, info, 0);
+}
+static void STDMETHODCALLTYPE elt_leave_info(FunctionIDOrClientID id, COR_PRF_ELT_INFO info)
+{
+    elt_dispatch(K_LEAVE, 1, id.clientID, info, 0);
+}
+static void STDMETHODCALLTYPE elt_tailcall_info(FunctionIDOrClientID id, COR_PRF_ELT_INFO info)
+{
+    elt_dispatch(K_TAILCALL, 1, id.clientID, info, 0);
+}
+
+/* ---- install --------------------------------------------------------------------------- */
+
+/* One hooking child: its own mapper and hooks go to the runtime as they are, and it pays
+ * exactly what it pays alone. 1 when the runtime took them (else the multiplexed path is used;
+ * a mapper already set is replaced by clrmux's then). */
+static int install_direct(struct clrmux_mux *m, struct clrmux_elt *e, const char *names)
+{
+    ICorProfilerInfo15 *rt = m->info;
+    const struct elt_slot *sl = &e->slots[0];
+    struct elt_child h;
+    pthread_mutex_lock(&e->lock);
+    h = e->per[sl->child->index];
+    pthread_mutex_unlock(&e->lock);
+    HRESULT hr = S_OK;
+    if (h.mapper && h.mapper2)
+        hr = rt->lpVtbl->SetFunctionIDMapper2(rt, (FunctionIDMapper2 *)h.mapper, h.mapper_data);
+    else if (h.mapper)
+        hr = rt->lpVtbl->SetFunctionIDMapper(rt, (FunctionIDMapper *)h.mapper);
+    if (FAILED(hr))
+        return 0;
+    switch (sl->gen) {
+    case CLRMUX_ELT_GEN1:
+        hr = rt->lpVtbl->SetEnterLeaveFunctionHooks(rt, sl->enter, sl->leave, sl->tailcall);
+        break;
+    case CLRMUX_ELT_GEN2:
+        hr = rt->lpVtbl->SetEnterLeaveFunctionHooks2(rt, sl->enter, sl->leave, sl->tailcall);
+        break;
+    case CLRMUX_ELT_GEN3:
+        hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3(rt, sl->enter, sl->leave, sl->tailcall);
+        break;
+    case CLRMUX_ELT_GEN3_INFO:
+        hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(rt, sl->enter, sl->leave, sl->tailcall);
+        break;
+    default:
+        hr = E_INVALIDARG;
+    }
+    if (FAILED(hr)) {
+        LOG_DEBUG("enter/leave hooks: the runtime refused child '%s''s own hooks (HRESULT 0x%08X); multiplexing them",
+                  sl->child->name, (unsigned)hr);
+        return 0;
+    }
+    e->installed = 3;
+    LOG_INFO("enter/leave hooks for 1 child, its own hooks on the runtime: %s", names);
+    return 1;
+}
+
+void clrmux_elt_install(struct clrmux_mux *m)
+{
+    struct clrmux_elt *e = atomic_load_explicit(&m->elt, memory_order_acquire);
+    if (!e || e->installed)
+        return;
+    DWORD union_low = 0;
+    int any_enter = 0, any_leave = 0, any_tail = 0;
+    char names[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        const struct elt_child *h = &e->per[c->index];
+        if (!atomic_load(&c->active) || h->gen == CLRMUX_ELT_NONE)
+            continue;
+        struct elt_slot *sl = &e->slots[e->nslots++];
+        sl->child = c;
+        sl->gen = h->gen;
+        sl->enter = h->enter;
+        sl->leave = h->leave;
+        sl->tailcall = h->tailcall;
+        any_enter |= h->enter != NULL, any_leave |= h->leave != NULL, any_tail |= h->tailcall != NULL;
+        union_low |= atomic_load(&c->mask_low);
+        static const char *const g[] = {"", "ELT1", "ELT2", "ELT3", "ELT3WithInfo"};
+        int w = snprintf(names + used, sizeof names - used, "%s%s (%s%s)", used ? ", " : "", c->name, g[h->gen],
+                         h->mapper ? ", FunctionIDMapper" : "");
+        if (w > 0 && (size_t)w < sizeof names - used)
+            used += (size_t)w;
+    }
+    if (e->nslots == 0)
+        return; /* no child hooks: nothing is installed, nothing is paid */
+    if (e->nslots == 1 && install_direct(m, e, names))
+        return;
+    g_elt = e;
+    ICorProfilerInfo15 *rt = m->info;
+    const int slow = (union_low & SLOW_FLAGS) != 0;
+    HRESULT hr;
+    if (m->info_version < 3) {
+        LOG_ERROR("enter/leave hooks: the runtime answers ICorProfilerInfo%d only (3 needed); hooks not installed",
+                  m->info_version);
+        return;
+    }
+    hr = rt->lpVtbl->SetFunctionIDMapper2(rt, elt_mapper, e);
+    if (FAILED(hr)) {
+        LOG_ERROR("enter/leave hooks: the runtime refused SetFunctionIDMapper2: HRESULT 0x%08X; hooks not installed",
+                  (unsigned)hr);
+        return;
+    }
+    /* a kind of hook no child set is not installed (the JIT then calls nothing for it) */
+    if (slow) {
+        hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(rt, any_enter ? elt_enter_info : NULL,
+                                                             any_leave ? elt_leave_info : NULL,
+                                                             any_tail ? elt_tailcall_info : NULL);
+    } else {
+#if defined(__x86_64__)
+        hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3(rt, any_enter ? clrmux_elt_enter3_stub : NULL,
+                                                     any_leave ? clrmux_elt_leave3_stub : NULL,
+                                                     any_tail ? clrmux_elt_tailcall3_stub : NULL);
+#else
+        hr = E_NOTIMPL; /* the fast-path stubs exist for x86-64 only */
+#endif
+    }
+    if (FAILED(hr)) {
+        LOG_ERROR("enter/leave hooks: the runtime refused %s: HRESULT 0x%08X; children's hooks are not called",
+                  slow ? "SetEnterLeaveFunctionHooks3WithInfo" : "SetEnterLeaveFunctionHooks3", (unsigned)hr);
+        return;
+    }
+    e->installed = slow ? 2 : 1;
+    LOG_INFO("enter/leave hooks for %d child(ren), %s path: %s", e->nslots, slow ? "WithInfo (slow)" : "fast", names);
+}
+
+/* ---- Get*3Info through a child's proxy -------------------------------------------------- */
+
+HRESULT clrmux_elt_enter3_info(struct clrmux_child *c, FunctionID fid, COR_PRF_ELT_INFO info,
+                               COR_PRF_FRAME_INFO *frame, ULONG *pcb, COR_PRF_FUNCTION_ARGUMENT_INFO *args)
+{
+    DWORD low = atomic_load(&c->mask_low);
+    if (!(low & (COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FRAME_INFO)))
+        return CORPROF_E_INCONSISTENT_WITH_FLAGS;
+    ICorProfilerInfo15 *rt = c->proxy.mux->info;
+    if (low & COR_PRF_ENABLE_FUNCTION_ARGS)
+        return rt->lpVtbl->GetFunctionEnter3Info(rt, fid, info, frame, pcb, args);
+    /* frame info only: the arguments another child asked for stay hidden */
+    union {
+        COR_PRF_FUNCTION_ARGUMENT_INFO a;
+        unsigned char bytes[1024];
+    } buf;
+    ULONG cb = sizeof buf;
+    HRESULT hr = rt->lpVtbl->GetFunctionEnter3Info(rt, fid, info, frame, &cb, &buf.a);
+    if (pcb)
+        *pcb = 0;
+    return hr;
+}
+
+HRESULT clrmux_elt_leave3_info(struct clrmux_child *c, FunctionID fid, COR_PRF_ELT_INFO info,
+                               COR_PRF_FRAME_INFO *frame, COR_PRF_FUNCTION_ARGUMENT_RANGE *retval)
+{
+    DWORD low = atomic_load(&c->mask_low);
+    if (!(low & (COR_PRF_ENABLE_FUNCTION_RETVAL | COR_PRF_ENABLE_FRAME_INFO)))
+        return CORPROF_E_INCONSISTENT_WITH_FLAGS;
+    ICorProfilerInfo15 *rt = c->proxy.mux->info;
+    HRESULT hr = rt->lpVtbl->GetFunctionLeave3Info(rt, fid, info, frame, retval);
+    if (retval && !(low & COR_PRF_ENABLE_FUNCTION_RETVAL))
+        memset(retval, 0, sizeof *retval);
+    return hr;
+}
+
+HRESULT clrmux_elt_tailcall3_info(struct clrmux_child *c, FunctionID fid, COR_PRF_ELT_INFO info,
+                                  COR_PRF_FRAME_INFO *frame)
+{
+    if (!(atomic_load(&c->mask_low) & COR_PRF_ENABLE_FRAME_INFO))
+        return CORPROF_E_INCONSISTENT_WITH_FLAGS;
+    ICorProfilerInfo15 *rt = c->proxy.mux->info;
+    return rt->lpVtbl->GetFunctionTailcall3Info(rt, fid, info, frame);
+}
+
+int clrmux_elt_child_hooks(struct clrmux_mux *m, struct clrmux_child *c)
+{
+    struct clrmux_elt *e = atomic_load_explicit(&m->elt, memory_order_acquire);
+    if (!e)
+        return 0;
+    pthread_mutex_lock(&e->lock);
+    int set = e->per[c->index].gen != CLRMUX_ELT_NONE;
+    pthread_mutex_unlock(&e->lock);
+    return set;
+}
+
+void clrmux_elt_free(struct clrmux_mux *m)
+{
+    struct clrmux_elt *e = atomic_load_explicit(&m->elt, memory_order_acquire);
+    if (!e)
+        return;
+    if (g_elt == e)
+        g_elt = NULL;
+    while (e->arena) {
+        struct arena_chunk *n = e->arena->next;
+        free(e->arena);
+        e->arena = n;
+    }
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+    atomic_store(&m->elt, NULL);
+}
+
+#ifdef CLRMUX_TESTING
+void clrmux_elt_installed(struct clrmux_mux *m, struct clrmux_elt_installed *out)
+{
+    memset(out, 0, sizeof *out);
+    struct clrmux_elt *e = atomic_load_explicit(&m->elt, memory_order_acquire);
+    if (!e || !e->installed)
+        return;
+    if (e->installed == 3) {
+        out->direct = 1;
+        return;
+    }
+    out->fast = e->installed == 1;
+    out->mapper = elt_mapper;
+    out->mapper_data = e;
+    if (out->fast) {
+        out->enter = (void *)clrmux_elt_enter3_stub;
+        out->leave = (void *)clrmux_elt_leave3_stub;
+        out->tailcall = (void *)clrmux_elt_tailcall3_stub;
+    } else {
+        out->enter = (void *)elt_enter_info;
+        out->leave = (void *)elt_leave_info;
+        out->tailcall = (void *)elt_tailcall_info;
+    }
+}
+#endif

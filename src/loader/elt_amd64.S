@@ -1,0 +1,137 @@
+/* Fast-path enter/leave/tailcall hooks for x86-64 (System V): what JIT-compiled code calls
+ * directly when clrmux installs FunctionEnter3 / FunctionLeave3 / FunctionTailcall3.
+ *
+ * The JIT's convention on Unix x64 (src/coreclr/jit/targetamd64.h, REG_PROFILER_ENTER_ARG_0/1;
+ * observed on .NET 8, 9 and 10): the enter hook receives the FunctionIDOrClientID in r14 and
+ * the caller's SP in r15 (the argument registers hold the method's own arguments); the leave
+ * and tailcall hooks receive them in rdi and rsi. Every register must survive the call: the
+ * argument registers (live at enter), the return registers (rax, rdx, xmm0, xmm1 at leave)
+ * and the scratch registers the JIT may keep values in. Each stub therefore saves every
+ * volatile register (rax, rcx, rdx, rsi, rdi, r8-r11, xmm0-xmm15), aligns the stack to 16
+ * bytes for the C call (the JIT does not promise alignment here), calls the C dispatcher in
+ * elt.c (clrmux_elt_fast_enter/leave/tailcall(id, caller_sp) in rdi, rsi), restores
+ * everything and returns. Callee-saved registers are preserved by the C ABI. CFI keeps the
+ * frame unwindable for debuggers and native stack walkers.
+ *
+ * clrmux_elt_call_enter3(hook, id, caller_sp) calls a child's FunctionEnter3 with the same
+ * convention the JIT uses (r14/r15, and rdi/rsi for hooks written as plain C functions). */
+#if defined(__x86_64__)
+
+#define XMM_AREA 256
+
+.macro ELT_STUB name, target, enter
+    .text
+    .p2align 4
+    .globl \name
+    .hidden \name
+    .type \name, @function
+\name:
+    .cfi_startproc
+    pushq %rbp
+    .cfi_def_cfa_offset 16
+    .cfi_offset %rbp, -16
+    movq %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    pushq %rax
+    pushq %rcx
+    pushq %rdx
+    pushq %rsi
+    pushq %rdi
+    pushq %r8
+    pushq %r9
+    pushq %r10
+    pushq %r11
+    andq $-16, %rsp
+    subq $XMM_AREA, %rsp
+    movaps %xmm0, 0(%rsp)
+    movaps %xmm1, 16(%rsp)
+    movaps %xmm2, 32(%rsp)
+    movaps %xmm3, 48(%rsp)
+    movaps %xmm4, 64(%rsp)
+    movaps %xmm5, 80(%rsp)
+    movaps %xmm6, 96(%rsp)
+    movaps %xmm7, 112(%rsp)
+    movaps %xmm8, 128(%rsp)
+    movaps %xmm9, 144(%rsp)
+    movaps %xmm10, 160(%rsp)
+    movaps %xmm11, 176(%rsp)
+    movaps %xmm12, 192(%rsp)
+    movaps %xmm13, 208(%rsp)
+    movaps %xmm14, 224(%rsp)
+    movaps %xmm15, 240(%rsp)
+.if \enter
+    movq %r14, %rdi
+    movq %r15, %rsi
+.endif
+    call \target
+    movaps 0(%rsp), %xmm0
+    movaps 16(%rsp), %xmm1
+    movaps 32(%rsp), %xmm2
+    movaps 48(%rsp), %xmm3
+    movaps 64(%rsp), %xmm4
+    movaps 80(%rsp), %xmm5
+    movaps 96(%rsp), %xmm6
+    movaps 112(%rsp), %xmm7
+    movaps 128(%rsp), %xmm8
+    movaps 144(%rsp), %xmm9
+    movaps 160(%rsp), %xmm10
+    movaps 176(%rsp), %xmm11
+    movaps 192(%rsp), %xmm12
+    movaps 208(%rsp), %xmm13
+    movaps 224(%rsp), %xmm14
+    movaps 240(%rsp), %xmm15
+    leaq -72(%rbp), %rsp
+    popq %r11
+    popq %r10
+    popq %r9
+    popq %r8
+    popq %rdi
+    popq %rsi
+    popq %rdx
+    popq %rcx
+    popq %rax
+    popq %rbp
+    .cfi_def_cfa %rsp, 8
+    ret
+    .cfi_endproc
+    .size \name, .-\name
+.endm
+
+ELT_STUB clrmux_elt_enter3_stub, clrmux_elt_fast_enter, 1
+ELT_STUB clrmux_elt_leave3_stub, clrmux_elt_fast_leave, 0
+ELT_STUB clrmux_elt_tailcall3_stub, clrmux_elt_fast_tailcall, 0
+
+/* void clrmux_elt_call_enter3(void *hook, UINT_PTR id, UINT_PTR caller_sp) */
+    .text
+    .p2align 4
+    .globl clrmux_elt_call_enter3
+    .hidden clrmux_elt_call_enter3
+    .type clrmux_elt_call_enter3, @function
+clrmux_elt_call_enter3:
+    .cfi_startproc
+    pushq %rbp
+    .cfi_def_cfa_offset 16
+    .cfi_offset %rbp, -16
+    movq %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    pushq %r14
+    .cfi_offset %r14, -24
+    pushq %r15
+    .cfi_offset %r15, -32
+    movq %rdi, %rax
+    movq %rsi, %r14
+    movq %rdx, %r15
+    movq %rsi, %rdi
+    movq %rdx, %rsi
+    call *%rax
+    popq %r15
+    popq %r14
+    popq %rbp
+    .cfi_def_cfa %rsp, 8
+    ret
+    .cfi_endproc
+    .size clrmux_elt_call_enter3, .-clrmux_elt_call_enter3
+
+#endif
+
+.section .note.GNU-stack,"",@progbits
