@@ -57,7 +57,11 @@ $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -fvisibility=hidden -c $< -o $@
 
-$(BUILD)/obj/%.o $(BUILD)/asan/%.o: %.S
+# (two rules: a pattern rule with two targets would make both from one run of its recipe)
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) -c $< -o $@
+$(BUILD)/asan/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
 
