@@ -369,6 +369,72 @@ struct clrmux_curl *clrmux_curl_open(const char *lib, const char *url, char *loa
     return c;
 }
 
+static int hexd(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* percent-decoded, trimmed copy of s[0..n); -1 if malformed or too long */
+static int hdr_decode(const char *s, size_t n, char *out, size_t outsz)
+{
+    while (n && (*s == ' ' || *s == '\t'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i];
+        if (c == '%') {
+            if (i + 2 >= n || hexd(s[i + 1]) < 0 || hexd(s[i + 2]) < 0)
+                return -1;
+            c = hexd(s[i + 1]) << 4 | hexd(s[i + 2]);
+            i += 2;
+        }
+        if (c == '\r' || c == '\n' || c == 0 || o + 1 >= outsz)
+            return -1; /* no header injection */
+        out[o++] = (char)c;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+int clrmux_curl_set_headers(struct clrmux_curl *c, const char *content_type, const char *headers, char *bad,
+                            size_t badlen)
+{
+    int nbad = 0;
+    char line[1200];
+    if (bad && badlen)
+        bad[0] = 0;
+    snprintf(line, sizeof line, "Content-Type: %s", content_type);
+    void *hd = c->slist_append(NULL, line);
+    hd = hd ? c->slist_append(hd, "Expect:") : NULL;
+    for (const char *p = headers; hd && p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        char k[256], v[900];
+        if (eq && hdr_decode(p, (size_t)(eq - p), k, sizeof k) == 0 && k[0] && !strpbrk(k, ": \t") &&
+            hdr_decode(eq + 1, n - (size_t)(eq - p) - 1, v, sizeof v) == 0) {
+            snprintf(line, sizeof line, "%s: %s", k, v);
+            hd = c->slist_append(hd, line);
+        } else if (strspn(p, " \t") < n) {
+            nbad++;
+            if (bad && badlen) { /* the key only: values may be secrets */
+                size_t l = strlen(bad);
+                snprintf(bad + l, badlen - l, "%s'%.*s'", l ? ", " : "", (int)(eq ? (size_t)(eq - p) : 0), p);
+            }
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    if (!hd)
+        return -1;
+    if (c->headers)
+        c->slist_free_all(c->headers);
+    c->headers = hd;
+    c->easy_setopt(c->easy, CLRMUX_CURLOPT_HTTPHEADER, c->headers);
+    return nbad;
+}
+
 enum clrmux_http_result clrmux_curl_post(void *ctx, const char *body, size_t len, long timeout_ms, long *status,
                                          char *why, size_t whylen)
 {

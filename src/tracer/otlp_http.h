@@ -95,6 +95,13 @@ struct clrmux_curl;
  * in err[errlen]; the path of the library loaded in loaded[loadedlen]. */
 struct clrmux_curl *clrmux_curl_open(const char *lib, const char *url, char *loaded, size_t loadedlen, char *err,
                                      size_t errlen);
+/* Replaces the request headers: "Content-Type: <content_type>", then those of `headers`
+ * (OTEL_EXPORTER_OTLP_HEADERS format: "key1=value1,key2=value2", percent-decoded; a member
+ * without '=' or with CR/LF is skipped and counted; the skipped keys, never their values,
+ * in bad[badlen]). Returns the number skipped, or -1 when out of memory (the old headers
+ * stay). */
+int clrmux_curl_set_headers(struct clrmux_curl *c, const char *content_type, const char *headers, char *bad,
+                            size_t badlen);
 /* A clrmux_http_post_fn (ctx: the struct clrmux_curl). 2xx OK; 429 and 5xx RETRY; any other
  * status FAIL; a transport error RETRY, except a malformed URL or an unsupported scheme. */
 enum clrmux_http_result clrmux_curl_post(void *ctx, const char *body, size_t len, long timeout_ms, long *status,

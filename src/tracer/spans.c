@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -146,7 +147,96 @@ static struct ring {
     _Alignas(64) uint32_t deq;
 } ring;
 
-static _Atomic uint64_t st_finished, st_dropped, st_too_deep;
+static _Atomic uint64_t st_finished, st_dropped, st_too_deep, st_unsampled;
+
+/* high-water wake: the consumer sleeps on `wake_word` (futex) with `sleeping` set */
+static _Atomic uint32_t wake_word, sleeping;
+static uint32_t hw_mask; /* a producer whose position is a multiple of hw_mask + 1 wakes */
+
+/* head sampling: a root trace is recorded when its random draw is below sample_bound */
+static _Atomic uint64_t sample_bound = UINT64_MAX;
+static double ns_per_tick = 1.0;
+
+/* per-method metrics */
+struct mcounters {
+    _Atomic uint64_t calls, errors, count, sum_ns;
+    _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
+};
+static struct mcounters *metrics;
+
+const double clrmux_hist_bounds_s[CLRMUX_HIST_BOUNDS] = {1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3,
+                                                         1e-2, 5e-2, 1e-1, 5e-1, 1,    5,    10};
+static const uint64_t hist_bounds_ns[CLRMUX_HIST_BOUNDS] = {
+    1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000, 10000000, 50000000, 100000000, 500000000,
+    1000000000, 5000000000, 10000000000};
+
+static void account(uint32_t method, uint64_t dur_ns, int error)
+{
+    if (!metrics || method >= CLRMUX_SPAN_MAX_METHODS)
+        return;
+    struct mcounters *m = &metrics[method];
+    unsigned b = 0;
+    while (b < CLRMUX_HIST_BOUNDS && dur_ns > hist_bounds_ns[b])
+        b++;
+    atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->sum_ns, dur_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->buckets[b], 1, memory_order_relaxed);
+    if (error)
+        atomic_fetch_add_explicit(&m->errors, 1, memory_order_relaxed);
+}
+
+void clrmux_method_metrics_get(uint32_t method, struct clrmux_method_metrics *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!metrics || method >= CLRMUX_SPAN_MAX_METHODS)
+        return;
+    struct mcounters *m = &metrics[method];
+    out->calls = atomic_load_explicit(&m->calls, memory_order_relaxed);
+    out->errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
+    out->count = atomic_load_explicit(&m->count, memory_order_relaxed);
+    out->sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
+    for (int i = 0; i <= CLRMUX_HIST_BOUNDS; i++)
+        out->buckets[i] = atomic_load_explicit(&m->buckets[i], memory_order_relaxed);
+}
+
+void clrmux_spans_set_sample_ratio(double ratio)
+{
+    uint64_t bound;
+    if (!(ratio > 0))
+        bound = 0;
+    else if (ratio >= 1)
+        bound = UINT64_MAX;
+    else
+        bound = (uint64_t)(ratio * 18446744073709551616.0);
+    atomic_store(&sample_bound, bound);
+}
+
+static void futex_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+
+void clrmux_spans_wake(void)
+{
+    atomic_fetch_add(&wake_word, 1);
+    futex_wake(&wake_word);
+}
+
+size_t clrmux_spans_pending(void)
+{
+    if (!ring.cells)
+        return 0;
+    return (uint32_t)(atomic_load_explicit(&ring.enq, memory_order_relaxed) - ring.deq);
+}
+
+void clrmux_spans_wait(long timeout_ms)
+{
+    uint32_t w = atomic_load(&wake_word);
+    atomic_store(&sleeping, 1);
+    if (clrmux_spans_pending() <= hw_mask) { /* below the mark: sleep */
+        struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+        syscall(SYS_futex, (uint32_t *)&wake_word, FUTEX_WAIT_PRIVATE, w, &ts, NULL, 0);
+    }
+    atomic_store(&sleeping, 0);
+}
 
 int clrmux_spans_init(size_t capacity)
 {
@@ -168,7 +258,17 @@ int clrmux_spans_init(size_t capacity)
     atomic_store(&st_finished, 0);
     atomic_store(&st_dropped, 0);
     atomic_store(&st_too_deep, 0);
+    atomic_store(&st_unsampled, 0);
+    hw_mask = (uint32_t)(cap >= 8 ? cap / 4 - 1 : 0);
+    metrics = calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
+    if (!metrics) {
+        free(c);
+        return -1;
+    }
     cal_init();
+    ns_per_tick = (double)(cal_at(cal.n - 1)->ns - cal_at(0)->ns) / (double)(cal_at(cal.n - 1)->tick - cal_at(0)->tick);
+    if (!(ns_per_tick > 0) || ns_per_tick > 1e3)
+        ns_per_tick = 1.0;
     ring.cells = c; /* before any probe runs */
     return 0;
 }
@@ -177,6 +277,9 @@ void clrmux_spans_fini(void)
 {
     free(ring.cells);
     ring.cells = NULL;
+    free(metrics);
+    metrics = NULL;
+    atomic_store(&sample_bound, UINT64_MAX);
 }
 
 /* Claims a cell for a finished span, or NULL (full ring: the span is dropped and counted).
@@ -212,6 +315,8 @@ static struct cell *cell_claim(uint32_t *pos_out)
 static inline void cell_publish(struct cell *c, uint32_t pos)
 {
     atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+    if (__builtin_expect((pos & hw_mask) == 0, 0) && atomic_load_explicit(&sleeping, memory_order_relaxed))
+        clrmux_spans_wake();
 }
 
 size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
@@ -241,8 +346,10 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
     /* every span drained ended before this point: it is interpolated, never extrapolated */
     cal_add(cal_sample());
     for (size_t i = 0; i < n; i++) {
-        out[i].start_ns = tick_to_ns((uint64_t)out[i].start_ns);
-        out[i].end_ns = tick_to_ns((uint64_t)out[i].end_ns);
+        uint64_t t0 = (uint64_t)out[i].start_ns, t1 = (uint64_t)out[i].end_ns;
+        account(out[i].method, (uint64_t)((double)(t1 - t0) * ns_per_tick), out[i].flags & CLRMUX_SPAN_ERROR);
+        out[i].start_ns = tick_to_ns(t0);
+        out[i].end_ns = tick_to_ns(t1);
     }
     return n;
 }
@@ -252,6 +359,7 @@ void clrmux_spans_stats(struct clrmux_span_stats *s)
     s->finished = atomic_load(&st_finished);
     s->dropped = atomic_load(&st_dropped);
     s->too_deep = atomic_load(&st_too_deep);
+    s->unsampled = atomic_load(&st_unsampled);
 }
 
 /* ---- per-thread state ----------------------------------------------------------------- */
@@ -265,11 +373,15 @@ struct open_span {
 };
 
 struct tstate {
+    struct clrmux_span_context ctx; /* first: the profiler's view */
     uint8_t trace_id[16];
+    uint64_t root_parent; /* the joined Activity's span id, else 0 */
     uint32_t depth;
     uint32_t tid;
     uint64_t rng;
     uint16_t pending_exc;
+    uint8_t sampled; /* the current trace is recorded */
+    uint8_t joined;
     struct open_span stack[CLRMUX_SPAN_MAX_DEPTH];
 };
 
@@ -277,7 +389,11 @@ static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
-static void tstate_free(void *p) { free(p); }
+static void tstate_free(void *p)
+{
+    tls = NULL;
+    free(p);
+}
 static void tls_init(void) { pthread_key_create(&tls_key, tstate_free); }
 
 static uint64_t splitmix(uint64_t *x)
@@ -313,6 +429,32 @@ static struct tstate *tstate_new(void)
     return t;
 }
 
+/* The profiler's view: updated after each change of the stack (seqlock for a signal handler
+ * on this thread; the barriers only keep the compiler from reordering). */
+static inline void ctx_update(struct tstate *t)
+{
+    struct clrmux_span_context *c = &t->ctx;
+    c->seq++;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint32_t d = t->depth;
+    c->depth = d;
+    c->span_id = d ? t->stack[d - 1].span_id : 0;
+    c->local_root_id = d ? t->stack[0].span_id : 0;
+    if (d == 1)
+        for (int i = 0; i < 16; i++)
+            c->trace_id[i] = t->trace_id[i];
+    atomic_signal_fence(memory_order_seq_cst);
+    c->seq++;
+}
+
+struct clrmux_span_context *clrmux_span_context_get(void)
+{
+    struct tstate *t = tls;
+    if (!t && !(t = tstate_new()))
+        return NULL;
+    return &t->ctx;
+}
+
 int64_t clrmux_span_enter(int32_t method)
 {
     struct tstate *t = tls;
@@ -320,12 +462,18 @@ int64_t clrmux_span_enter(int32_t method)
         return -1;
     if (t->depth >= CLRMUX_SPAN_MAX_DEPTH) {
         atomic_fetch_add_explicit(&st_too_deep, 1, memory_order_relaxed);
+        if (metrics && (uint32_t)method < CLRMUX_SPAN_MAX_METHODS)
+            atomic_fetch_add_explicit(&metrics[method].calls, 1, memory_order_relaxed);
         return -1;
     }
     if (t->depth == 0) {
         uint64_t a = rnd(t), b = rnd(t);
         memcpy(t->trace_id, &a, 8);
         memcpy(t->trace_id + 8, &b, 8);
+        t->root_parent = 0;
+        t->joined = 0;
+        uint64_t bound = atomic_load_explicit(&sample_bound, memory_order_relaxed);
+        t->sampled = b < bound || bound == UINT64_MAX;
     }
     struct open_span *o = &t->stack[t->depth];
     o->span_id = rnd(t);
@@ -333,7 +481,9 @@ int64_t clrmux_span_enter(int32_t method)
     o->flags = 0;
     o->exc = 0;
     o->start = ticks();
-    return t->depth++;
+    t->depth++;
+    ctx_update(t);
+    return t->depth - 1;
 }
 
 void clrmux_span_exit(int64_t slot)
@@ -347,23 +497,31 @@ void clrmux_span_exit(int64_t slot)
     while ((int64_t)t->depth > slot) {
         uint32_t d = --t->depth;
         struct open_span *o = &t->stack[d];
+        if (!t->sampled) {
+            atomic_fetch_add_explicit(&st_unsampled, 1, memory_order_relaxed);
+            account(o->method, (uint64_t)((double)(end - o->start) * ns_per_tick), o->flags & CLRMUX_SPAN_ERROR);
+            continue;
+        }
         uint32_t pos;
         struct cell *c = cell_claim(&pos);
-        if (!c)
+        if (!c) {
+            account(o->method, (uint64_t)((double)(end - o->start) * ns_per_tick), o->flags & CLRMUX_SPAN_ERROR);
             continue;
+        }
         memcpy(c->trace_id, t->trace_id, 16);
         c->span_id = o->span_id;
-        c->parent_id = d ? t->stack[d - 1].span_id : 0;
+        c->parent_id = d ? t->stack[d - 1].span_id : t->root_parent;
         c->start = o->start;
         c->end = end;
         c->method = o->method;
         c->tid = t->tid;
         c->exc = o->exc;
-        c->flags = o->flags;
+        c->flags = (uint16_t)(o->flags | (t->joined ? CLRMUX_SPAN_JOINED : 0));
         cell_publish(c, pos);
     }
     if (t->depth == 0)
         t->pending_exc = 0;
+    ctx_update(t);
 }
 
 void clrmux_span_exception(int64_t slot)
@@ -375,6 +533,71 @@ void clrmux_span_exception(int64_t slot)
     o->flags |= CLRMUX_SPAN_ERROR;
     if (!o->exc)
         o->exc = t->pending_exc;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int hex_bytes(const char *s, uint8_t *out, size_t n)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        int h = hexval(s[2 * i]), l = hexval(s[2 * i + 1]);
+        if (h < 0 || l < 0)
+            return -1;
+        out[i] = (uint8_t)(h << 4 | l);
+        any |= out[i];
+    }
+    return any ? 0 : -1; /* all-zero ids are invalid (W3C Trace Context) */
+}
+
+int clrmux_span_join_w3c(const char *id, size_t len)
+{
+    struct tstate *t = tls;
+    uint8_t trace[16], span[8], flags;
+    if (!t || t->depth != 1 || len != 55 || id[0] != '0' || id[1] != '0' || id[2] != '-' || id[35] != '-' ||
+        id[52] != '-')
+        return -1;
+    if (hex_bytes(id + 3, trace, 16) || hex_bytes(id + 36, span, 8) || hexval(id[53]) < 0 || hexval(id[54]) < 0)
+        return -1;
+    flags = (uint8_t)(hexval(id[53]) << 4 | hexval(id[54]));
+    memcpy(t->trace_id, trace, 16);
+    uint64_t p = 0;
+    for (int i = 0; i < 8; i++)
+        p = p << 8 | span[i];
+    t->root_parent = p;
+    t->joined = 1;
+    t->sampled = flags & 1;
+    ctx_update(t);
+    return 0;
+}
+
+void clrmux_span_join(const void *id)
+{
+    if (!id)
+        return;
+    const unsigned char *o = id;
+    int32_t len;
+    memcpy(&len, o + 8, 4);
+    if (len != 55)
+        return;
+    char buf[56];
+    for (int i = 0; i < 55; i++) {
+        uint16_t c;
+        memcpy(&c, o + 12 + 2 * i, 2);
+        if (c > 0x7f)
+            return;
+        buf[i] = (char)c;
+    }
+    clrmux_span_join_w3c(buf, 55);
 }
 
 unsigned clrmux_span_depth(void)

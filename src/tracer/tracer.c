@@ -17,6 +17,7 @@
 #include "common/platform.h"
 #include "common/utf16.h"
 #include "loader/child_base.h"
+#include "tracer/activity.h"
 #include "tracer/il.h"
 #include "tracer/otlp.h"
 #include "tracer/otlp_http.h"
@@ -26,9 +27,13 @@
 #define ofRead 0x0u
 #define ofWrite 0x1u
 #define MAX_TARGETS 256
-#define MAX_METHODS 8192
+#define MAX_METHODS CLRMUX_SPAN_MAX_METHODS
 #define METHOD_SLOTS 16384 /* power of two, > MAX_METHODS */
-#define MAX_EXC_NAMES 512
+#define MAX_EXC_NAMES 4096 /* (type, message) pairs */
+#define EXC_MSG_MAX 256
+#define MAX_EXC_CACHE 512
+#define THREAD_NAMES 1024 /* cache slots, power of two */
+#define METRICS_MS_DEFAULT 60000 /* OTEL_METRIC_EXPORT_INTERVAL's default */
 #define EXPORT_BATCH 1024
 #define POLL_MS 50
 #define REJIT_WAIT_SECONDS 10
@@ -38,7 +43,14 @@ struct traced_method {
     ModuleID module;
     mdMethodDef token;
     int target;
+    _Atomic int joins; /* rewritten with the Activity join */
     char name[CLRMUX_TARGET_NAME_MAX + 130];
+};
+
+struct thread_name {
+    uint32_t tid;
+    int64_t read_ns; /* when /proc was last read */
+    char name[64];
 };
 
 struct method_slot {
@@ -70,8 +82,18 @@ struct tracer {
     char endpoint[2048]; /* OTLP/HTTP; "" = none */
     int output_set;      /* `output =` given explicitly */
     char service[256];
+    int service_set;
+    struct clrmux_resource res;
     size_t buffer_spans;
     long flush_ms;
+    double sample_ratio;
+    char protocol[16];   /* http/json (http/protobuf is read and falls back to it) */
+    char headers[4096];  /* OTEL_EXPORTER_OTLP_HEADERS */
+    long timeout_ms;
+    char metrics_output[PATH_MAX]; /* "" = no metrics file */
+    char metrics_endpoint[2048];
+    long metrics_ms;
+    int64_t start_ns;
 
     /* traced methods: registered under reg_lock, read lock-free */
     pthread_mutex_t reg_lock;
@@ -93,10 +115,18 @@ struct tracer {
 
     /* exception type names */
     pthread_mutex_t exc_lock;
-    struct { ClassID cls; uint32_t id; } exc_cache[MAX_EXC_NAMES];
+    struct { ClassID cls; uint32_t id; } exc_cache[MAX_EXC_CACHE]; /* class -> an id of its type name */
     uint32_t nexc_cache;
     char (*exc_names)[160];
+    char (*exc_msgs)[EXC_MSG_MAX];
     _Atomic uint32_t nexc;
+    ClassID exception_cls;      /* System.Exception, once found */
+    ULONG message_offset;       /* of its _message field; 0 = unknown */
+    ULONG str_len_off, str_buf_off;
+    int message_tried;
+
+    /* Activity join: DiagnosticSource is loaded */
+    _Atomic int ds_loaded;
 
     /* export */
     pthread_mutex_t ex_lock;
@@ -107,9 +137,14 @@ struct tracer {
     struct clrmux_curl *curl; /* OTLP/HTTP (endpoint set and libcurl loaded) */
     struct clrmux_http *http;
     uint64_t queued, requests, request_errors;
-    struct clrmux_span *batch;
-    size_t nbatch;
+    struct clrmux_span *stage; /* drained spans waiting to be written: [shead, nstage) */
+    size_t stage_cap, shead, nstage;
     int unflushed;
+    struct thread_name *tnames;
+    FILE *mout;
+    struct clrmux_curl *mcurl;
+    struct clrmux_http *mhttp;
+    uint64_t metric_lines;
     uint64_t written, lines, dropped_logged;
     int write_failed;
     _Atomic int shut_down;
@@ -189,16 +224,116 @@ static const char *exc_name_cb(void *ctx, uint32_t id)
 
 /* ---- configuration ------------------------------------------------------------------- */
 
+/* OpenTelemetry's environment variables, read first: loader.conf's keys win over them.
+ * OTEL_SERVICE_NAME; OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as is) or
+ * OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces, /v1/metrics); OTEL_EXPORTER_OTLP_METRICS_ENDPOINT;
+ * OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, _HEADERS, _TIMEOUT. OTEL_RESOURCE_ATTRIBUTES is read
+ * in resource_init. */
+static const char *env2(const char *specific, const char *general)
+{
+    const char *v = getenv(specific);
+    if (v && *v)
+        return v;
+    v = getenv(general);
+    return v && *v ? v : NULL;
+}
+
+static void otel_env(struct tracer *t)
+{
+    const char *v;
+    if ((v = getenv("OTEL_SERVICE_NAME")) && *v) {
+        snprintf(t->service, sizeof t->service, "%s", v);
+        t->service_set = 1;
+    }
+    const char *base = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+    if ((v = getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) && *v) {
+        snprintf(t->endpoint, sizeof t->endpoint, "%s", v);
+    } else if (base && *base) {
+        size_t n = strlen(base);
+        while (n && base[n - 1] == '/')
+            n--;
+        snprintf(t->endpoint, sizeof t->endpoint, "%.*s/v1/traces", (int)n, base);
+    }
+    if ((v = getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")) && *v) {
+        snprintf(t->metrics_endpoint, sizeof t->metrics_endpoint, "%s", v);
+    } else if (base && *base) {
+        size_t n = strlen(base);
+        while (n && base[n - 1] == '/')
+            n--;
+        snprintf(t->metrics_endpoint, sizeof t->metrics_endpoint, "%.*s/v1/metrics", (int)n, base);
+    }
+    if (t->endpoint[0] && strncasecmp(t->endpoint, "http://", 7) != 0 && strncasecmp(t->endpoint, "https://", 8) != 0) {
+        LOG_ERROR("tracer: OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT '%s' is not an http:// or https:// URL; ignored",
+                  t->endpoint);
+        t->endpoint[0] = t->metrics_endpoint[0] = 0;
+    }
+    if ((v = env2("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"))) {
+        if (strcmp(v, "http/json") == 0 || strcmp(v, "http/protobuf") == 0)
+            snprintf(t->protocol, sizeof t->protocol, "%s", v);
+        else
+            LOG_ERROR("tracer: OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL '%s' is not supported (http/protobuf, "
+                      "http/json); %s used", v, t->protocol);
+    }
+    if ((v = env2("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")))
+        snprintf(t->headers, sizeof t->headers, "%s", v);
+    if ((v = env2("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"))) {
+        char *end = NULL;
+        long ms = strtol(v, &end, 10);
+        if (end && !*end && ms >= 100 && ms <= 3600000)
+            t->timeout_ms = ms;
+        else
+            LOG_ERROR("tracer: OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT '%s' is not a number of ms in 100..3600000; %ld "
+                      "used", v, t->timeout_ms);
+    }
+}
+
+/* The resource (semantic conventions): service.name (service_name, OTEL_SERVICE_NAME,
+ * OTEL_RESOURCE_ATTRIBUTES' service.name, else the process name), then
+ * OTEL_RESOURCE_ATTRIBUTES, process.pid, process.executable.name, host.name, telemetry.sdk.*. */
+static void resource_init(struct tracer *t, const char *exe, const char *app)
+{
+    struct clrmux_resource *r = &t->res;
+    char bad[512];
+    const char *ra = getenv("OTEL_RESOURCE_ATTRIBUTES");
+    struct clrmux_resource env = {0};
+    if (ra && clrmux_resource_parse(&env, ra, bad, sizeof bad) > 0)
+        LOG_ERROR("tracer: OTEL_RESOURCE_ATTRIBUTES: malformed member(s) skipped: %s", bad);
+    const char *svc = clrmux_resource_get(&env, "service.name");
+    clrmux_resource_set(r, "service.name", t->service_set || !svc ? t->service : svc, 0);
+    snprintf(t->service, sizeof t->service, "%s", clrmux_resource_get(r, "service.name"));
+    for (size_t i = 0; i < env.n; i++)
+        if (!clrmux_resource_get(r, env.attrs[i].key))
+            clrmux_resource_set(r, env.attrs[i].key, env.attrs[i].value, 0);
+    char num[32], host[256] = "";
+    snprintf(num, sizeof num, "%ld", (long)getpid());
+    clrmux_resource_set(r, "process.pid", num, 1);
+    if (exe[0] && !clrmux_resource_get(r, "process.executable.name"))
+        clrmux_resource_set(r, "process.executable.name", exe, 0);
+    (void)app;
+    if (gethostname(host, sizeof host - 1) == 0 && host[0] && !clrmux_resource_get(r, "host.name"))
+        clrmux_resource_set(r, "host.name", host, 0);
+    clrmux_resource_set(r, "telemetry.sdk.name", "clrmux", 0);
+    clrmux_resource_set(r, "telemetry.sdk.language", "cpp", 0);
+    clrmux_resource_set(r, "telemetry.sdk.version", CLRMUX_VERSION, 0);
+}
+
+
 static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir)
 {
     const char *file = cfg_path && *cfg_path ? cfg_path : "loader.conf";
     snprintf(t->conf, sizeof t->conf, "%s", file);
     const char *output = "traces-%p.otlp.jsonl";
+    const char *moutput = "metrics-%p.otlp.jsonl";
     char exe[256] = "", app[256] = "";
     clrmux_process_names(exe, sizeof exe, app, sizeof app);
     snprintf(t->service, sizeof t->service, "%s", app[0] ? app : exe[0] ? exe : "unknown_service");
     t->buffer_spans = 65536;
     t->flush_ms = 1000;
+    t->metrics_ms = METRICS_MS_DEFAULT;
+    t->sample_ratio = 1.0;
+    t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
+    snprintf(t->protocol, sizeof t->protocol, "http/json");
+    otel_env(t);
     t->targets = calloc(MAX_TARGETS, sizeof *t->targets);
     t->target_hits = calloc(MAX_TARGETS, sizeof *t->target_hits);
     if (!t->targets || !t->target_hits)
@@ -226,6 +361,43 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
             t->output_set = 1;
         } else if (strcmp(kv->key, "service_name") == 0) {
             snprintf(t->service, sizeof t->service, "%s", kv->value);
+            t->service_set = 1;
+        } else if (strcmp(kv->key, "metrics_output") == 0) {
+            moutput = kv->value;
+        } else if (strcmp(kv->key, "metrics_endpoint") == 0) {
+            if (strncasecmp(kv->value, "http://", 7) != 0 && strncasecmp(kv->value, "https://", 8) != 0)
+                LOG_ERROR("%s:%d: [child %s]: metrics_endpoint '%s' is not an http:// or https:// URL; ignored", file,
+                          kv->line, cc->name, kv->value);
+            else
+                snprintf(t->metrics_endpoint, sizeof t->metrics_endpoint, "%s", kv->value);
+        } else if (strcmp(kv->key, "sample_ratio") == 0) {
+            char *end = NULL;
+            errno = 0;
+            double v = strtod(kv->value, &end);
+            if (errno || !end || end == kv->value || *end || !(v >= 0 && v <= 1))
+                LOG_ERROR("%s:%d: [child %s]: sample_ratio = '%s' is not a number in 0..1; default kept", file,
+                          kv->line, cc->name, kv->value);
+            else
+                t->sample_ratio = v;
+        } else if (strcmp(kv->key, "metrics_interval_ms") == 0 || strcmp(kv->key, "timeout_ms") == 0) {
+            char *end = NULL;
+            errno = 0;
+            long v = strtol(kv->value, &end, 10);
+            if (errno || !end || *end || v < 100 || v > 3600000)
+                LOG_ERROR("%s:%d: [child %s]: %s = '%s' is not a number in 100..3600000; default kept", file,
+                          kv->line, cc->name, kv->key, kv->value);
+            else if (kv->key[0] == 'm')
+                t->metrics_ms = v;
+            else
+                t->timeout_ms = v;
+        } else if (strcmp(kv->key, "protocol") == 0) {
+            if (strcmp(kv->value, "http/json") != 0 && strcmp(kv->value, "http/protobuf") != 0)
+                LOG_ERROR("%s:%d: [child %s]: protocol '%s' is not http/json or http/protobuf; ignored", file,
+                          kv->line, cc->name, kv->value);
+            else
+                snprintf(t->protocol, sizeof t->protocol, "%s", kv->value);
+        } else if (strcmp(kv->key, "headers") == 0) {
+            snprintf(t->headers, sizeof t->headers, "%s", kv->value);
         } else if (strcmp(kv->key, "buffer_spans") == 0 || strcmp(kv->key, "flush_interval_ms") == 0) {
             char *end = NULL;
             errno = 0;
@@ -265,6 +437,20 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
         LOG_ERROR("child '%s': output path too long", cc->name);
         return -1;
     }
+    if (moutput[0]) {
+        if (clrmux_expand_pid(moutput, expanded, sizeof expanded) != 0 ||
+            (size_t)snprintf(t->metrics_output, sizeof t->metrics_output, "%s%s%s",
+                             expanded[0] == '/' ? "" : cfg_dir && *cfg_dir ? cfg_dir : ".",
+                             expanded[0] == '/' ? "" : "/", expanded) >= sizeof t->metrics_output) {
+            LOG_ERROR("child '%s': metrics_output path too long; no metrics file", cc->name);
+            t->metrics_output[0] = 0;
+        }
+    }
+    /* the metrics endpoint: explicit, else beside the traces endpoint (.../v1/traces -> .../v1/metrics) */
+    size_t el = strlen(t->endpoint);
+    if (!t->metrics_endpoint[0] && el >= 10 && strcmp(t->endpoint + el - 10, "/v1/traces") == 0)
+        snprintf(t->metrics_endpoint, sizeof t->metrics_endpoint, "%.*s/v1/metrics", (int)(el - 10), t->endpoint);
+    resource_init(t, exe, app);
     if (t->ntargets == 0)
         LOG_WARN("child '%s': no valid 'trace =' target; the tracer records nothing", cc->name);
     return 0;
@@ -272,20 +458,60 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 
 /* ---- export -------------------------------------------------------------------------- */
 
-/* The batch as one OTLP JSON request body (the file's line without its newline) for the
+/* thread.name: the OS name of the thread (/proc/self/task/<tid>/comm: .NET sets it from
+ * Thread.Name), cached per tid and re-read at most once a second. Export thread only. */
+static const char *thread_name_cb(void *ctx, uint32_t tid)
+{
+    struct tracer *t = ctx;
+    if (!t->tnames || !tid)
+        return NULL;
+    struct thread_name *e = &t->tnames[(tid * 2654435761u) & (THREAD_NAMES - 1)];
+    int64_t now = clrmux_now_ns();
+    if (e->tid != tid || now - e->read_ns > 1000000000) {
+        char path[64], name[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
+        FILE *f = fopen(path, "re");
+        if (f) {
+            if (fgets(name, sizeof name, f))
+                name[strcspn(name, "\n")] = 0;
+            fclose(f);
+        }
+        if (name[0] || e->tid != tid) {
+            snprintf(e->name, sizeof e->name, "%s", name);
+            e->tid = tid;
+        }
+        e->read_ns = now;
+    }
+    return e->name[0] ? e->name : NULL;
+}
+
+static const char *exc_msg_cb(void *ctx, uint32_t id)
+{
+    struct tracer *t = ctx;
+    return id > 0 && id <= atomic_load_explicit(&t->nexc, memory_order_acquire) && t->exc_msgs[id - 1][0]
+               ? t->exc_msgs[id - 1]
+               : NULL;
+}
+
+static struct clrmux_otlp_names names_of(struct tracer *t)
+{
+    return (struct clrmux_otlp_names){method_name_cb, exc_name_cb, t, thread_name_cb, exc_msg_cb};
+}
+
+/* spans[0..n) as one OTLP JSON request body (the file's line without its newline) for the
  * OTLP/HTTP queue, and the same bytes to the file when there is one. */
-static void send_batch(struct tracer *t, const struct clrmux_otlp_names *names)
+static void send_batch(struct tracer *t, const struct clrmux_span *spans, size_t n, const struct clrmux_otlp_names *names)
 {
     char *body = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&body, &len);
-    int rc = m ? clrmux_otlp_write_line(m, t->service, (long)getpid(), t->batch, t->nbatch, names) : -1;
+    int rc = m ? clrmux_otlp_write_line(m, &t->res, spans, n, names) : -1;
     if (m && fclose(m) != 0)
         rc = -1;
     if (rc != 0 || !body || !len) {
         free(body);
         if (!t->request_errors++)
-            LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped", t->nbatch);
+            LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped", n);
         return;
     }
     if (t->out && !t->write_failed) {
@@ -293,46 +519,67 @@ static void send_batch(struct tracer *t, const struct clrmux_otlp_names *names)
             LOG_ERROR("tracer: writing %s failed: %s; spans are no longer written to it", t->output, strerror(errno));
             t->write_failed = 1;
         } else {
-            t->written += t->nbatch;
+            t->written += n;
             t->lines++;
             t->unflushed = 1;
         }
     }
-    t->queued += t->nbatch;
+    t->queued += n;
     t->requests++;
-    clrmux_http_enqueue(t->http, body, len - 1, t->nbatch);
+    clrmux_http_enqueue(t->http, body, len - 1, n);
 }
 
-static void write_batch(struct tracer *t)
+static void write_batch(struct tracer *t, const struct clrmux_span *spans, size_t n)
 {
-    struct clrmux_otlp_names names = {method_name_cb, exc_name_cb, t};
-    if (t->nbatch && t->http) {
-        send_batch(t, &names);
-    } else if (t->nbatch && t->out && !t->write_failed) {
-        if (clrmux_otlp_write_line(t->out, t->service, (long)getpid(), t->batch, t->nbatch, &names) != 0) {
+    struct clrmux_otlp_names names = names_of(t);
+    if (n && t->http) {
+        send_batch(t, spans, n, &names);
+    } else if (n && t->out && !t->write_failed) {
+        if (clrmux_otlp_write_line(t->out, &t->res, spans, n, &names) != 0) {
             LOG_ERROR("tracer: writing %s failed: %s; spans are no longer exported", t->output, strerror(errno));
             t->write_failed = 1;
         } else {
-            t->written += t->nbatch;
+            t->written += n;
             t->lines++;
             t->unflushed = 1;
         }
     }
-    t->nbatch = 0;
 }
 
-/* Moves finished spans from the ring into the batch, writing each full batch as a line; with
- * `flush`, also the partial batch, and flushes the file. Export thread (or Shutdown). */
+/* Moves what the ring holds into the stage (as much as fits). Draining is a copy: fast
+ * enough to keep up with the probes, while writing the JSON is not. */
+static void stage_fill(struct tracer *t)
+{
+    if (t->shead == t->nstage) {
+        t->shead = t->nstage = 0;
+    } else if (t->shead && t->nstage == t->stage_cap) {
+        memmove(t->stage, t->stage + t->shead, (t->nstage - t->shead) * sizeof *t->stage);
+        t->nstage -= t->shead;
+        t->shead = 0;
+    }
+    while (t->nstage < t->stage_cap) {
+        size_t n = clrmux_spans_drain(t->stage + t->nstage, t->stage_cap - t->nstage);
+        t->nstage += n;
+        if (!n)
+            break;
+    }
+}
+
+/* Drains the ring into the stage and writes full batches as lines; with `flush`, also the
+ * partial batch, and flushes the file. Whenever the ring passes its high-water mark while
+ * the lines are written, it is drained again first. Export thread (or Shutdown). */
 static void export_pending(struct tracer *t, int flush)
 {
-    for (;;) {
-        t->nbatch += clrmux_spans_drain(t->batch + t->nbatch, EXPORT_BATCH - t->nbatch);
-        if (t->nbatch < EXPORT_BATCH)
-            break;
-        write_batch(t);
+    stage_fill(t);
+    size_t hw = t->stage_cap / 4;
+    while (t->nstage - t->shead >= EXPORT_BATCH || (flush && t->nstage > t->shead)) {
+        size_t n = t->nstage - t->shead < EXPORT_BATCH ? t->nstage - t->shead : EXPORT_BATCH;
+        write_batch(t, t->stage + t->shead, n);
+        t->shead += n;
+        if (t->shead == t->nstage || clrmux_spans_pending() > hw)
+            stage_fill(t);
     }
     if (flush) {
-        write_batch(t);
         if (t->unflushed && t->out)
             fflush(t->out);
         t->unflushed = 0;
@@ -340,65 +587,104 @@ static void export_pending(struct tracer *t, int flush)
     struct clrmux_span_stats st;
     clrmux_spans_stats(&st);
     if (st.dropped > t->dropped_logged && (flush || st.dropped - t->dropped_logged >= 100000)) {
-        LOG_WARN("tracer: %llu span(s) dropped: the buffer (%zu spans) was full",
+        LOG_WARN("tracer: %llu span(s) dropped: the buffer (%zu spans) was full; their calls are still counted in "
+                 "the metrics (clrmux.method.*)",
                  (unsigned long long)(st.dropped - t->dropped_logged), t->buffer_spans);
         t->dropped_logged = st.dropped;
     }
 }
 
-static void add_ms(struct timespec *ts, long ms)
+/* One ExportMetricsServiceRequest with the cumulative totals: to the metrics file and/or
+ * the metrics endpoint. The ring is drained first (its spans are counted when drained). */
+static void export_metrics(struct tracer *t)
 {
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
+    if (!t->mout && !t->mhttp)
+        return;
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    struct clrmux_otlp_counter counters[3] = {
+        {"clrmux.tracer.spans.dropped", "Spans dropped because the span buffer was full", st.dropped},
+        {"clrmux.tracer.spans.unsampled", "Spans not recorded by head sampling (sample_ratio)", st.unsampled},
+        {"clrmux.tracer.spans.too_deep", "Spans not recorded: nesting deeper than the stack", st.too_deep},
+    };
+    struct clrmux_otlp_names names = names_of(t);
+    char *body = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&body, &len);
+    int rc = m ? clrmux_otlp_write_metrics(m, &t->res, t->start_ns, clrmux_now_ns(),
+                                           atomic_load_explicit(&t->nmethods, memory_order_acquire), &names, counters,
+                                           3)
+               : -1;
+    if (m && fclose(m) != 0)
+        rc = -1;
+    if (rc != 0 || !body || !len) {
+        free(body);
+        LOG_ERROR("tracer: cannot build the metrics: out of memory");
+        return;
     }
+    if (t->mout) {
+        if (fwrite(body, 1, len, t->mout) != len || fflush(t->mout) != 0) {
+            LOG_ERROR("tracer: writing %s failed: %s; metrics are no longer written to it", t->metrics_output,
+                      strerror(errno));
+            fclose(t->mout);
+            t->mout = NULL;
+        } else {
+            t->metric_lines++;
+        }
+    }
+    if (t->mhttp)
+        clrmux_http_enqueue(t->mhttp, body, len - 1, 0);
+    else
+        free(body);
 }
 
-static int before(const struct timespec *a, const struct timespec *b)
+/* At Shutdown: the queued span requests, then the metrics request, all within
+ * CLRMUX_HTTP_SHUTDOWN_MS (what is left unsent is dropped and counted). */
+static void finish_http(struct tracer *t)
 {
-    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+    int64_t t0 = clrmux_now_ns();
+    if (t->http)
+        clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
+    long left = CLRMUX_HTTP_SHUTDOWN_MS - (long)((clrmux_now_ns() - t0) / 1000000);
+    if (t->mhttp)
+        clrmux_http_finish(t->mhttp, left > 0 ? left : 1);
 }
 
-/* Drains the ring every POLL_MS (so that a burst does not overflow it between flushes) and
- * writes and flushes what it holds every flush_ms. */
+/* Waits on the span ring (woken at its high-water mark), drains it at least every POLL_MS,
+ * writes and flushes what it holds every flush_ms, exports the metrics every metrics_ms. */
 static void *export_thread(void *arg)
 {
     struct tracer *t = arg;
     const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
-    struct timespec flush_at, next, now;
-    clock_gettime(CLOCK_REALTIME, &flush_at);
-    add_ms(&flush_at, t->flush_ms);
-    pthread_mutex_lock(&t->ex_lock);
-    while (!t->ex_stop) {
-        clock_gettime(CLOCK_REALTIME, &now);
-        next = now;
-        /* no wait while requests are ready to send (the pump stopped at its budget) */
-        if (!t->http || !clrmux_http_ready(t->http))
-            add_ms(&next, poll);
-        while (!t->ex_stop && before(&now, &next)) { /* until the next poll or a stop */
-            pthread_cond_timedwait(&t->ex_cond, &t->ex_lock, &next);
-            clock_gettime(CLOCK_REALTIME, &now);
-        }
-        if (t->ex_stop)
-            break;
-        int flush = !before(&now, &flush_at);
-        if (flush) {
-            flush_at = now;
-            add_ms(&flush_at, t->flush_ms);
-        }
+    int64_t flush_at = clrmux_now_ns() + (int64_t)t->flush_ms * 1000000;
+    int64_t metrics_at = clrmux_now_ns() + (int64_t)t->metrics_ms * 1000000;
+    for (;;) {
+        pthread_mutex_lock(&t->ex_lock);
+        int stop = t->ex_stop;
         pthread_mutex_unlock(&t->ex_lock);
+        if (stop)
+            break;
+        /* no wait while requests are ready to send (the pump stopped at its budget) */
+        if (!(t->http && clrmux_http_ready(t->http)) && !(t->mhttp && clrmux_http_ready(t->mhttp)))
+            clrmux_spans_wait(poll);
+        int64_t now = clrmux_now_ns();
+        int flush = now >= flush_at;
+        if (flush)
+            flush_at = now + (int64_t)t->flush_ms * 1000000;
         export_pending(t, flush);
+        if (now >= metrics_at) {
+            metrics_at = now + (int64_t)t->metrics_ms * 1000000;
+            export_metrics(t);
+        }
         if (t->http) /* what is due, for at most a poll interval: then the ring is drained again */
             clrmux_http_pump(t->http, poll);
-        pthread_mutex_lock(&t->ex_lock);
+        if (t->mhttp)
+            clrmux_http_pump(t->mhttp, poll);
     }
-    pthread_mutex_unlock(&t->ex_lock);
-    /* Shutdown: the last spans, and the requests still queued, within a bounded time */
+    /* Shutdown: the last spans and metrics, and the requests still queued, within a bounded time */
     export_pending(t, 1);
-    if (t->http)
-        clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
+    export_metrics(t);
+    finish_http(t);
     return NULL;
 }
 
@@ -616,6 +902,20 @@ static void b_fnptr(clrmux_il_builder *b, void *fn)
     clrmux_il_b_op(b, CONV_I);
 }
 
+/* 1 when module mod is the assembly `name`. */
+static int module_is(struct tracer *t, ModuleID mod, const char *name)
+{
+    AssemblyID asm_id = 0;
+    WCHAR w[256];
+    ULONG len = 0;
+    char a[256];
+    if (FAILED(ICorProfilerInfo5_GetModuleInfo(t->info, mod, NULL, 0, NULL, NULL, &asm_id)) ||
+        FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, w, NULL, NULL)))
+        return 1; /* unknown: as if it were (no join) */
+    to_utf8(w, len, a, sizeof a);
+    return strcasecmp(a, name) == 0;
+}
+
 /* Rewrites method idx. Returns 0, or -1 with a reason in why. */
 static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx, ICorProfilerFunctionControl *fc,
                    char *why, size_t whylen)
@@ -673,8 +973,19 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
                  (unsigned)hr);
         goto out;
     }
-    /* new locals: int64 span slot, then the return value */
-    uint8_t types[1 + 512];
+    /* the Activity join: once DiagnosticSource is loaded, never in CoreLib or DiagnosticSource */
+    mdMemberRef get_current = 0, get_id = 0;
+    int join = 0;
+    if (atomic_load(&t->ds_loaded) && !module_is(t, mod, "System.Private.CoreLib") &&
+        !module_is(t, mod, CLRMUX_DIAGNOSTICSOURCE)) {
+        char jwhy[256];
+        if (clrmux_activity_refs(emit, imp, &get_current, &get_id, jwhy, sizeof jwhy) == 0)
+            join = 1;
+        else
+            LOG_WARN("tracer: %s: spans are not joined to Activity.Current: %s", t->methods[idx].name, jwhy);
+    }
+    /* new locals: int64 span slot, then the return value, then (join) a pinned string */
+    uint8_t types[1 + 512 + 2];
     size_t tlen = 1;
     uint32_t ntypes = 1;
     types[0] = CLRMUX_ELEMENT_TYPE_I8;
@@ -687,6 +998,11 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         tlen += ms.ret_len;
         ntypes++;
     }
+    if (join) {
+        types[tlen++] = 0x45; /* ELEMENT_TYPE_PINNED */
+        types[tlen++] = 0x0E; /* ELEMENT_TYPE_STRING */
+        ntypes++;
+    }
     size_t newsig_len = 0;
     uint32_t first_new = 0;
     if ((rc = clrmux_il_locals_append(lsig, lsig_len, types, tlen, ntypes, &newsig, &newsig_len, &first_new, err,
@@ -694,13 +1010,15 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         snprintf(why, whylen, "cannot extend its locals: %s", err);
         goto out;
     }
-    mdSignature local_tok = 0, sig_enter = 0, sig_void = 0;
+    mdSignature local_tok = 0, sig_enter = 0, sig_void = 0, sig_join = 0;
     /* unmanaged cdecl StandAloneMethodSigs: int64(int32) and void(int64) */
     static const uint8_t enter_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_I8, CLRMUX_ELEMENT_TYPE_I4};
     static const uint8_t void_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_VOID, CLRMUX_ELEMENT_TYPE_I8};
+    static const uint8_t join_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_VOID, 0x18 /* ELEMENT_TYPE_I */};
     if (FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, newsig, (ULONG)newsig_len, &local_tok)) ||
         FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, enter_sig, sizeof enter_sig, &sig_enter)) ||
-        FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, void_sig, sizeof void_sig, &sig_void))) {
+        FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, void_sig, sizeof void_sig, &sig_void)) ||
+        (join && FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, join_sig, sizeof join_sig, &sig_join)))) {
         snprintf(why, whylen, "GetTokenFromSig failed with HRESULT 0x%08X", (unsigned)hr);
         goto out;
     }
@@ -710,6 +1028,30 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     b_fnptr(&be, (void *)clrmux_span_enter);
     clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)sig_enter);
     clrmux_il_b_var(&be, CLRMUX_IL_STLOC, slot);
+    if (join) {
+        /* if (slot == 0) { var a = Activity.Current; if (a != null) { pinned string s = a.Id;
+         *                  join((native int)s); s = null; } } */
+        uint32_t pinned = first_new + (ms.returns_void ? 1 : 2);
+        uint32_t end = clrmux_il_b_label(&be), none = clrmux_il_b_label(&be);
+        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRTRUE_S, end);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALL, (uint32_t)get_current);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_DUP);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRFALSE_S, none);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLVIRT, (uint32_t)get_id);
+        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
+        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, pinned);
+        clrmux_il_b_op(&be, CONV_I);
+        b_fnptr(&be, (void *)clrmux_span_join);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)sig_join);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_LDNULL);
+        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BR_S, end);
+        clrmux_il_b_mark(&be, none);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_POP);
+        clrmux_il_b_mark(&be, end);
+        atomic_store(&t->methods[idx].joins, 1);
+    }
     /* exit: exit(slot) */
     clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, slot);
     b_fnptr(&bx, (void *)clrmux_span_exit);
@@ -765,37 +1107,113 @@ out:
 
 /* ---- exception names ----------------------------------------------------------------- */
 
-static uint32_t exception_name_id(struct tracer *t, ClassID cls)
+/* The thrown object's System.Exception._message as UTF-8 ("" when unknown): the field's
+ * offset comes from GetClassLayout of System.Exception (found by walking the thrown class's
+ * parents), the string's layout from GetStringLayout2. Under exc_lock. */
+static void exception_message(struct tracer *t, ObjectID obj, ClassID cls, char *out, size_t outsz)
+{
+    out[0] = 0;
+    if (!t->message_tried) {
+        t->message_tried = 1;
+        ClassID c = cls;
+        for (int depth = 0; c && depth < 32 && !t->exception_cls; depth++) {
+            ModuleID mod = 0;
+            mdTypeDef td = 0;
+            ClassID parent = 0;
+            if (FAILED(ICorProfilerInfo5_GetClassIDInfo2(t->info, c, &mod, &td, &parent, 0, NULL, NULL)))
+                break;
+            IUnknown *unk = NULL;
+            if (FAILED(ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk)) || !unk)
+                break;
+            IMetaDataImport2 *imp = (IMetaDataImport2 *)unk;
+            char name[160];
+            if (type_full_name(imp, td, name, sizeof name, 0) == 0 && strcmp(name, "System.Exception") == 0) {
+                WCHAR w[16];
+                mdFieldDef fd = 0;
+                to_utf16("_message", w, 16);
+                COR_FIELD_OFFSET offs[64];
+                ULONG n = 0, size = 0;
+                if (SUCCEEDED(IMetaDataImport2_FindField(imp, td, w, NULL, 0, &fd)) && fd &&
+                    SUCCEEDED(ICorProfilerInfo5_GetClassLayout(t->info, c, offs, 64, &n, &size)))
+                    for (ULONG k = 0; k < n && k < 64; k++)
+                        if (offs[k].ridOfField == fd || RidFromToken(offs[k].ridOfField) == RidFromToken(fd))
+                            t->message_offset = offs[k].ulOffset;
+                if (FAILED(ICorProfilerInfo5_GetStringLayout2(t->info, &t->str_len_off, &t->str_buf_off)))
+                    t->message_offset = 0;
+                t->exception_cls = c;
+            }
+            IUnknown_Release(unk);
+            c = parent;
+        }
+        if (!t->message_offset)
+            t->message_tried = 0 /* retry with the next exception */, t->exception_cls = 0;
+        if (!t->message_offset)
+            return;
+    }
+    if (!t->message_offset || !obj)
+        return;
+    uintptr_t str = 0;
+    memcpy(&str, (const void *)(obj + t->message_offset), sizeof str);
+    if (!str)
+        return;
+    int32_t len = 0;
+    memcpy(&len, (const void *)(str + t->str_len_off), sizeof len);
+    if (len <= 0)
+        return;
+    if (len > EXC_MSG_MAX)
+        len = EXC_MSG_MAX;
+    WCHAR w[EXC_MSG_MAX];
+    memcpy(w, (const void *)(str + t->str_buf_off), (size_t)len * sizeof(WCHAR));
+    to_utf8(w, (size_t)len, out, outsz);
+}
+
+/* The id of the (type name, message) pair of a thrown exception (1..MAX_EXC_NAMES), or 0. */
+static uint32_t exception_name_id(struct tracer *t, ObjectID obj, ClassID cls)
 {
     uint32_t id = 0;
+    char name[160] = "", msg[EXC_MSG_MAX];
     pthread_mutex_lock(&t->exc_lock);
     for (uint32_t i = 0; i < t->nexc_cache; i++)
         if (t->exc_cache[i].cls == cls) {
             id = t->exc_cache[i].id;
-            goto done;
+            snprintf(name, sizeof name, "%s", t->exc_names[id - 1]);
+            break;
         }
-    ModuleID mod = 0;
-    mdTypeDef td = 0;
-    if (FAILED(ICorProfilerInfo5_GetClassIDInfo(t->info, cls, &mod, &td)) || !td)
-        goto done;
-    IUnknown *unk = NULL;
-    if (FAILED(ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk)) || !unk)
-        goto done;
-    char name[160];
-    int ok = type_full_name((IMetaDataImport2 *)unk, td, name, sizeof name, 0) == 0;
-    IUnknown_Release(unk);
-    if (!ok)
-        goto done;
-    uint32_t n = atomic_load(&t->nexc);
-    for (uint32_t i = 0; i < n; i++)
-        if (strcmp(t->exc_names[i], name) == 0)
-            id = i + 1;
+    if (!name[0]) {
+        ModuleID mod = 0;
+        mdTypeDef td = 0;
+        if (FAILED(ICorProfilerInfo5_GetClassIDInfo(t->info, cls, &mod, &td)) || !td)
+            goto done;
+        IUnknown *unk = NULL;
+        if (FAILED(ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk)) || !unk)
+            goto done;
+        int ok = type_full_name((IMetaDataImport2 *)unk, td, name, sizeof name, 0) == 0;
+        IUnknown_Release(unk);
+        if (!ok)
+            goto done;
+    }
+    exception_message(t, obj, cls, msg, sizeof msg);
+    id = 0;
+    uint32_t n = atomic_load(&t->nexc), type_only = 0;
+    for (uint32_t i = 0; i < n && !id; i++)
+        if (strcmp(t->exc_names[i], name) == 0) {
+            if (strcmp(t->exc_msgs[i], msg) == 0)
+                id = i + 1;
+            else if (!t->exc_msgs[i][0])
+                type_only = i + 1;
+        }
     if (!id && n < MAX_EXC_NAMES) {
         snprintf(t->exc_names[n], sizeof t->exc_names[n], "%s", name);
+        snprintf(t->exc_msgs[n], sizeof t->exc_msgs[n], "%s", msg);
         atomic_store_explicit(&t->nexc, n + 1, memory_order_release);
         id = n + 1;
     }
-    if (id && t->nexc_cache < MAX_EXC_NAMES) {
+    if (!id)
+        id = type_only; /* the table is full: the type without its message, if known */
+    int cached = 0;
+    for (uint32_t i = 0; i < t->nexc_cache && !cached; i++)
+        cached = t->exc_cache[i].cls == cls;
+    if (id && !cached && t->nexc_cache < MAX_EXC_CACHE) {
         t->exc_cache[t->nexc_cache].cls = cls;
         t->exc_cache[t->nexc_cache].id = id;
         t->nexc_cache++;
@@ -839,6 +1257,11 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     if (clrmux_spans_init(t->buffer_spans) != 0)
         return E_OUTOFMEMORY;
+    clrmux_spans_set_sample_ratio(t->sample_ratio);
+    t->start_ns = clrmux_now_ns();
+    if (!strcmp(t->protocol, "http/protobuf") && t->endpoint[0])
+        LOG_WARN("tracer: OTLP protocol http/protobuf is not available in this build; http/json is used");
+    snprintf(t->protocol, sizeof t->protocol, "http/json");
     /* The rule: without endpoint, spans go to the file (`output`, or its default); with
      * endpoint, to the collector only, unless `output` is also set explicitly (then to both),
      * or libcurl cannot be loaded (then to the file, the explicit or the default one). */
@@ -852,21 +1275,35 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
                       err, t->output);
             t->output_set = 1;
         } else {
+            char bad[512];
+            if (clrmux_curl_set_headers(t->curl, "application/json", t->headers, bad, sizeof bad) > 0)
+                LOG_ERROR("tracer: OTLP headers: malformed member(s) skipped: %s", bad);
             struct clrmux_http_conf hc = {
                 .endpoint = t->endpoint,
                 .max_queue = CLRMUX_HTTP_QUEUE,
                 .max_attempts = CLRMUX_HTTP_ATTEMPTS,
                 .backoff_ms = CLRMUX_HTTP_BACKOFF_MS,
                 .backoff_max_ms = CLRMUX_HTTP_BACKOFF_MAX_MS,
-                .timeout_ms = CLRMUX_HTTP_TIMEOUT_MS,
+                .timeout_ms = t->timeout_ms,
                 .post = clrmux_curl_post,
                 .post_ctx = t->curl,
             };
             if (!(t->http = clrmux_http_new(&hc)))
                 return E_OUTOFMEMORY;
             snprintf(via, sizeof via, " (OTLP/HTTP JSON with %s)", loaded);
+            if (t->metrics_endpoint[0] &&
+                (t->mcurl = clrmux_curl_open(getenv("CLRMUX_LIBCURL"), t->metrics_endpoint, loaded, sizeof loaded, err,
+                                             sizeof err))) {
+                clrmux_curl_set_headers(t->mcurl, "application/json", t->headers, NULL, 0);
+                hc.endpoint = t->metrics_endpoint;
+                hc.post_ctx = t->mcurl;
+                t->mhttp = clrmux_http_new(&hc);
+            }
         }
     }
+    /* metrics go where spans go: the file unless only an endpoint is used */
+    if (t->metrics_output[0] && (!t->http || t->output_set) && !(t->mout = fopen(t->metrics_output, "a")))
+        LOG_ERROR("tracer: cannot open the metrics output %s: %s; no metrics file", t->metrics_output, strerror(errno));
     if (!t->http || t->output_set)
         t->out = fopen(t->output, "a");
     if ((!t->http || t->output_set) && !t->out) {
@@ -882,6 +1319,12 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         t->ex_started = 1;
     else
         LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
+    if (t->mout || t->mhttp)
+        LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown", t->mout ? t->metrics_output : "",
+                 t->mout && t->mhttp ? " and " : "", t->mhttp ? t->metrics_endpoint : "", t->metrics_ms);
+    if (t->sample_ratio < 1)
+        LOG_INFO("tracer: head sampling: %g of the root traces are recorded (parent-based under an Activity)",
+                 t->sample_ratio);
     if (!t->http)
         LOG_INFO("tracer: %d target(s), spans to %s (service.name %s)", t->ntargets, t->output, t->service);
     else if (!t->out)
@@ -890,6 +1333,35 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         LOG_INFO("tracer: %d target(s), spans to %s%s and to %s (service.name %s)", t->ntargets, t->endpoint, via,
                  t->output, t->service);
     return S_OK;
+}
+
+/* DiagnosticSource was loaded: the methods already rewritten without the Activity join are
+ * rewritten again (RequestReJIT, one request per module) so that their root spans join the
+ * Activities that can exist from now on. */
+static void rejit_for_join(struct tracer *t)
+{
+    uint32_t n = atomic_load_explicit(&t->nmethods, memory_order_acquire);
+    mdMethodDef *toks = calloc(n ? n : 1, sizeof *toks);
+    char *done = calloc(n ? n : 1, 1);
+    if (!toks || !done) {
+        free(toks), free(done);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (done[i] || atomic_load(&t->methods[i].joins))
+            continue;
+        ModuleID mod = t->methods[i].module;
+        ULONG k = 0;
+        for (uint32_t j = i; j < n; j++)
+            if (!done[j] && t->methods[j].module == mod && !atomic_load(&t->methods[j].joins)) {
+                done[j] = 1;
+                toks[k++] = t->methods[j].token;
+            }
+        LOG_DEBUG("tracer: %s loaded: %u method(s) rewritten again to join Activity.Current", CLRMUX_DIAGNOSTICSOURCE,
+                  (unsigned)k);
+        request_rejit(t, mod, toks, k, CLRMUX_DIAGNOSTICSOURCE);
+    }
+    free(toks), free(done);
 }
 
 static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *This, ModuleID mod, HRESULT status)
@@ -911,6 +1383,8 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, wname, NULL, NULL)))
         return S_OK;
     to_utf8(wname, len, assembly, sizeof assembly);
+    if (strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1))
+        rejit_for_join(t);
     if (!assembly_has_targets(t, assembly))
         return S_OK;
     IUnknown *unk = NULL;
@@ -1002,7 +1476,7 @@ static HRESULT STDMETHODCALLTYPE tr_ExceptionThrown(ICorProfilerCallback11 *This
     ClassID cls = 0;
     uint32_t id = 0;
     if (SUCCEEDED(ICorProfilerInfo5_GetClassFromObject(t->info, obj, &cls)) && cls)
-        id = exception_name_id(t, cls);
+        id = exception_name_id(t, obj, cls);
     clrmux_span_set_pending_exception(id);
     return S_OK;
 }
@@ -1015,18 +1489,22 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     if (t->ex_started) {
         pthread_mutex_lock(&t->ex_lock);
         t->ex_stop = 1;
-        pthread_cond_broadcast(&t->ex_cond);
         pthread_mutex_unlock(&t->ex_lock);
+        clrmux_spans_wake();
         pthread_join(t->ex_thread, NULL); /* it wrote the last spans and sent the last requests */
     } else {
         export_pending(t, 1);
-        if (t->http)
-            clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
+        export_metrics(t);
+        finish_http(t);
     }
     int to_file = t->out != NULL;
     if (t->out) {
         fclose(t->out);
         t->out = NULL;
+    }
+    if (t->mout) {
+        fclose(t->mout);
+        t->mout = NULL;
     }
     if (t->rj_started) {
         pthread_mutex_lock(&t->rj_lock);
@@ -1051,10 +1529,11 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         snprintf(dest + n, sizeof dest - (size_t)n, "%llu span(s) queued for %s in %llu request(s)",
                  (unsigned long long)t->queued, t->endpoint, (unsigned long long)t->requests);
     LOG_INFO("tracer: %u method(s) rewritten (%llu us each on average), %u skipped; %s, %llu dropped (buffer full), "
-             "%llu not recorded (nesting deeper than %d)",
+             "%llu not recorded (nesting deeper than %d), %llu not sampled; every call counted in %llu metrics line(s)",
              nrw, (unsigned long long)(nrw ? atomic_load(&t->rewrite_ns) / nrw / 1000 : 0),
              (unsigned)atomic_load(&t->skipped), dest, (unsigned long long)st.dropped,
-             (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH);
+             (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH, (unsigned long long)st.unsampled,
+             (unsigned long long)t->metric_lines);
     return S_OK;
 }
 
@@ -1104,11 +1583,14 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     t->methods = calloc(MAX_METHODS, sizeof *t->methods);
     t->slots = calloc(METHOD_SLOTS, sizeof *t->slots);
     t->exc_names = calloc(MAX_EXC_NAMES, sizeof *t->exc_names);
-    t->batch = calloc(EXPORT_BATCH, sizeof *t->batch);
-    if (!t->methods || !t->slots || !t->exc_names || !t->batch || configure(t, cc, cfg_path, cfg_dir) != 0) {
+    t->exc_msgs = calloc(MAX_EXC_NAMES, sizeof *t->exc_msgs);
+    t->tnames = calloc(THREAD_NAMES, sizeof *t->tnames);
+    if (!t->methods || !t->slots || !t->exc_names || !t->exc_msgs || !t->tnames || configure(t, cc, cfg_path, cfg_dir) != 0 ||
+        !(t->stage = calloc((t->stage_cap = t->buffer_spans), sizeof *t->stage))) {
         LOG_ERROR("child '%s': tracer setup failed; child skipped", cc->name);
         atomic_store(&the_tracer, NULL);
-        free(t->methods), free(t->slots), free(t->exc_names), free(t->batch), free(t->targets);
+        free(t->methods), free(t->slots), free(t->exc_names), free(t->exc_msgs), free(t->tnames), free(t->stage);
+        free(t->targets);
         free((void *)t->target_hits);
         free(t);
         return NULL;

@@ -1,0 +1,110 @@
+// A service with its own OpenTelemetry telemetry, for clrmux's Activity join tests
+// (tests/clr/otel.sh). clrmux traces OtelApp.Work::Handle and OtelApp.Work::Inner.
+//   otelapp activity   ActivitySource spans (OpenTelemetry SDK) around traced calls:
+//                      "request-1" and "request-2" (sampled) each call Handle(n) -> Inner(n);
+//                      Handle(3) is called with no Activity; "request-unsampled" is created
+//                      but not recorded (RecordOnly sampler decision: trace flags 00).
+//   otelapp aspnet     an ASP.NET Core app on 127.0.0.1 (in-process) and an HttpClient: three
+//                      requests GET /work/{n}, whose handler calls Handle(n).
+//   otelapp bench N    N calls of Handle, Inner with no Activity (for bench/otel.sh).
+// Every SDK span that ends is printed as "SDKSPAN <trace id> <span id> <parent span id>
+// <name> <recorded>"; the last line is "done".
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+using OpenTelemetry;
+using OpenTelemetry.Trace;
+
+namespace OtelApp;
+
+public static class Work
+{
+    public static long Sink;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Handle(int n) => Inner(n) + 1;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Inner(int n)
+    {
+        Sink += n;
+        return n * 2;
+    }
+}
+
+sealed class PrintProcessor : BaseProcessor<Activity>
+{
+    public readonly List<string> Lines = new();
+    public override void OnEnd(Activity a)
+    {
+        lock (Lines)
+            Lines.Add($"SDKSPAN {a.TraceId} {a.SpanId} {(a.ParentSpanId == default ? "-" : a.ParentSpanId.ToString())} {a.DisplayName.Replace(' ', '_')} {a.Recorded}");
+    }
+}
+
+sealed class TestSampler : Sampler
+{
+    public override SamplingResult ShouldSample(in SamplingParameters p) =>
+        new SamplingResult(p.Name == "request-unsampled" ? SamplingDecision.RecordOnly : SamplingDecision.RecordAndSample);
+}
+
+public static class Program
+{
+    static readonly ActivitySource Source = new("OtelApp");
+
+    public static int Main(string[] args)
+    {
+        string mode = args.Length > 0 ? args[0] : "activity";
+        if (mode == "bench")
+            return Bench(args.Length > 1 ? int.Parse(args[1]) : 1000000);
+        var printer = new PrintProcessor();
+        if (mode == "activity")
+        {
+            using (var provider = Sdk.CreateTracerProviderBuilder().AddSource("OtelApp").SetSampler(new TestSampler())
+                       .AddProcessor(printer).Build())
+            {
+                for (int i = 1; i <= 2; i++)
+                    using (Source.StartActivity("request-" + i))
+                        Console.WriteLine("handle " + Work.Handle(i));
+                Console.WriteLine("handle " + Work.Handle(3));
+                using (Source.StartActivity("request-unsampled"))
+                    Console.WriteLine("handle " + Work.Handle(4));
+            }
+        }
+        else
+        {
+            AspNet(printer).GetAwaiter().GetResult();
+        }
+        foreach (var l in printer.Lines)
+            Console.WriteLine(l);
+        Console.WriteLine("done");
+        return 0;
+    }
+
+    static async Task AspNet(PrintProcessor printer)
+    {
+        using var provider = Sdk.CreateTracerProviderBuilder().AddSource("Microsoft.AspNetCore", "System.Net.Http")
+            .SetSampler(new AlwaysOnSampler()).AddProcessor(printer).Build();
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.Logging.ClearProviders();
+        builder.WebHost.UseUrls("http://127.0.0.1:0");
+        var app = builder.Build();
+        app.MapGet("/work/{n:int}", (int n) => "handled " + Work.Handle(n));
+        await app.StartAsync();
+        string url = app.Urls.First();
+        using (var client = new HttpClient())
+            for (int n = 1; n <= 3; n++)
+                Console.WriteLine(await client.GetStringAsync(url + "/work/" + n));
+        await app.StopAsync();
+    }
+
+    static int Bench(int n)
+    {
+        var sw = Stopwatch.StartNew();
+        long s = 0;
+        for (int i = 0; i < n; i++)
+            s += Work.Handle(i);
+        sw.Stop();
+        Console.WriteLine($"calls {n} ns_per_call {sw.Elapsed.TotalMilliseconds * 1e6 / n:F1} sum {s}");
+        return 0;
+    }
+}
