@@ -150,6 +150,7 @@ test: all unit tsan fuzz-quick
 	@tests/clr/tracer.sh
 	@tests/clr/compose.sh
 	@tests/clr/detach.sh
+	@tests/clr/otel.sh
 	@tests/clr/profiler.sh
 	@tests/clr/hardening.sh
 

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Real-runtime tests of the tracer's OpenTelemetry integration (issue 11 items 1, 2, 4 and
+# the OTEL_* environment): tests/clr/otelapps/otelapp (OpenTelemetry SDK 1.20, ActivitySource,
+# ASP.NET Core + HttpClient in-process) runs under clrmux tracing OtelApp.Work::Handle/Inner.
+# Checks: clrmux's spans join the Activity's trace (one tree per request with the SDK's
+# spans), an unrecorded Activity suppresses them (parent-based) while the metrics still count
+# the calls, sample_ratio, metrics equal exact call counts under a load that drops spans,
+# OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES / OTEL_EXPORTER_OTLP_ENDPOINT / _HEADERS on a
+# loopback collector. Prints "otel: N passed, N failed". Without dotnet: a loud skip (CI: fail).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+
+if ! command -v dotnet >/dev/null 2>&1; then
+    echo "## dotnet is not on PATH: the OpenTelemetry real-runtime tests did NOT run ##"
+    [ "${CI:-}" = "true" ] && exit 1
+    exit 0
+fi
+LIB="$ROOT/build/libclrmux.so"
+[ -f "$LIB" ] || { echo "otel: $LIB is missing (run make all)"; exit 1; }
+APP=build/clr/otelapp/otelapp.dll
+SRC=tests/clr/otelapps/otelapp
+if [ ! -f "$APP" ] || [ -n "$(find "$SRC" -newer "$APP" -type f -print -quit)" ]; then
+    if ! dotnet build "$SRC/otelapp.csproj" -c Release -o build/clr/otelapp \
+        -p:BaseIntermediateOutputPath="$ROOT/build/clr/obj/otelapp/" --disable-build-servers -nodeReuse:false \
+        -p:UseSharedCompilation=false -v:minimal -clp:NoSummary >build/clr/otelapp-build.log 2>&1; then
+        cat build/clr/otelapp-build.log
+        echo "otel: building $SRC failed (OpenTelemetry 1.20.1 from the NuGet source)"
+        exit 1
+    fi
+fi
+
+CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-otel.XXXXXX")
+SRV_PID=
+trap '[ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+PASS=0
+FAIL=0
+ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2"; }
+
+run() { # run TAG CONF ARGS... (env from RUN_ENV)
+    local tag=$1 conf=$2
+    shift 2
+    env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$conf" \
+        CLRMUX_LOG_FILE="$WORK/$tag.log" "${RUN_ENV[@]}" dotnet "$APP" "$@" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+    echo $? >"$WORK/$tag.rc"
+}
+conf() { # conf NAME [extra lines]: a tracer config in $WORK/NAME/
+    mkdir -p "$WORK/$1"
+    { printf '[child tracer]\nbuiltin = tracer\noutput = spans.otlp.jsonl\nmetrics_output = metrics.otlp.jsonl\n'
+      printf 'trace = otelapp!OtelApp.Work::Handle\ntrace = otelapp!OtelApp.Work::Inner\n'
+      printf '%s\n' "${@:2}"; } >"$WORK/$1/$1.conf"
+    echo "$WORK/$1/$1.conf"
+}
+RUN_ENV=()
+
+# check.py SPANS METRICS APPOUT MODE: the join, tree and metrics checks, one line per check
+cat >"$WORK/check.py" <<'PYEOF'
+import collections, json, os, sys
+spans_path, metrics_path, out_path, mode = sys.argv[1:5]
+res = []
+def check(desc, cond, detail=""):
+    res.append(("ok   - " if cond else "FAIL - ") + desc + ("" if cond or not detail else "\n       " + str(detail)[:700]))
+spans = []
+if os.path.exists(spans_path):
+    for line in open(spans_path):
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                spans += ss["spans"]
+sdk = []
+for line in open(out_path):
+    if line.startswith("SDKSPAN "):
+        _, tid, sid, parent, name, rec = line.split()
+        sdk.append(dict(traceId=tid, spanId=sid, parentSpanId=None if parent == "-" else parent, name=name, recorded=rec == "True"))
+calls = {}
+for line in open(metrics_path):
+    for rm in json.loads(line)["resourceMetrics"]:
+        for sm in rm["scopeMetrics"]:
+            for m in sm["metrics"]:
+                if m["name"] == "clrmux.method.calls":
+                    calls = {dp["attributes"][0]["value"]["stringValue"]: int(dp["asInt"]) for dp in m["sum"]["dataPoints"]}
+byid = {s["spanId"]: s for s in spans}
+sdkid = {s["spanId"]: s for s in sdk}
+def chain(s):  # names from s up to the root, across both sources
+    names = []
+    while s is not None and len(names) < 16:
+        names.append(s["name"])
+        p = s.get("parentSpanId")
+        s = byid.get(p) or sdkid.get(p) if p else None
+    return names
+handles = [s for s in spans if s["name"] == "OtelApp.Work.Handle"]
+inners = [s for s in spans if s["name"] == "OtelApp.Work.Inner"]
+check("Inner is a child of Handle in Handle's trace (%d pairs)" % len(inners),
+      inners and all(byid.get(i.get("parentSpanId"), {}).get("name") == "OtelApp.Work.Handle"
+                     and byid[i["parentSpanId"]]["traceId"] == i["traceId"] for i in inners), inners[:2])
+if mode == "activity":
+    reqs = {s["name"]: s for s in sdk}
+    joined = [h for h in handles if h.get("parentSpanId") in sdkid]
+    want = [(reqs[r]["traceId"], reqs[r]["spanId"]) for r in ("request-1", "request-2") if r in reqs]
+    check("Handle under request-1 and request-2 takes each Activity's trace id and has its span id as parent",
+          sorted((h["traceId"], h["parentSpanId"]) for h in joined) == sorted(want) and len(want) == 2,
+          [(h["traceId"], h.get("parentSpanId")) for h in handles])
+    free = [h for h in handles if "parentSpanId" not in h]
+    check("Handle(3), called with no Activity, is a root span of a new trace",
+          len(free) == 1 and free[0]["traceId"] not in {s["traceId"] for s in sdk}, free)
+    check("the unrecorded Activity (request-unsampled, flags 00): no clrmux span in its trace (parent-based)",
+          "request-unsampled" in reqs and not [s for s in spans if s["traceId"] == reqs["request-unsampled"]["traceId"]])
+    check("exactly 3 Handle and 3 Inner spans", len(handles) == 3 and len(inners) == 3, len(spans))
+    check("metrics count every call, the unsampled ones too: Handle 4, Inner 4 (%s)" % calls,
+          calls.get("OtelApp.Work.Handle") == 4 and calls.get("OtelApp.Work.Inner") == 4)
+else:
+    trees = [chain(i) for i in inners]
+    want = ["OtelApp.Work.Inner", "OtelApp.Work.Handle", "Microsoft.AspNetCore.Hosting.HttpRequestIn", "GET"]
+    check("each of the 3 requests is one tree: HttpClient GET -> ASP.NET Core HttpRequestIn -> Handle -> Inner",
+          len(trees) == 3 and all(t == want for t in trees), trees)
+    check("one trace per request (3 distinct trace ids, shared by the SDK's and clrmux's spans)",
+          len({i["traceId"] for i in inners}) == 3 and {i["traceId"] for i in inners} == {s["traceId"] for s in sdk})
+print("\n".join(res))
+PYEOF
+
+# ---- 1. Activity join with the OpenTelemetry SDK ------------------------------------------
+C=$(conf act)
+run act "$C" activity
+if [ "$(cat "$WORK/act.rc")" = 0 ] && [ "$(tail -1 "$WORK/act.out")" = done ]; then ok "otelapp (OpenTelemetry SDK, ActivitySource) runs under clrmux"
+else bad "otelapp runs under clrmux" "$(tail -5 "$WORK/act.out" "$WORK/act.err")"; fi
+out=$(python3 "$WORK/check.py" "$WORK/act/spans.otlp.jsonl" "$WORK/act/metrics.otlp.jsonl" "$WORK/act.out" activity 2>&1)
+echo "$out"
+PASS=$((PASS + $(grep -c '^ok' <<<"$out"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$out") + $(grep -c Traceback <<<"$out")))
+
+# ---- 2. ASP.NET Core request handled in-process, HttpClient ---------------------------------
+C=$(conf web)
+run web "$C" aspnet
+if [ "$(cat "$WORK/web.rc")" = 0 ] && [ "$(tail -1 "$WORK/web.out")" = done ] && grep -q "^handled 7$" "$WORK/web.out"; then
+    ok "otelapp aspnet (ASP.NET Core on 127.0.0.1, HttpClient) runs under clrmux"
+else bad "otelapp aspnet runs" "$(tail -5 "$WORK/web.out" "$WORK/web.err")"; fi
+out=$(python3 "$WORK/check.py" "$WORK/web/spans.otlp.jsonl" "$WORK/web/metrics.otlp.jsonl" "$WORK/web.out" aspnet 2>&1)
+echo "$out"
+PASS=$((PASS + $(grep -c '^ok' <<<"$out"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$out") + $(grep -c Traceback <<<"$out")))
+
+# ---- 3. nothing uncounted: a tiny buffer drops spans, the metrics count every call ----------
+C=$(conf drop "buffer_spans = 16" "flush_interval_ms = 1000")
+run drop "$C" bench 200000
+got=$(python3 - "$WORK/drop/metrics.otlp.jsonl" "$WORK/drop/spans.otlp.jsonl" <<'PYEOF'
+import json, sys
+last = [json.loads(l) for l in open(sys.argv[1])][-1]
+m = {x["name"]: x for x in last["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]}
+calls = {dp["attributes"][0]["value"]["stringValue"]: int(dp["asInt"]) for dp in m["clrmux.method.calls"]["sum"]["dataPoints"]}
+hist = {dp["attributes"][0]["value"]["stringValue"]: int(dp["count"]) if int(dp["count"]) == sum(map(int, dp["bucketCounts"])) else -1 for dp in m["clrmux.method.duration"]["histogram"]["dataPoints"]}
+dropped = int(m["clrmux.tracer.spans.dropped"]["sum"]["dataPoints"][0]["asInt"])
+n = sum(len(ss["spans"]) for l in open(sys.argv[2]) for rs in json.loads(l)["resourceSpans"] for ss in rs["scopeSpans"])
+print(calls.get("OtelApp.Work.Handle"), calls.get("OtelApp.Work.Inner"), hist.get("OtelApp.Work.Handle"), dropped, n)
+PYEOF
+)
+read -r ch ci hh dr ns <<<"$got"
+if [ "$ch" = 200000 ] && [ "$ci" = 200000 ] && [ "$hh" = 200000 ] && [ "${dr:-0}" -gt 0 ] && [ $((ns + dr)) = 400000 ] \
+    && grep -q "span(s) dropped: the buffer (16 spans) was full; their calls are still counted" "$WORK/drop.log"; then
+    ok "a 16-span buffer under 400000 calls: $dr spans dropped (logged, clrmux.tracer.spans.dropped), $ns written, clrmux.method.calls exact (Handle $ch, Inner $ci; histogram count = sum of its buckets = $hh)"
+else bad "metrics equal exact call counts under drops" "$got; $(grep -i tracer "$WORK/drop.log" | tail -3)"; fi
+
+# ---- 4. head sampling ---------------------------------------------------------------------
+C=$(conf samp "sample_ratio = 0.1")
+run samp "$C" bench 20000
+got=$(python3 - "$WORK/samp/spans.otlp.jsonl" <<'PYEOF'
+import collections, json, sys
+c = collections.Counter()
+for l in open(sys.argv[1]):
+    for rs in json.loads(l)["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                c[s["name"]] += 1
+print(c["OtelApp.Work.Handle"], c["OtelApp.Work.Inner"])
+PYEOF
+)
+read -r sh si <<<"$got"
+if [ -n "$sh" ] && [ "$sh" = "$si" ] && [ "$sh" -ge 1600 ] && [ "$sh" -le 2400 ] \
+    && grep -q "head sampling: 0.1 of the root traces are recorded" "$WORK/samp.log"; then
+    ok "sample_ratio = 0.1: $sh of 20000 traces recorded, each whole (Handle $sh = Inner $si)"
+else bad "sample_ratio = 0.1" "$got; $(grep -i sampl "$WORK/samp.log")"; fi
+
+# ---- 5. OTEL_* environment: service name, resource, endpoint, headers ----------------------
+cat >"$WORK/collector.py" <<'PYEOF'
+import http.server, json, os, sys, threading
+out, portfile = sys.argv[1], sys.argv[2]
+lock = threading.Lock()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with lock, open(out, "a") as f:
+            f.write(json.dumps({"path": self.path, "type": self.headers.get("Content-Type"),
+                                "auth": self.headers.get("Authorization"), "tenant": self.headers.get("X-Tenant"),
+                                "body": body.decode("utf-8", "replace")}) + "\n")
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+srv.daemon_threads = True
+t = threading.Timer(120, os._exit, args=(3,)); t.daemon = True; t.start()
+open(portfile + ".tmp", "w").write(str(srv.server_address[1])); os.rename(portfile + ".tmp", portfile)
+srv.serve_forever()
+PYEOF
+python3 "$WORK/collector.py" "$WORK/posts.jsonl" "$WORK/port" &
+SRV_PID=$!
+for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
+PORT=$(cat "$WORK/port" 2>/dev/null)
+mkdir -p "$WORK/env"
+printf '[child tracer]\nbuiltin = tracer\ntrace = otelapp!OtelApp.Work::Handle\n' >"$WORK/env/env.conf"
+RUN_ENV=(no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 OTEL_SERVICE_NAME=orders
+    "OTEL_RESOURCE_ATTRIBUTES=service.name=ignored,service.version=1.2.3,deployment.environment.name=test%20env"
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$PORT/"
+    "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20s3cret,X-Tenant=acme" OTEL_EXPORTER_OTLP_TIMEOUT=4000)
+run env "$WORK/env/env.conf" activity
+RUN_ENV=()
+got=$(python3 - "$WORK/posts.jsonl" <<'PYEOF'
+import json, sys
+paths, heads, attrs, n = set(), set(), {}, 0
+for r in map(json.loads, open(sys.argv[1])):
+    paths.add(r["path"]); heads.add((r["type"], r["auth"], r["tenant"]))
+    b = json.loads(r["body"])
+    for rs in b.get("resourceSpans", []) + b.get("resourceMetrics", []):
+        attrs.update({a["key"]: list(a["value"].values())[0] for a in rs["resource"]["attributes"]})
+        n += sum(len(ss["spans"]) for ss in rs.get("scopeSpans", []))
+print(sorted(paths), sorted(heads), n)
+for k in ("service.name", "service.version", "deployment.environment.name", "process.pid", "process.executable.name", "host.name", "telemetry.sdk.name", "telemetry.sdk.language", "telemetry.sdk.version"):
+    print(k, attrs.get(k))
+PYEOF
+)
+if grep -q "^\['/v1/metrics', '/v1/traces'\] \[('application/json', 'Bearer s3cret', 'acme')\] 3$" <<<"$got" \
+    && grep -q "^service.name orders$" <<<"$got" && grep -q "^service.version 1.2.3$" <<<"$got" \
+    && grep -q "^deployment.environment.name test env$" <<<"$got" && grep -q "^process.pid [0-9]" <<<"$got" \
+    && grep -q "^process.executable.name dotnet$" <<<"$got" && grep -q "^host.name $(hostname)$" <<<"$got" \
+    && grep -q "^telemetry.sdk.name clrmux$" <<<"$got" && ! ls "$WORK"/env/traces-* >/dev/null 2>&1; then
+    ok "OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES (percent-decoded), OTEL_EXPORTER_OTLP_ENDPOINT (+/v1/traces, /v1/metrics), _HEADERS sent; resource per semantic conventions"
+else bad "OTEL_* environment" "$got"; fi
+kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; SRV_PID=
+
+echo
+echo "otel: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
