@@ -10,6 +10,7 @@
 #   5. profiler: throughput, ops per CPU-second, CPU share and peak RSS with/without (bench/profiler.sh)
 #   6. sampler: no profiler vs suspend vs signal sampler vs dotnet-trace's SampleProfiler beside
 #      200 blocked threads: throughput, longest gaps, delivered samples (bench/sampler.sh)
+#   7. otel: ns per traced call with/without Activity.Current, sample_ratio 1.0 vs 0.01 (bench/otel.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -81,6 +82,10 @@ echo
 
 echo "== 6. samplers side by side: none, suspend, signal, dotnet-trace (bench/sampler.sh)"
 bench/sampler.sh
+echo
+
+echo "== 7. traced calls with/without a current Activity, sampling 1.0 / 0.01 (bench/otel.sh)"
+bench/otel.sh
 echo
 
 # ---- summary ----------------------------------------------------------------------------------

@@ -87,6 +87,7 @@ struct tracer {
     size_t buffer_spans;
     long flush_ms;
     double sample_ratio;
+    int join_activity;   /* join_activity = true (default) */
     char protocol[16];   /* http/json (http/protobuf is read and falls back to it) */
     char headers[4096];  /* OTEL_EXPORTER_OTLP_HEADERS */
     long timeout_ms;
@@ -331,6 +332,7 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->flush_ms = 1000;
     t->metrics_ms = METRICS_MS_DEFAULT;
     t->sample_ratio = 1.0;
+    t->join_activity = 1;
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
     snprintf(t->protocol, sizeof t->protocol, "http/json");
     otel_env(t);
@@ -396,6 +398,14 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
                           kv->line, cc->name, kv->value);
             else
                 snprintf(t->protocol, sizeof t->protocol, "%s", kv->value);
+        } else if (strcmp(kv->key, "join_activity") == 0) {
+            if (!strcasecmp(kv->value, "true") || !strcmp(kv->value, "1"))
+                t->join_activity = 1;
+            else if (!strcasecmp(kv->value, "false") || !strcmp(kv->value, "0"))
+                t->join_activity = 0;
+            else
+                LOG_ERROR("%s:%d: [child %s]: join_activity = '%s' is not true or false; default kept", file, kv->line,
+                          cc->name, kv->value);
         } else if (strcmp(kv->key, "headers") == 0) {
             snprintf(t->headers, sizeof t->headers, "%s", kv->value);
         } else if (strcmp(kv->key, "buffer_spans") == 0 || strcmp(kv->key, "flush_interval_ms") == 0) {
@@ -976,7 +986,7 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     /* the Activity join: once DiagnosticSource is loaded, never in CoreLib or DiagnosticSource */
     mdMemberRef get_current = 0, get_id = 0;
     int join = 0;
-    if (atomic_load(&t->ds_loaded) && !module_is(t, mod, "System.Private.CoreLib") &&
+    if (t->join_activity && atomic_load(&t->ds_loaded) && !module_is(t, mod, "System.Private.CoreLib") &&
         !module_is(t, mod, CLRMUX_DIAGNOSTICSOURCE)) {
         char jwhy[256];
         if (clrmux_activity_refs(emit, imp, &get_current, &get_id, jwhy, sizeof jwhy) == 0)
@@ -1383,7 +1393,7 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, wname, NULL, NULL)))
         return S_OK;
     to_utf8(wname, len, assembly, sizeof assembly);
-    if (strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1))
+    if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1))
         rejit_for_join(t);
     if (!assembly_has_targets(t, assembly))
         return S_OK;

@@ -6,7 +6,9 @@
 //                      but not recorded (RecordOnly sampler decision: trace flags 00).
 //   otelapp aspnet     an ASP.NET Core app on 127.0.0.1 (in-process) and an HttpClient: three
 //                      requests GET /work/{n}, whose handler calls Handle(n).
-//   otelapp bench N    N calls of Handle, Inner with no Activity (for bench/otel.sh).
+//   otelapp bench N [activity|unrecorded]   N calls of Handle (each calling Inner) with no
+//                      Activity, inside one recorded Activity, or inside one that is not
+//                      recorded (bench/otel.sh).
 // Every SDK span that ends is printed as "SDKSPAN <trace id> <span id> <parent span id>
 // <name> <recorded>"; the last line is "done".
 using System.Diagnostics;
@@ -55,7 +57,7 @@ public static class Program
     {
         string mode = args.Length > 0 ? args[0] : "activity";
         if (mode == "bench")
-            return Bench(args.Length > 1 ? int.Parse(args[1]) : 1000000);
+            return Bench(args.Length > 1 ? int.Parse(args[1]) : 1000000, args.Length > 2 ? args[2] : "none");
         var printer = new PrintProcessor();
         if (mode == "activity")
         {
@@ -97,14 +99,44 @@ public static class Program
         await app.StopAsync();
     }
 
-    static int Bench(int n)
+    static int Bench(int n, string activity)
     {
+        using var provider = Sdk.CreateTracerProviderBuilder().AddSource("OtelApp").SetSampler(new TestSampler()).Build();
+        Activity a = activity == "activity" ? Source.StartActivity("request-bench")
+                   : activity == "unrecorded" ? Source.StartActivity("request-unsampled") : null;
+        long s = 0;
+        for (int round = 0; round < 4; round++) // warm-up: let tiering install the optimized code
+        {
+            for (int i = 0; i < 1000; i++)
+                s += Work.Handle(i);
+            Thread.Sleep(150);
+        }
+        // the thread's own CPU time: a loaded machine's scheduling does not count
+        long c0 = ThreadCpuNs();
         var sw = Stopwatch.StartNew();
+        s += Loop(n);
+        sw.Stop();
+        long c1 = ThreadCpuNs();
+        a?.Dispose();
+        Console.WriteLine($"calls {n} ns_per_call {(c1 - c0) / (double)n:F1} wall_ns_per_call {sw.Elapsed.TotalMilliseconds * 1e6 / n:F1} sum {s}");
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.AggressiveOptimization | MethodImplOptions.NoInlining)]
+    static long Loop(int n)
+    {
         long s = 0;
         for (int i = 0; i < n; i++)
             s += Work.Handle(i);
-        sw.Stop();
-        Console.WriteLine($"calls {n} ns_per_call {sw.Elapsed.TotalMilliseconds * 1e6 / n:F1} sum {s}");
-        return 0;
+        return s;
+    }
+
+    struct Timespec { public long Sec, Nsec; }
+    [System.Runtime.InteropServices.DllImport("libc", EntryPoint = "clock_gettime")]
+    static extern int ClockGettime(int clock, out Timespec ts);
+    static long ThreadCpuNs()
+    {
+        ClockGettime(3 /* CLOCK_THREAD_CPUTIME_ID */, out var ts);
+        return ts.Sec * 1000000000L + ts.Nsec;
     }
 }
