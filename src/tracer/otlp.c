@@ -344,10 +344,9 @@ int clrmux_otlp_write_metrics(FILE *f, const struct clrmux_resource *res, int64_
     if (!m)
         return -1;
     size_t used = 0;
-    for (uint32_t i = 0; i < nmethods; i++) {
-        clrmux_method_metrics_get(i, &m[i]);
+    clrmux_metrics_snapshot(m, nmethods);
+    for (uint32_t i = 0; i < nmethods; i++)
         used += m[i].calls != 0;
-    }
     fputs("{\"resourceMetrics\":[{\"resource\":", f);
     clrmux_resource_write_json(f, res);
     fputs(",\"scopeMetrics\":[{\"scope\":{\"name\":\"clrmux\",\"version\":\"" CLRMUX_VERSION "\"},\"metrics\":[", f);

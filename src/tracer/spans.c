@@ -170,6 +170,8 @@ static const uint64_t hist_bounds_ns[CLRMUX_HIST_BOUNDS] = {
     1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000, 10000000, 50000000, 100000000, 500000000,
     1000000000, 5000000000, 10000000000};
 
+static uint64_t hist_bounds_ticks[CLRMUX_HIST_BOUNDS]; /* hist_bounds_ns in ticks (set at init) */
+
 static void account(uint32_t method, uint64_t dur_ns, int error)
 {
     if (!metrics || method >= CLRMUX_SPAN_MAX_METHODS)
@@ -186,6 +188,27 @@ static void account(uint32_t method, uint64_t dur_ns, int error)
         atomic_fetch_add_explicit(&m->errors, 1, memory_order_relaxed);
 }
 
+static void threads_add_metrics(struct clrmux_method_metrics *out, uint32_t first, uint32_t n);
+
+void clrmux_metrics_snapshot(struct clrmux_method_metrics *out, uint32_t n)
+{
+    memset(out, 0, (size_t)n * sizeof *out);
+    if (!metrics)
+        return;
+    if (n > CLRMUX_SPAN_MAX_METHODS)
+        n = CLRMUX_SPAN_MAX_METHODS;
+    for (uint32_t i = 0; i < n; i++) {
+        struct mcounters *m = &metrics[i];
+        out[i].calls = atomic_load_explicit(&m->calls, memory_order_relaxed);
+        out[i].errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
+        out[i].count = atomic_load_explicit(&m->count, memory_order_relaxed);
+        out[i].sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
+        for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
+            out[i].buckets[b] = atomic_load_explicit(&m->buckets[b], memory_order_relaxed);
+    }
+    threads_add_metrics(out, 0, n);
+}
+
 void clrmux_method_metrics_get(uint32_t method, struct clrmux_method_metrics *out)
 {
     memset(out, 0, sizeof *out);
@@ -198,6 +221,7 @@ void clrmux_method_metrics_get(uint32_t method, struct clrmux_method_metrics *ou
     out->sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
     for (int i = 0; i <= CLRMUX_HIST_BOUNDS; i++)
         out->buckets[i] = atomic_load_explicit(&m->buckets[i], memory_order_relaxed);
+    threads_add_metrics(out, method, 1);
 }
 
 void clrmux_spans_set_sample_ratio(double ratio)
@@ -238,6 +262,9 @@ void clrmux_spans_wait(long timeout_ms)
     atomic_store(&sleeping, 0);
 }
 
+static void threads_reset_metrics(void);
+static uint64_t threads_unsampled(void);
+
 int clrmux_spans_init(size_t capacity)
 {
     clrmux_spans_fini();
@@ -269,6 +296,9 @@ int clrmux_spans_init(size_t capacity)
     ns_per_tick = (double)(cal_at(cal.n - 1)->ns - cal_at(0)->ns) / (double)(cal_at(cal.n - 1)->tick - cal_at(0)->tick);
     if (!(ns_per_tick > 0) || ns_per_tick > 1e3)
         ns_per_tick = 1.0;
+    for (int i = 0; i < CLRMUX_HIST_BOUNDS; i++)
+        hist_bounds_ticks[i] = (uint64_t)((double)hist_bounds_ns[i] / ns_per_tick);
+    threads_reset_metrics();
     ring.cells = c; /* before any probe runs */
     return 0;
 }
@@ -359,7 +389,7 @@ void clrmux_spans_stats(struct clrmux_span_stats *s)
     s->finished = atomic_load(&st_finished);
     s->dropped = atomic_load(&st_dropped);
     s->too_deep = atomic_load(&st_too_deep);
-    s->unsampled = atomic_load(&st_unsampled);
+    s->unsampled = atomic_load(&st_unsampled) + threads_unsampled();
 }
 
 /* ---- per-thread state ----------------------------------------------------------------- */
@@ -372,8 +402,22 @@ struct open_span {
     uint16_t exc;
 };
 
+/* Per-thread counters of the calls whose span is not recorded (not sampled, ring full): a
+ * direct-mapped table by method index, written only by its thread with plain (relaxed,
+ * non-RMW) atomic stores, read by clrmux_metrics_snapshot under reg_lock; a method whose
+ * slot is taken by another goes to the global atomics. Folded into the globals when the
+ * thread exits. Durations in ticks. */
+#define TM_SLOTS 64
+struct tmetric {
+    _Atomic uint32_t method1; /* method + 1; 0: free */
+    _Atomic uint64_t calls, errors, sum_ticks;
+    _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
+};
+
 struct tstate {
     struct clrmux_span_context ctx; /* first: the profiler's view */
+    struct tstate *next, *prev;     /* registry of live threads (reg_lock) */
+    struct tmetric tm[TM_SLOTS];
     uint8_t trace_id[16];
     uint64_t root_parent; /* the joined Activity's span id, else 0 */
     uint32_t depth;
@@ -381,6 +425,7 @@ struct tstate {
     uint64_t rng;
     uint16_t pending_exc;
     uint8_t sampled; /* the current trace is recorded */
+    _Atomic uint64_t unsampled; /* spans of this thread not sampled (summed in clrmux_spans_stats) */
     uint8_t joined;
     struct open_span stack[CLRMUX_SPAN_MAX_DEPTH];
 };
@@ -389,9 +434,108 @@ static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tstate *reg_head;
+
+static inline void bump(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+/* Counts a call whose span is not recorded, on its own thread. */
+static void account_local(struct tstate *t, uint32_t method, uint64_t dur_ticks, int error)
+{
+    struct tmetric *e = &t->tm[method & (TM_SLOTS - 1)];
+    uint32_t m1 = atomic_load_explicit(&e->method1, memory_order_relaxed);
+    if (m1 != method + 1) {
+        if (m1 || method >= CLRMUX_SPAN_MAX_METHODS) {
+            account(method, (uint64_t)((double)dur_ticks * ns_per_tick), error);
+            return;
+        }
+        atomic_store_explicit(&e->method1, method + 1, memory_order_release);
+    }
+    unsigned b = 0;
+    while (b < CLRMUX_HIST_BOUNDS && dur_ticks > hist_bounds_ticks[b])
+        b++;
+    bump(&e->calls, 1);
+    bump(&e->sum_ticks, dur_ticks);
+    bump(&e->buckets[b], 1);
+    if (error)
+        bump(&e->errors, 1);
+}
+
+static void add_tm(struct clrmux_method_metrics *o, const struct tmetric *e)
+{
+    uint64_t c = atomic_load_explicit(&e->calls, memory_order_relaxed);
+    o->calls += c;
+    o->count += c;
+    o->errors += atomic_load_explicit(&e->errors, memory_order_relaxed);
+    o->sum_ns += (uint64_t)((double)atomic_load_explicit(&e->sum_ticks, memory_order_relaxed) * ns_per_tick);
+    for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
+        o->buckets[b] += atomic_load_explicit(&e->buckets[b], memory_order_relaxed);
+}
+
+static void threads_add_metrics(struct clrmux_method_metrics *out, uint32_t first, uint32_t n)
+{
+    pthread_mutex_lock(&reg_lock);
+    for (struct tstate *t = reg_head; t; t = t->next)
+        for (int i = 0; i < TM_SLOTS; i++) {
+            uint32_t m1 = atomic_load_explicit(&t->tm[i].method1, memory_order_acquire);
+            if (m1 && m1 - 1 >= first && m1 - 1 < first + n)
+                add_tm(&out[m1 - 1 - first], &t->tm[i]);
+        }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+/* a new ring (tests): the live threads' counters start again */
+static void threads_reset_metrics(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    for (struct tstate *t = reg_head; t; t = t->next) {
+        memset(t->tm, 0, sizeof t->tm);
+        atomic_store(&t->unsampled, 0);
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static uint64_t threads_unsampled(void)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (struct tstate *t = reg_head; t; t = t->next)
+        n += atomic_load_explicit(&t->unsampled, memory_order_relaxed);
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}
+
 static void tstate_free(void *p)
 {
+    struct tstate *t = p;
     tls = NULL;
+    pthread_mutex_lock(&reg_lock);
+    if (metrics) /* fold the thread's counters into the globals */
+        for (int i = 0; i < TM_SLOTS; i++) {
+            uint32_t m1 = atomic_load_explicit(&t->tm[i].method1, memory_order_relaxed);
+            if (!m1)
+                continue;
+            struct clrmux_method_metrics o = {0};
+            add_tm(&o, &t->tm[i]);
+            struct mcounters *m = &metrics[m1 - 1];
+            atomic_fetch_add(&m->calls, o.calls);
+            atomic_fetch_add(&m->count, o.count);
+            atomic_fetch_add(&m->errors, o.errors);
+            atomic_fetch_add(&m->sum_ns, o.sum_ns);
+            for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
+                atomic_fetch_add(&m->buckets[b], o.buckets[b]);
+        }
+    atomic_fetch_add(&st_unsampled, atomic_load(&t->unsampled));
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        reg_head = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    pthread_mutex_unlock(&reg_lock);
     free(p);
 }
 static void tls_init(void) { pthread_key_create(&tls_key, tstate_free); }
@@ -424,6 +568,12 @@ static struct tstate *tstate_new(void)
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
         seed = (uint64_t)clrmux_now_ns() ^ ((uint64_t)t->tid << 32) ^ (uint64_t)(uintptr_t)t;
     t->rng = seed;
+    pthread_mutex_lock(&reg_lock);
+    t->next = reg_head;
+    if (reg_head)
+        reg_head->prev = t;
+    reg_head = t;
+    pthread_mutex_unlock(&reg_lock);
     pthread_setspecific(tls_key, t);
     tls = t;
     return t;
@@ -498,14 +648,14 @@ void clrmux_span_exit(int64_t slot)
         uint32_t d = --t->depth;
         struct open_span *o = &t->stack[d];
         if (!t->sampled) {
-            atomic_fetch_add_explicit(&st_unsampled, 1, memory_order_relaxed);
-            account(o->method, (uint64_t)((double)(end - o->start) * ns_per_tick), o->flags & CLRMUX_SPAN_ERROR);
+            bump(&t->unsampled, 1);
+            account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
             continue;
         }
         uint32_t pos;
         struct cell *c = cell_claim(&pos);
         if (!c) {
-            account(o->method, (uint64_t)((double)(end - o->start) * ns_per_tick), o->flags & CLRMUX_SPAN_ERROR);
+            account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
             continue;
         }
         memcpy(c->trace_id, t->trace_id, 16);

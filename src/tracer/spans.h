@@ -18,7 +18,8 @@
  * Every call is counted whatever happens to its span: per-method call and error counts and
  * a duration histogram (clrmux_method_metrics_get). A recorded span is counted when it is
  * drained; a span not sampled, dropped (full ring) or not recorded (stack too deep) is
- * counted by the probe itself with relaxed atomic adds.
+ * counted by the probe itself in per-thread counters (plain stores, no atomic read-modify-
+ * write) that the exporter sums.
  *
  * The consumer sleeps in clrmux_spans_wait; a producer whose span crosses a high-water mark
  * (a quarter of the ring) wakes it (futex), so a burst is drained before the ring fills. A closed span is pushed
@@ -117,6 +118,9 @@ struct clrmux_method_metrics {
 /* The totals for method (0 when out of range). Spans still in the ring are not counted yet:
  * drain first. */
 void clrmux_method_metrics_get(uint32_t method, struct clrmux_method_metrics *out);
+/* The totals of methods 0..n-1 in out[0..n) in one pass (takes the thread registry's lock
+ * once). */
+void clrmux_metrics_snapshot(struct clrmux_method_metrics *out, uint32_t n);
 
 /* ---- the profiler's view of the current span ------------------------------------------- */
 
