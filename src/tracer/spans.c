@@ -1,7 +1,9 @@
 /* Span probes, per-thread nesting and the bounded span ring (see spans.h). */
 #include "tracer/spans.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,10 +510,54 @@ static uint64_t threads_unsampled(void)
     return n;
 }
 
+/* Thread names (tid -> the OS name, which .NET sets from Thread.Name), recorded when a
+ * thread opens its first span and again when it exits, so that the exporter can name the
+ * threads that are gone by the time their spans are written. */
+#define TNAMES 4096
+static struct {
+    uint32_t tid;
+    char name[16];
+} tnames[TNAMES];
+static pthread_mutex_t tnames_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void tname_record(uint32_t tid)
+{
+    char path[64], name[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    name[n] = 0;
+    name[strcspn(name, "\n")] = 0;
+    pthread_mutex_lock(&tnames_lock);
+    size_t i = (tid * 2654435761u) % TNAMES;
+    tnames[i].tid = tid;
+    snprintf(tnames[i].name, sizeof tnames[i].name, "%s", name);
+    pthread_mutex_unlock(&tnames_lock);
+}
+
+int clrmux_thread_name(uint32_t tid, char *out, size_t outsz)
+{
+    int found = 0;
+    pthread_mutex_lock(&tnames_lock);
+    size_t i = (tid * 2654435761u) % TNAMES;
+    if (tid && tnames[i].tid == tid && tnames[i].name[0]) {
+        snprintf(out, outsz, "%s", tnames[i].name);
+        found = 1;
+    }
+    pthread_mutex_unlock(&tnames_lock);
+    return found ? 0 : -1;
+}
+
 static void tstate_free(void *p)
 {
     struct tstate *t = p;
     tls = NULL;
+    tname_record(t->tid);
     pthread_mutex_lock(&reg_lock);
     if (metrics) /* fold the thread's counters into the globals */
         for (int i = 0; i < TM_SLOTS; i++) {
@@ -568,6 +614,7 @@ static struct tstate *tstate_new(void)
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
         seed = (uint64_t)clrmux_now_ns() ^ ((uint64_t)t->tid << 32) ^ (uint64_t)(uintptr_t)t;
     t->rng = seed;
+    tname_record(t->tid);
     pthread_mutex_lock(&reg_lock);
     t->next = reg_head;
     if (reg_head)

@@ -140,6 +140,10 @@ struct clrmux_span_context {
  * thread exits. Exported from libclrmux.so as clrmux_span_context_get. */
 struct clrmux_span_context *clrmux_span_context_get(void);
 
+/* The OS name of thread tid as recorded when it opened its first span or exited (15
+ * characters at most). Returns 0, or -1 when unknown. */
+int clrmux_thread_name(uint32_t tid, char *out, size_t outsz);
+
 /* Unix time in nanoseconds (CLOCK_REALTIME). */
 int64_t clrmux_now_ns(void);
 

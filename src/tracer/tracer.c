@@ -21,6 +21,7 @@
 #include "tracer/il.h"
 #include "tracer/otlp.h"
 #include "tracer/otlp_http.h"
+#include "tracer/otlp_pb.h"
 #include "tracer/spans.h"
 #include "tracer/target.h"
 
@@ -88,7 +89,8 @@ struct tracer {
     long flush_ms;
     double sample_ratio;
     int join_activity;   /* join_activity = true (default) */
-    char protocol[16];   /* http/json (http/protobuf is read and falls back to it) */
+    char protocol[16];   /* http/protobuf (default) | http/json, for the endpoints */
+    const struct clrmux_otlp_pb_api *pb; /* libclrmux_otlp.so when http/protobuf */
     char headers[4096];  /* OTEL_EXPORTER_OTLP_HEADERS */
     long timeout_ms;
     char metrics_output[PATH_MAX]; /* "" = no metrics file */
@@ -223,6 +225,27 @@ static const char *exc_name_cb(void *ctx, uint32_t id)
     return id > 0 && id <= atomic_load_explicit(&t->nexc, memory_order_acquire) ? t->exc_names[id - 1] : NULL;
 }
 
+/* libclrmux_otlp.so from the folder of libclrmux.so, or NULL (logged by the caller). */
+static const struct clrmux_otlp_pb_api *load_pb(void)
+{
+    char path[PATH_MAX], err[512];
+    if (clrmux_module_path_of((const void *)&load_pb, path, sizeof path) != 0)
+        return NULL;
+    char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) : 0;
+    if (dir + 2 + sizeof CLRMUX_OTLP_PB_LIB > sizeof path)
+        return NULL;
+    snprintf(path + dir, sizeof path - dir, "%s%s", dir ? "/" : "", CLRMUX_OTLP_PB_LIB);
+    void *lib = clrmux_lib_open(path, err, sizeof err);
+    if (!lib) {
+        LOG_ERROR("tracer: cannot load %s: %s", path, err);
+        return NULL;
+    }
+    clrmux_otlp_pb_fn get = (clrmux_otlp_pb_fn)clrmux_lib_sym(lib, CLRMUX_OTLP_PB_SYMBOL);
+    const struct clrmux_otlp_pb_api *api = get ? get() : NULL;
+    return api && api->abi == CLRMUX_OTLP_PB_ABI ? api : NULL; /* stays loaded */
+}
+
 /* ---- configuration ------------------------------------------------------------------- */
 
 /* OpenTelemetry's environment variables, read first: loader.conf's keys win over them.
@@ -334,7 +357,7 @@ static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->sample_ratio = 1.0;
     t->join_activity = 1;
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
-    snprintf(t->protocol, sizeof t->protocol, "http/json");
+    snprintf(t->protocol, sizeof t->protocol, "http/protobuf"); /* OTLP's default */
     otel_env(t);
     t->targets = calloc(MAX_TARGETS, sizeof *t->targets);
     t->target_hits = calloc(MAX_TARGETS, sizeof *t->target_hits);
@@ -486,6 +509,8 @@ static const char *thread_name_cb(void *ctx, uint32_t tid)
                 name[strcspn(name, "\n")] = 0;
             fclose(f);
         }
+        if (!name[0])
+            clrmux_thread_name(tid, name, sizeof name); /* the thread is gone: its recorded name */
         if (name[0] || e->tid != tid) {
             snprintf(e->name, sizeof e->name, "%s", name);
             e->tid = tid;
@@ -514,6 +539,30 @@ static void send_batch(struct tracer *t, const struct clrmux_span *spans, size_t
 {
     char *body = NULL;
     size_t len = 0;
+    if (t->pb) { /* protobuf to the collector; the JSON line to the file, if any */
+        uint8_t *pb = NULL;
+        size_t pblen = 0;
+        if (t->pb->traces(&t->res, spans, n, names, &pb, &pblen) != 0) {
+            if (!t->request_errors++)
+                LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped", n);
+        } else {
+            t->queued += n;
+            t->requests++;
+            clrmux_http_enqueue(t->http, (char *)pb, pblen, n);
+        }
+        if (t->out && !t->write_failed) {
+            if (clrmux_otlp_write_line(t->out, &t->res, spans, n, names) != 0) {
+                LOG_ERROR("tracer: writing %s failed: %s; spans are no longer written to it", t->output,
+                          strerror(errno));
+                t->write_failed = 1;
+            } else {
+                t->written += n;
+                t->lines++;
+                t->unflushed = 1;
+            }
+        }
+        return;
+    }
     FILE *m = open_memstream(&body, &len);
     int rc = m ? clrmux_otlp_write_line(m, &t->res, spans, n, names) : -1;
     if (m && fclose(m) != 0)
@@ -642,10 +691,24 @@ static void export_metrics(struct tracer *t)
             t->metric_lines++;
         }
     }
-    if (t->mhttp)
-        clrmux_http_enqueue(t->mhttp, body, len - 1, 0);
-    else
+    if (t->mhttp && t->pb) {
+        uint32_t n = atomic_load_explicit(&t->nmethods, memory_order_acquire);
+        struct clrmux_method_metrics *mm = calloc(n ? n : 1, sizeof *mm);
+        uint8_t *pb = NULL;
+        size_t pblen = 0;
+        if (mm) {
+            clrmux_metrics_snapshot(mm, n);
+            if (t->pb->metrics(&t->res, t->start_ns, clrmux_now_ns(), mm, n, clrmux_hist_bounds_s, CLRMUX_HIST_BOUNDS,
+                               &names, counters, 3, &pb, &pblen) == 0)
+                clrmux_http_enqueue(t->mhttp, (char *)pb, pblen, 0);
+            free(mm);
+        }
         free(body);
+    } else if (t->mhttp) {
+        clrmux_http_enqueue(t->mhttp, body, len - 1, 0);
+    } else {
+        free(body);
+    }
 }
 
 /* At Shutdown: the queued span requests, then the metrics request, all within
@@ -1269,9 +1332,12 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         return E_OUTOFMEMORY;
     clrmux_spans_set_sample_ratio(t->sample_ratio);
     t->start_ns = clrmux_now_ns();
-    if (!strcmp(t->protocol, "http/protobuf") && t->endpoint[0])
-        LOG_WARN("tracer: OTLP protocol http/protobuf is not available in this build; http/json is used");
-    snprintf(t->protocol, sizeof t->protocol, "http/json");
+    if (!strcmp(t->protocol, "http/protobuf") && (t->endpoint[0] || t->metrics_endpoint[0]) && !(t->pb = load_pb())) {
+        LOG_ERROR("tracer: OTLP protocol http/protobuf needs %s beside libclrmux.so; http/json is used",
+                  CLRMUX_OTLP_PB_LIB);
+        snprintf(t->protocol, sizeof t->protocol, "http/json");
+    }
+    const char *ctype = t->pb ? "application/x-protobuf" : "application/json";
     /* The rule: without endpoint, spans go to the file (`output`, or its default); with
      * endpoint, to the collector only, unless `output` is also set explicitly (then to both),
      * or libcurl cannot be loaded (then to the file, the explicit or the default one). */
@@ -1286,7 +1352,7 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             t->output_set = 1;
         } else {
             char bad[512];
-            if (clrmux_curl_set_headers(t->curl, "application/json", t->headers, bad, sizeof bad) > 0)
+            if (clrmux_curl_set_headers(t->curl, ctype, t->headers, bad, sizeof bad) > 0)
                 LOG_ERROR("tracer: OTLP headers: malformed member(s) skipped: %s", bad);
             struct clrmux_http_conf hc = {
                 .endpoint = t->endpoint,
@@ -1300,11 +1366,11 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             };
             if (!(t->http = clrmux_http_new(&hc)))
                 return E_OUTOFMEMORY;
-            snprintf(via, sizeof via, " (OTLP/HTTP JSON with %s)", loaded);
+            snprintf(via, sizeof via, " (OTLP/HTTP %s with %s)", t->pb ? "protobuf" : "JSON", loaded);
             if (t->metrics_endpoint[0] &&
                 (t->mcurl = clrmux_curl_open(getenv("CLRMUX_LIBCURL"), t->metrics_endpoint, loaded, sizeof loaded, err,
                                              sizeof err))) {
-                clrmux_curl_set_headers(t->mcurl, "application/json", t->headers, NULL, 0);
+                clrmux_curl_set_headers(t->mcurl, ctype, t->headers, NULL, 0);
                 hc.endpoint = t->metrics_endpoint;
                 hc.post_ctx = t->mcurl;
                 t->mhttp = clrmux_http_new(&hc);

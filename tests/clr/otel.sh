@@ -182,7 +182,7 @@ else bad "sample_ratio = 0.1" "$got; $(grep -i sampl "$WORK/samp.log")"; fi
 
 # ---- 5. OTEL_* environment: service name, resource, endpoint, headers ----------------------
 cat >"$WORK/collector.py" <<'PYEOF'
-import http.server, json, os, sys, threading
+import base64, http.server, json, os, sys, threading
 out, portfile = sys.argv[1], sys.argv[2]
 lock = threading.Lock()
 class H(http.server.BaseHTTPRequestHandler):
@@ -192,7 +192,7 @@ class H(http.server.BaseHTTPRequestHandler):
         with lock, open(out, "a") as f:
             f.write(json.dumps({"path": self.path, "type": self.headers.get("Content-Type"),
                                 "auth": self.headers.get("Authorization"), "tenant": self.headers.get("X-Tenant"),
-                                "body": body.decode("utf-8", "replace")}) + "\n")
+                                "body": base64.b64encode(body).decode()}) + "\n")
         self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
     def log_message(self, *a): pass
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
@@ -209,16 +209,16 @@ mkdir -p "$WORK/env"
 printf '[child tracer]\nbuiltin = tracer\ntrace = otelapp!OtelApp.Work::Handle\n' >"$WORK/env/env.conf"
 RUN_ENV=(no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 OTEL_SERVICE_NAME=orders
     "OTEL_RESOURCE_ATTRIBUTES=service.name=ignored,service.version=1.2.3,deployment.environment.name=test%20env"
-    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$PORT/"
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$PORT/" OTEL_EXPORTER_OTLP_PROTOCOL=http/json
     "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20s3cret,X-Tenant=acme" OTEL_EXPORTER_OTLP_TIMEOUT=4000)
 run env "$WORK/env/env.conf" activity
 RUN_ENV=()
 got=$(python3 - "$WORK/posts.jsonl" <<'PYEOF'
-import json, sys
+import base64, json, sys
 paths, heads, attrs, n = set(), set(), {}, 0
 for r in map(json.loads, open(sys.argv[1])):
     paths.add(r["path"]); heads.add((r["type"], r["auth"], r["tenant"]))
-    b = json.loads(r["body"])
+    b = json.loads(base64.b64decode(r["body"]))
     for rs in b.get("resourceSpans", []) + b.get("resourceMetrics", []):
         attrs.update({a["key"]: list(a["value"].values())[0] for a in rs["resource"]["attributes"]})
         n += sum(len(ss["spans"]) for ss in rs.get("scopeSpans", []))
@@ -234,6 +234,105 @@ if grep -q "^\['/v1/metrics', '/v1/traces'\] \[('application/json', 'Bearer s3cr
     && grep -q "^telemetry.sdk.name clrmux$" <<<"$got" && ! ls "$WORK"/env/traces-* >/dev/null 2>&1; then
     ok "OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES (percent-decoded), OTEL_EXPORTER_OTLP_ENDPOINT (+/v1/traces, /v1/metrics), _HEADERS sent; resource per semantic conventions"
 else bad "OTEL_* environment" "$got"; fi
+
+# ---- 6. OTLP/HTTP protobuf (the default protocol), decoded with the protobuf library -------
+# The same spans go to the file (OTLP JSON) and, as application/x-protobuf, to the collector;
+# the test decodes the bodies with python3-protobuf (classes made by protoc from the vendored
+# .proto files) and compares every field of every span with the JSON line's, and checks the
+# metrics request field by field.
+PYPB=
+for py in python3 /usr/bin/python3; do # Debian's python3-protobuf is for the system python
+    if "$py" -c 'import google.protobuf' 2>/dev/null; then PYPB=$py; break; fi
+done
+if [ -z "$PYPB" ] || ! command -v protoc >/dev/null; then
+    bad "python3-protobuf and protoc (protobuf-compiler) are needed to decode the protobuf bodies"
+else
+    : >"$WORK/posts.jsonl"
+    mkdir -p "$WORK/py" "$WORK/pb"
+    protoc --python_out="$WORK/py" -I src/tracer/proto $(cd src/tracer/proto && find opentelemetry -name '*.proto')
+    printf '[child tracer]\nbuiltin = tracer\noutput = spans.otlp.jsonl\nendpoint = http://127.0.0.1:%s/v1/traces\ntrace = otelapp!OtelApp.Work::Handle\ntrace = otelapp!OtelApp.Work::Inner\ntrace = otelapp!OtelApp.Work::Fail\n' "$PORT" >"$WORK/pb/pb.conf"
+    RUN_ENV=(no_proxy=127.0.0.1 NO_PROXY=127.0.0.1)
+    run pb "$WORK/pb/pb.conf" activity
+    RUN_ENV=()
+    out=$(PYTHONPATH="$WORK/py" "$PYPB" - "$WORK/posts.jsonl" "$WORK/pb/spans.otlp.jsonl" <<'PYEOF' 2>&1
+import base64, json, sys
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+res = []
+def check(desc, cond, detail=""):
+    res.append(("ok   - " if cond else "FAIL - ") + desc + ("" if cond or not detail else "\n       " + str(detail)[:900]))
+posts = [json.loads(l) for l in open(sys.argv[1])]
+types = {(p["path"], p["type"]) for p in posts}
+check("the bodies are POSTed as application/x-protobuf to /v1/traces and /v1/metrics (%s)" % sorted(types),
+      types == {("/v1/traces", "application/x-protobuf"), ("/v1/metrics", "application/x-protobuf")})
+def hexid(b64):
+    return base64.b64decode(b64).hex()
+def norm(d):  # the protobuf JSON mapping -> OTLP/JSON (hex ids), for comparison
+    d = dict(d)
+    for k in ("traceId", "spanId", "parentSpanId"):
+        if k in d:
+            d[k] = hexid(d[k])
+    return d
+pb_spans, pb_res, scopes = [], [], []
+for p in posts:
+    if p["path"] != "/v1/traces":
+        continue
+    req = trace_service_pb2.ExportTraceServiceRequest.FromString(base64.b64decode(p["body"]))
+    for rs in req.resource_spans:
+        pb_res.append(MessageToDict(rs.resource, use_integers_for_enums=True))
+        for ss in rs.scope_spans:
+            scopes.append((ss.scope.name, ss.scope.version))
+            pb_spans += [norm(MessageToDict(s, use_integers_for_enums=True)) for s in ss.spans]
+js_spans, js_res = [], []
+for line in open(sys.argv[2]):
+    for rs in json.loads(line)["resourceSpans"]:
+        js_res.append(rs["resource"])
+        for ss in rs["scopeSpans"]:
+            js_spans += ss["spans"]
+def key(s): return s["spanId"]
+diff = [(a, b) for a, b in zip(sorted(pb_spans, key=key), sorted(js_spans, key=key)) if a != b]
+check("every field of the %d protobuf spans equals the JSON line's (ids, parent, name, kind, times, "
+      "code.function.name, thread.id, thread.name, status, exception event)" % len(pb_spans),
+      len(pb_spans) == len(js_spans) == 7 and not diff, diff[:1] or (len(pb_spans), len(js_spans)))
+check("the resource is the same in both (%d attributes) and the scope is clrmux %s" % (len(js_res[0]["attributes"]) if js_res else 0, scopes[:1]),
+      pb_res and all(r == js_res[0] for r in pb_res + js_res) and set(scopes) == {("clrmux", "0.1.0")})
+fail = [s for s in pb_spans if s["name"] == "OtelApp.Work.Fail"]
+ev = fail[0]["events"][0] if fail and fail[0].get("events") else {}
+check("Fail: status ERROR, exception event with type and message (protobuf)",
+      fail and fail[0]["status"] == {"code": 2, "message": "System.InvalidOperationException"}
+      and ev.get("name") == "exception" and ev.get("attributes") == [
+          {"key": "exception.type", "value": {"stringValue": "System.InvalidOperationException"}},
+          {"key": "exception.message", "value": {"stringValue": 'no luck "today"'}}], fail)
+mreq = [metrics_service_pb2.ExportMetricsServiceRequest.FromString(base64.b64decode(p["body"])) for p in posts if p["path"] == "/v1/metrics"]
+ok_m = False
+detail = ""
+if mreq:
+    sm = mreq[-1].resource_metrics[0].scope_metrics[0]
+    m = {x.name: x for x in sm.metrics}
+    calls = {dp.attributes[0].value.string_value: dp.as_int for dp in m["clrmux.method.calls"].sum.data_points}
+    errs = {dp.attributes[0].value.string_value: dp.as_int for dp in m["clrmux.method.errors"].sum.data_points}
+    h = m["clrmux.method.duration"].histogram
+    hp = {dp.attributes[0].value.string_value: dp for dp in h.data_points}
+    detail = (calls, errs)
+    ok_m = (calls == {"OtelApp.Work.Handle": 4, "OtelApp.Work.Inner": 4, "OtelApp.Work.Fail": 1}
+            and errs == {"OtelApp.Work.Handle": 0, "OtelApp.Work.Inner": 0, "OtelApp.Work.Fail": 1}
+            and m["clrmux.method.calls"].sum.is_monotonic and m["clrmux.method.calls"].sum.aggregation_temporality == 2
+            and m["clrmux.method.calls"].unit == "{call}" and m["clrmux.method.duration"].unit == "s"
+            and h.aggregation_temporality == 2
+            and all(dp.count == calls[k] == sum(dp.bucket_counts) and len(dp.bucket_counts) == len(dp.explicit_bounds) + 1 == 16
+                    and dp.sum > 0 and dp.start_time_unix_nano < dp.time_unix_nano for k, dp in hp.items())
+            and list(hp["OtelApp.Work.Handle"].explicit_bounds)[:3] == [1e-06, 5e-06, 1e-05]
+            and m["clrmux.tracer.spans.unsampled"].sum.data_points[0].as_int == 2
+            and m["clrmux.tracer.spans.dropped"].sum.data_points[0].as_int == 0)
+check("metrics (protobuf): calls Handle 4, Inner 4, Fail 1; errors Fail 1; cumulative monotonic sums; "
+      "histograms with 16 buckets summing to the calls; unsampled 2, dropped 0", ok_m, detail)
+print("\n".join(res))
+PYEOF
+)
+    echo "$out"
+    PASS=$((PASS + $(grep -c '^ok' <<<"$out"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$out") + $(grep -c Traceback <<<"$out")))
+fi
 kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; SRV_PID=
 
 echo

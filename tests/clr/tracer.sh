@@ -213,7 +213,8 @@ nosem = [s["name"] for s in spans if attr(s, "code.function.name") != {"stringVa
          or not (attr(s, "thread.name") or {}).get("stringValue")]
 check("every span has code.function.name (its fully qualified method) and thread.name", spans and not nosem, nosem[:5])
 wnames = {attr(s, "thread.name")["stringValue"] for s in spans if s["name"] == "Tracee.Targets.WorkerBody"}
-check("WorkerBody spans carry their threads' names (%s)" % sorted(wnames), wnames and all(n.startswith("worker") or n.startswith(".NET") for n in wnames), wnames)
+check("WorkerBody spans carry their threads' names (Thread.Name tracee-par-0..7: %s)" % sorted(wnames),
+      wnames == {"tracee-par-%d" % i for i in range(8)}, wnames)
 check("no other span has an error status (TryCatchFinally catches its own exception)",
       [s["name"] for s in errors] == ["Tracee.Targets.Thrower"], [s["name"] for s in errors])
 
@@ -396,6 +397,7 @@ cat >"$WORK/http/http.conf" <<EOF
 [child tracer]
 builtin = tracer
 endpoint = http://127.0.0.1:$PORT/v1/traces
+protocol = http/json
 $HTTP_TARGETS
 EOF
 under_clrmux http "$WORK/http/http.conf" "${NOPROXY[@]}"
@@ -431,6 +433,7 @@ cat >"$WORK/both.conf" <<EOF
 [child tracer]
 builtin = tracer
 endpoint = http://127.0.0.1:$PORT/v1/traces
+protocol = http/json
 output = $WORK/both.otlp.jsonl
 $HTTP_TARGETS
 EOF
@@ -453,6 +456,7 @@ cat >"$WORK/http/none.conf" <<EOF
 [child tracer]
 builtin = tracer
 endpoint = http://127.0.0.1:$FREE/v1/traces
+protocol = http/json
 $HTTP_TARGETS
 EOF
 rm -f "$WORK"/http/traces-*

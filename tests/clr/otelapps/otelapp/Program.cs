@@ -26,6 +26,9 @@ public static class Work
     public static int Handle(int n) => Inner(n) + 1;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Fail(string why) => throw new InvalidOperationException(why);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
     public static int Inner(int n)
     {
         Sink += n;
@@ -70,6 +73,8 @@ public static class Program
                 Console.WriteLine("handle " + Work.Handle(3));
                 using (Source.StartActivity("request-unsampled"))
                     Console.WriteLine("handle " + Work.Handle(4));
+                try { Work.Fail("no luck \"today\""); }
+                catch (InvalidOperationException e) { Console.WriteLine("caught " + e.Message); }
             }
         }
         else
