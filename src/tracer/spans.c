@@ -644,7 +644,7 @@ static inline void ctx_update(struct tstate *t)
     c->seq++;
 }
 
-struct clrmux_span_context *clrmux_span_context_get(void)
+__attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_get(void)
 {
     struct tstate *t = tls;
     if (!t && !(t = tstate_new()))
