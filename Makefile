@@ -106,7 +106,8 @@ $(BUILD)/libclrmux_otlp.so: $(OTLP_OBJS)
 # libclrmux_profiler.so: the built-in profiler (`builtin = profiler`), a companion library that
 # libclrmux.so dlopens from its own folder. protobuf-c and zlib are linked dynamically here
 # (Debian's .a are not PIC), which keeps libclrmux.so itself self-contained.
-PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c
+PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c \
+             src/tracer/otlp_http.c
 PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/pobj/%.o) $(BUILD)/pobj/gen/profile.pb-c.o
 all: $(BUILD)/libclrmux_profiler.so
 

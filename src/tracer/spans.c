@@ -536,7 +536,9 @@ static void tname_record(uint32_t tid)
     pthread_mutex_lock(&tnames_lock);
     size_t i = (tid * 2654435761u) % TNAMES;
     tnames[i].tid = tid;
-    snprintf(tnames[i].name, sizeof tnames[i].name, "%s", name);
+    size_t len = strnlen(name, sizeof tnames[i].name - 1);
+    memcpy(tnames[i].name, name, len);
+    tnames[i].name[len] = 0;
     pthread_mutex_unlock(&tnames_lock);
 }
 

@@ -335,6 +335,87 @@ PYEOF
 fi
 kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; SRV_PID=
 
+# ---- 7. the profiler pushes each profile to Pyroscope's ingest API --------------------------
+# A loopback Pyroscope stand-in answers 503 to the first POST (retried with backoff) and 200
+# after; the test checks the query (name, from, until, format=pprof), that each body is the
+# gzip'd pprof written to the file for the same period, and decodes it with the protobuf
+# library (profile.proto): sample types, samples, the CPU-bound kernel's function name.
+tests/clr/build-apps.sh >/dev/null || bad "building the C# test apps"
+cat >"$WORK/pyro.py" <<'PYEOF'
+import base64, http.server, json, os, sys, threading
+out, portfile = sys.argv[1], sys.argv[2]
+lock, seen = threading.Lock(), [0]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with lock:
+            seen[0] += 1
+            code = 503 if seen[0] == 1 else 200
+            with open(out, "a") as f:
+                f.write(json.dumps({"path": self.path, "code": code, "type": self.headers.get("Content-Type"),
+                                    "org": self.headers.get("X-Scope-OrgID"), "body": base64.b64encode(body).decode()}) + "\n")
+        self.send_response(code); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+srv.daemon_threads = True
+t = threading.Timer(120, os._exit, args=(3,)); t.daemon = True; t.start()
+open(portfile + ".tmp", "w").write(str(srv.server_address[1])); os.rename(portfile + ".tmp", portfile)
+srv.serve_forever()
+PYEOF
+python3 "$WORK/pyro.py" "$WORK/pyro.jsonl" "$WORK/pyro.port" &
+SRV_PID=$!
+for _ in $(seq 100); do [ -s "$WORK/pyro.port" ] && break; sleep 0.1; done
+PPORT=$(cat "$WORK/pyro.port" 2>/dev/null)
+mkdir -p "$WORK/prof"
+printf '[child profiler]\nbuiltin = profiler\noutput_dir = profiles\nperiod_s = 2\nendpoint = http://127.0.0.1:%s\napp_name = cpu bound{env=test}\nheaders = X-Scope-OrgID=tenant-1\n' "$PPORT" >"$WORK/prof/prof.conf"
+env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$WORK/prof/prof.conf" \
+    CLRMUX_LOG_FILE="$WORK/prof.log" no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 dotnet build/clr/cpubound/cpubound.dll 3 >"$WORK/prof.out" 2>&1
+kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; SRV_PID=
+if [ -n "$PYPB" ] && command -v protoc >/dev/null; then
+    mkdir -p "$WORK/pypp"
+    protoc --python_out="$WORK/pypp" -I src/profiler src/profiler/profile.proto
+    out=$(PYTHONPATH="$WORK/pypp" "$PYPB" - "$WORK/pyro.jsonl" "$WORK/prof/profiles" "$WORK/prof.log" <<'PYEOF' 2>&1
+import base64, glob, gzip, json, os, sys, urllib.parse
+import profile_pb2
+res = []
+def check(desc, cond, detail=""):
+    res.append(("ok   - " if cond else "FAIL - ") + desc + ("" if cond or not detail else "\n       " + str(detail)[:700]))
+posts = [json.loads(l) for l in open(sys.argv[1])]
+files = sorted(glob.glob(sys.argv[2] + "/*.pb.gz"))
+ok_posts = [p for p in posts if p["code"] == 200]
+qs = [urllib.parse.urlsplit(p["path"]) for p in ok_posts]
+q = [dict(urllib.parse.parse_qsl(u.query)) for u in qs]
+check("one accepted POST per profile file (%d files; the first POST got 503 and was retried: %d POSTs)" % (len(files), len(posts)),
+      files and len(ok_posts) == len(files) and len(posts) == len(files) + 1 and posts[0]["code"] == 503)
+check("POST /ingest?name=<app_name>&from&until&format=pprof, Content-Type application/octet-stream, headers sent (%s)" % (q[:1],),
+      q and all(u.path == "/ingest" for u in qs) and all(x.get("name") == "cpu bound{env=test}" and x.get("format") == "pprof"
+      and int(x["from"]) < int(x["until"]) for x in q) and {p["type"] for p in ok_posts} == {"application/octet-stream"}
+      and {p["org"] for p in ok_posts} == {"tenant-1"})
+bodies = [gzip.decompress(base64.b64decode(p["body"])) for p in ok_posts]
+filed = [gzip.decompress(open(f, "rb").read()) for f in files]
+check("each body is the profile written to the file for that period (byte for byte, after gunzip)", sorted(bodies) == sorted(filed))
+prof = [profile_pb2.Profile.FromString(b) for b in bodies]
+def st(p, i): return p.string_table[i]
+types = {(st(p, t.type), st(p, t.unit)) for p in prof for t in p.sample_type}
+names = {st(p, f.name) for p in prof for f in p.function}
+nsamples = sum(len(p.sample) for p in prof)
+check("decoded with the protobuf library: cpu/nanoseconds and wall/nanoseconds, %d samples, CpuBound.Kernel.Run among the functions" % nsamples,
+      ("cpu", "nanoseconds") in types and ("wall", "nanoseconds") in types and nsamples > 0
+      and any("CpuBound.Kernel.Run" in n for n in names), (types, sorted(names)[:10]))
+log = open(sys.argv[3]).read()
+check("the push is logged: the 503 retried, the totals at shutdown",
+      "profiler: Pyroscope: POST of 1 profile(s) to http://127.0.0.1" in log and "HTTP 503; attempt 1 of 5, retrying" in log
+      and "profile(s) sent in" in log, [l for l in log.splitlines() if "Pyroscope" in l][:4])
+print("\n".join(res))
+PYEOF
+)
+    echo "$out"
+    PASS=$((PASS + $(grep -c '^ok' <<<"$out"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$out") + $(grep -c Traceback <<<"$out")))
+else
+    bad "python3-protobuf and protoc are needed to decode the pushed profiles"
+fi
+
 echo
 echo "otel: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
