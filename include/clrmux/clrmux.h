@@ -74,5 +74,8 @@ CLRMUX_EXPORT int clrmux_check_config(const char *path, clrmux_check_report_fn r
  * handler and cache the pointer (it allocates on the first call). span_id 0: no open span. */
 struct clrmux_span_context;
 CLRMUX_EXPORT struct clrmux_span_context *clrmux_span_context_get(void);
+/* The same record if the calling thread has one, else NULL; no allocation, no lock (an
+ * initial-exec TLS read): async-signal-safe, for a SIGPROF handler on the sampled thread. */
+CLRMUX_EXPORT struct clrmux_span_context *clrmux_span_context_peek(void);
 
 #endif

@@ -646,6 +646,12 @@ static inline void ctx_update(struct tstate *t)
     c->seq++;
 }
 
+__attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_peek(void)
+{
+    struct tstate *t = tls; /* initial-exec TLS: no allocation, no lock: async-signal-safe */
+    return t ? &t->ctx : NULL;
+}
+
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_get(void)
 {
     struct tstate *t = tls;

@@ -139,6 +139,10 @@ struct clrmux_span_context {
  * per thread outside any signal handler and cache the pointer: it stays valid until the
  * thread exits. Exported from libclrmux.so as clrmux_span_context_get. */
 struct clrmux_span_context *clrmux_span_context_get(void);
+/* The calling thread's context if it has one (the thread ever opened a span), else NULL;
+ * never allocates or locks: callable from a signal handler on that thread (the profiler's
+ * signal sampler resolves it once with dlsym, then calls it in its handler). */
+struct clrmux_span_context *clrmux_span_context_peek(void);
 
 /* The OS name of thread tid as recorded when it opened its first span or exited (15
  * characters at most). Returns 0, or -1 when unknown. */

@@ -1,56 +1,57 @@
 #!/usr/bin/env bash
-# Real-runtime tests of the tracer's OpenTelemetry integration (issue 11 items 1, 2, 4 and
-# the OTEL_* environment): tests/clr/otelapps/otelapp (OpenTelemetry SDK 1.20, ActivitySource,
-# ASP.NET Core + HttpClient in-process) runs under clrmux tracing OtelApp.Work::Handle/Inner.
+# Real-runtime tests of the tracer's OpenTelemetry integration (issue 11 items 1, 2, 4; issue
+# 10 section 4), on each runtime of tests/clr/lib.sh (.NET 8, 9, 10): tests/clr/otelapps/otelapp
+# (OpenTelemetry SDK 1.20, ActivitySource) and, on .NET 10, otelweb (ASP.NET Core + HttpClient
+# in-process) run under clrmux tracing OtelApp.Work::Handle/Inner/Fail.
 # Checks: clrmux's spans join the Activity's trace (one tree per request with the SDK's
 # spans), an unrecorded Activity suppresses them (parent-based) while the metrics still count
 # the calls, sample_ratio, metrics equal exact call counts under a load that drops spans,
 # OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES / OTEL_EXPORTER_OTLP_ENDPOINT / _HEADERS on a
-# loopback collector. Prints "otel: N passed, N failed". Without dotnet: a loud skip (CI: fail).
+# loopback collector, protobuf bodies decoded with python3-protobuf and compared field by
+# field with the JSON lines, and the profiler's push to a Pyroscope-like loopback receiver.
+# Prints "otel: N passed, N failed" over the runtimes. Without dotnet: a loud skip (CI: fail).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+. tests/clr/lib.sh
+clr_suite otel "$@"
 
-if ! command -v dotnet >/dev/null 2>&1; then
-    echo "## dotnet is not on PATH: the OpenTelemetry real-runtime tests did NOT run ##"
-    [ "${CI:-}" = "true" ] && exit 1
-    exit 0
-fi
 LIB="$ROOT/build/libclrmux.so"
-[ -f "$LIB" ] || { echo "otel: $LIB is missing (run make all)"; exit 1; }
-APP=build/clr/otelapp/otelapp.dll
-SRC=tests/clr/otelapps/otelapp
-if [ ! -f "$APP" ] || [ -n "$(find "$SRC" -newer "$APP" -type f -print -quit)" ]; then
-    if ! dotnet build "$SRC/otelapp.csproj" -c Release -o build/clr/otelapp \
-        -p:BaseIntermediateOutputPath="$ROOT/build/clr/obj/otelapp/" --disable-build-servers -nodeReuse:false \
-        -p:UseSharedCompilation=false -v:minimal -clp:NoSummary >build/clr/otelapp-build.log 2>&1; then
-        cat build/clr/otelapp-build.log
-        echo "otel: building $SRC failed (OpenTelemetry 1.20.1 from the NuGet source)"
-        exit 1
+[ -f "$LIB" ] || { bad "$LIB is missing (run make all)"; clr_done; }
+# the OpenTelemetry apps (NuGet: OpenTelemetry 1.20.1), built by the first runtime's run
+build_otel_app() { # build_otel_app NAME
+    local src=tests/clr/otelapps/$1 out=build/clr/$1
+    if [ ! -f "$out/$1.dll" ] || [ -n "$(find "$src" tests/clr/otelapps/otelapp/Work.cs -newer "$out/$1.dll" -type f -print -quit)" ]; then
+        rm -rf "$out" "build/clr/obj/$1" # no stale assemblies of another target framework
+        dotnet build "$src/$1.csproj" -c Release -o "$out" -p:BaseIntermediateOutputPath="$ROOT/build/clr/obj/$1/" \
+            --disable-build-servers -nodeReuse:false -p:UseSharedCompilation=false -v:minimal -clp:NoSummary \
+            >"build/clr/$1-build.log" 2>&1 || { cat "build/clr/$1-build.log"; return 1; }
     fi
-fi
+}
+build_otel_app otelapp || { bad "building tests/clr/otelapps/otelapp failed (OpenTelemetry 1.20.1 from the NuGet source)"; clr_done; }
+APP=build/clr/otelapp/otelapp.dll
 
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-otel.XXXXXX")
 SRV_PID=
 trap '[ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL - $1"; [ -n "${2:-}" ] && sed 's/^/       /' <<<"$2"; }
+# count LINES: the python checkers' "ok"/"FAIL" lines, printed with this run's runtime
+count() {
+    sed "s/^ok   - /ok   - [.NET $CLR_RTV] /; s/^FAIL - /FAIL - [.NET $CLR_RTV] /" <<<"$1"
+    PASS=$((PASS + $(grep -c '^ok' <<<"$1"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$1") + $(grep -c Traceback <<<"$1")))
+}
 
-run() { # run TAG CONF ARGS... (env from RUN_ENV)
+run() { # run TAG CONF ARGS... (env from RUN_ENV); APP_DLL overrides the app
     local tag=$1 conf=$2
     shift 2
     env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$conf" \
-        CLRMUX_LOG_FILE="$WORK/$tag.log" "${RUN_ENV[@]}" dotnet "$APP" "$@" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
+        CLRMUX_LOG_FILE="$WORK/$tag.log" "${RUN_ENV[@]}" "${DOTNET[@]}" "${APP_DLL:-$APP}" "$@" >"$WORK/$tag.out" 2>"$WORK/$tag.err"
     echo $? >"$WORK/$tag.rc"
 }
 conf() { # conf NAME [extra lines]: a tracer config in $WORK/NAME/
     mkdir -p "$WORK/$1"
     { printf '[child tracer]\nbuiltin = tracer\noutput = spans.otlp.jsonl\nmetrics_output = metrics.otlp.jsonl\n'
-      printf 'trace = otelapp!OtelApp.Work::Handle\ntrace = otelapp!OtelApp.Work::Inner\n'
+      printf 'trace = %s!OtelApp.Work::Handle\ntrace = %s!OtelApp.Work::Inner\n' "${CONF_ASM:-otelapp}" "${CONF_ASM:-otelapp}"
       printf '%s\n' "${@:2}"; } >"$WORK/$1/$1.conf"
     echo "$WORK/$1/$1.conf"
 }
@@ -125,19 +126,21 @@ C=$(conf act)
 run act "$C" activity
 if [ "$(cat "$WORK/act.rc")" = 0 ] && [ "$(tail -1 "$WORK/act.out")" = done ]; then ok "otelapp (OpenTelemetry SDK, ActivitySource) runs under clrmux"
 else bad "otelapp runs under clrmux" "$(tail -5 "$WORK/act.out" "$WORK/act.err")"; fi
-out=$(python3 "$WORK/check.py" "$WORK/act/spans.otlp.jsonl" "$WORK/act/metrics.otlp.jsonl" "$WORK/act.out" activity 2>&1)
-echo "$out"
-PASS=$((PASS + $(grep -c '^ok' <<<"$out"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$out") + $(grep -c Traceback <<<"$out")))
+count "$(python3 "$WORK/check.py" "$WORK/act/spans.otlp.jsonl" "$WORK/act/metrics.otlp.jsonl" "$WORK/act.out" activity 2>&1)"
 
-# ---- 2. ASP.NET Core request handled in-process, HttpClient ---------------------------------
-C=$(conf web)
-run web "$C" aspnet
-if [ "$(cat "$WORK/web.rc")" = 0 ] && [ "$(tail -1 "$WORK/web.out")" = done ] && grep -q "^handled 7$" "$WORK/web.out"; then
-    ok "otelapp aspnet (ASP.NET Core on 127.0.0.1, HttpClient) runs under clrmux"
-else bad "otelapp aspnet runs" "$(tail -5 "$WORK/web.out" "$WORK/web.err")"; fi
-out=$(python3 "$WORK/check.py" "$WORK/web/spans.otlp.jsonl" "$WORK/web/metrics.otlp.jsonl" "$WORK/web.out" aspnet 2>&1)
-echo "$out"
-PASS=$((PASS + $(grep -c '^ok' <<<"$out"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$out") + $(grep -c Traceback <<<"$out")))
+# ---- 2. ASP.NET Core request handled in-process, HttpClient (.NET 10: its ASP.NET Core) ----
+if [ "$CLR_RT" = 10 ]; then
+    if build_otel_app otelweb; then
+        C=$(CONF_ASM=otelweb conf web)
+        APP_DLL=build/clr/otelweb/otelweb.dll run web "$C"
+        if [ "$(cat "$WORK/web.rc")" = 0 ] && [ "$(tail -1 "$WORK/web.out")" = done ] && grep -q "^handled 7$" "$WORK/web.out"; then
+            ok "otelweb (ASP.NET Core on 127.0.0.1, HttpClient) runs under clrmux"
+        else bad "otelweb runs" "$(tail -5 "$WORK/web.out" "$WORK/web.err")"; fi
+        count "$(python3 "$WORK/check.py" "$WORK/web/spans.otlp.jsonl" "$WORK/web/metrics.otlp.jsonl" "$WORK/web.out" aspnet 2>&1)"
+    else
+        bad "building tests/clr/otelapps/otelweb failed"
+    fi
+fi
 
 # ---- 3. nothing uncounted: a tiny buffer drops spans, the metrics count every call ----------
 C=$(conf drop "buffer_spans = 16" "flush_interval_ms = 1000")
@@ -330,8 +333,7 @@ check("metrics (protobuf): calls Handle 4, Inner 4, Fail 1; errors Fail 1; cumul
 print("\n".join(res))
 PYEOF
 )
-    echo "$out"
-    PASS=$((PASS + $(grep -c '^ok' <<<"$out"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$out") + $(grep -c Traceback <<<"$out")))
+    count "$out"
 fi
 kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; SRV_PID=
 
@@ -340,7 +342,6 @@ kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; SRV_PID=
 # after; the test checks the query (name, from, until, format=pprof), that each body is the
 # gzip'd pprof written to the file for the same period, and decodes it with the protobuf
 # library (profile.proto): sample types, samples, the CPU-bound kernel's function name.
-tests/clr/build-apps.sh >/dev/null || bad "building the C# test apps"
 cat >"$WORK/pyro.py" <<'PYEOF'
 import base64, http.server, json, os, sys, threading
 out, portfile = sys.argv[1], sys.argv[2]
@@ -370,7 +371,7 @@ PPORT=$(cat "$WORK/pyro.port" 2>/dev/null)
 mkdir -p "$WORK/prof"
 printf '[child profiler]\nbuiltin = profiler\noutput_dir = profiles\nperiod_s = 2\nendpoint = http://127.0.0.1:%s\napp_name = cpu bound{env=test}\nheaders = X-Scope-OrgID=tenant-1\n' "$PPORT" >"$WORK/prof/prof.conf"
 env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$WORK/prof/prof.conf" \
-    CLRMUX_LOG_FILE="$WORK/prof.log" no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 dotnet build/clr/cpubound/cpubound.dll 3 >"$WORK/prof.out" 2>&1
+    CLRMUX_LOG_FILE="$WORK/prof.log" no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 "${DOTNET[@]}" "$CLR_APPS/cpubound/cpubound.dll" 3 >"$WORK/prof.out" 2>&1
 kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; SRV_PID=
 if [ -n "$PYPB" ] && command -v protoc >/dev/null; then
     mkdir -p "$WORK/pypp"
@@ -410,12 +411,9 @@ check("the push is logged: the 503 retried, the totals at shutdown",
 print("\n".join(res))
 PYEOF
 )
-    echo "$out"
-    PASS=$((PASS + $(grep -c '^ok' <<<"$out"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$out") + $(grep -c Traceback <<<"$out")))
+    count "$out"
 else
     bad "python3-protobuf and protoc are needed to decode the pushed profiles"
 fi
 
-echo
-echo "otel: $PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+clr_done

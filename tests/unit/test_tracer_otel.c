@@ -245,6 +245,7 @@ static void test_span_context(void **state)
     assert_int_equal(clrmux_spans_init(16), 0);
     struct clrmux_span_context *c = clrmux_span_context_get();
     assert_non_null(c);
+    assert_true(clrmux_span_context_peek() == c);
     assert_true(c == clrmux_span_context_get());
     assert_int_equal(c->depth, 0);
     int64_t a = clrmux_span_enter(1);

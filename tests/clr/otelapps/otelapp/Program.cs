@@ -1,11 +1,10 @@
-// A service with its own OpenTelemetry telemetry, for clrmux's Activity join tests
-// (tests/clr/otel.sh). clrmux traces OtelApp.Work::Handle and OtelApp.Work::Inner.
+// A program with its own OpenTelemetry telemetry, for clrmux's Activity join tests
+// (tests/clr/otel.sh, on .NET 8, 9 and 10). clrmux traces OtelApp.Work (Work.cs).
 //   otelapp activity   ActivitySource spans (OpenTelemetry SDK) around traced calls:
 //                      "request-1" and "request-2" (sampled) each call Handle(n) -> Inner(n);
 //                      Handle(3) is called with no Activity; "request-unsampled" is created
 //                      but not recorded (RecordOnly sampler decision: trace flags 00).
-//   otelapp aspnet     an ASP.NET Core app on 127.0.0.1 (in-process) and an HttpClient: three
-//                      requests GET /work/{n}, whose handler calls Handle(n).
+// (otelweb: the ASP.NET Core request, .NET 10 only: no ASP.NET Core runtime for 8 and 9 here.)
 //   otelapp bench N [activity|unrecorded]   N calls of Handle (each calling Inner) with no
 //                      Activity, inside one recorded Activity, or inside one that is not
 //                      recorded (bench/otel.sh).
@@ -17,24 +16,6 @@ using OpenTelemetry;
 using OpenTelemetry.Trace;
 
 namespace OtelApp;
-
-public static class Work
-{
-    public static long Sink;
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    public static int Handle(int n) => Inner(n) + 1;
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Fail(string why) => throw new InvalidOperationException(why);
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    public static int Inner(int n)
-    {
-        Sink += n;
-        return n * 2;
-    }
-}
 
 sealed class PrintProcessor : BaseProcessor<Activity>
 {
@@ -77,31 +58,10 @@ public static class Program
                 catch (InvalidOperationException e) { Console.WriteLine("caught " + e.Message); }
             }
         }
-        else
-        {
-            AspNet(printer).GetAwaiter().GetResult();
-        }
         foreach (var l in printer.Lines)
             Console.WriteLine(l);
         Console.WriteLine("done");
         return 0;
-    }
-
-    static async Task AspNet(PrintProcessor printer)
-    {
-        using var provider = Sdk.CreateTracerProviderBuilder().AddSource("Microsoft.AspNetCore", "System.Net.Http")
-            .SetSampler(new AlwaysOnSampler()).AddProcessor(printer).Build();
-        var builder = WebApplication.CreateSlimBuilder();
-        builder.Logging.ClearProviders();
-        builder.WebHost.UseUrls("http://127.0.0.1:0");
-        var app = builder.Build();
-        app.MapGet("/work/{n:int}", (int n) => "handled " + Work.Handle(n));
-        await app.StartAsync();
-        string url = app.Urls.First();
-        using (var client = new HttpClient())
-            for (int n = 1; n <= 3; n++)
-                Console.WriteLine(await client.GetStringAsync(url + "/work/" + n));
-        await app.StopAsync();
     }
 
     static int Bench(int n, string activity)
