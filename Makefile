@@ -191,14 +191,14 @@ demo: all
 	@scripts/demo.sh
 
 # make install [PREFIX=/opt/clrmux] [DESTDIR=]: bin/clrmux, lib/libclrmux.so,
-# lib/libclrmux_profiler.so, etc/loader.conf (lib/loader.conf links to it, the library's
+# lib/libclrmux_profiler.so, lib/libclrmux_otlp.so, etc/loader.conf (lib/loader.conf links to it, the library's
 # default), share/clrmux/instrument.sh, share/doc/clrmux/.
 PREFIX ?= /opt/clrmux
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/etc \
 	    $(DESTDIR)$(PREFIX)/share/clrmux $(DESTDIR)$(PREFIX)/share/doc/clrmux
 	install -m 0755 $(BUILD)/clrmux $(DESTDIR)$(PREFIX)/bin/clrmux
-	install -m 0644 $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 packaging/loader.conf $(DESTDIR)$(PREFIX)/etc/loader.conf
 	ln -sfn ../etc/loader.conf $(DESTDIR)$(PREFIX)/lib/loader.conf
 	sed 's|@PREFIX@|$(PREFIX)|g' packaging/instrument.sh >$(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh
