@@ -15,14 +15,24 @@ SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 
 # libclrmux.so: the loader and the built-in tracer. The built-in profiler is a companion
 # library (below); every src file is also compiled with ASan/UBSan for the unit tests.
-LIB_SRCS  := $(shell find src/common src/loader src/tracer -name '*.c' | sort)
+# src/tracer/pb: the OTLP protobuf encoder, a companion library (below), not in libclrmux.so
+LIB_SRCS  := $(shell find src/common src/loader src/tracer -path src/tracer/pb -prune -o -name '*.c' -print | sort)
 # assembly (the fast-path enter/leave stubs), in libclrmux.so and in the unit tests
 ASM_SRCS  := $(shell find src/loader -name '*.S' | sort)
 ALL_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
 GEN       := $(BUILD)/gen/profile.pb-c.c
-HDRS      := $(shell find include src -name '*.h') $(BUILD)/gen/profile.pb-c.h
+# OTLP .proto files (vendored from open-telemetry/opentelemetry-proto, src/tracer/proto) ->
+# protobuf-c code. protoc-c 1.4 does not know proto3 `optional` (metrics.proto's
+# HistogramDataPoint sum/min/max): the build copy drops the keyword, which keeps the wire
+# format (the field is written when set; clrmux always sets sum).
+OTLP_PROTOS := common/v1/common resource/v1/resource trace/v1/trace metrics/v1/metrics \
+               collector/trace/v1/trace_service collector/metrics/v1/metrics_service
+OTLP_GEN_C  := $(OTLP_PROTOS:%=$(BUILD)/gen/opentelemetry/proto/%.pb-c.c)
+OTLP_GEN_H  := $(OTLP_PROTOS:%=$(BUILD)/gen/opentelemetry/proto/%.pb-c.h)
+HDRS      := $(shell find include src -name '*.h') $(BUILD)/gen/profile.pb-c.h $(OTLP_GEN_H)
 OBJS      := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(ASM_SRCS:%.S=$(BUILD)/obj/%.o)
-ASAN_OBJS := $(ALL_SRCS:%.c=$(BUILD)/asan/%.o) $(ASM_SRCS:%.S=$(BUILD)/asan/%.o) $(BUILD)/asan/gen/profile.pb-c.o
+ASAN_OBJS := $(ALL_SRCS:%.c=$(BUILD)/asan/%.o) $(ASM_SRCS:%.S=$(BUILD)/asan/%.o) $(BUILD)/asan/gen/profile.pb-c.o \
+             $(OTLP_GEN_C:$(BUILD)/gen/%.c=$(BUILD)/asan/gen/%.o)
 FAKES     := $(patsubst fake_profilers/%.c,$(BUILD)/fake/lib%.so,$(wildcard fake_profilers/*.c))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
@@ -81,10 +91,33 @@ $(BUILD)/asan/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profi
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -I$(BUILD)/gen -g -fPIC -O1 $(SAN) -c $< -o $@
 
+$(OTLP_GEN_C) $(OTLP_GEN_H) &: $(OTLP_PROTOS:%=src/tracer/proto/opentelemetry/proto/%.proto)
+	@rm -rf $(BUILD)/gen/otlp-src && mkdir -p $(BUILD)/gen/otlp-src
+	cp -r src/tracer/proto/opentelemetry $(BUILD)/gen/otlp-src/
+	sed -i 's/^\([[:space:]]*\)optional /\1/' $(BUILD)/gen/otlp-src/opentelemetry/proto/metrics/v1/metrics.proto
+	cd $(BUILD)/gen/otlp-src && protoc-c --c_out=.. $(OTLP_PROTOS:%=opentelemetry/proto/%.proto)
+
+$(BUILD)/asan/gen/opentelemetry/%.o: $(BUILD)/gen/opentelemetry/%.c $(OTLP_GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -I$(BUILD)/gen -g -fPIC -O1 $(SAN) -c $< -o $@
+
+# libclrmux_otlp.so: OTLP/HTTP protobuf bodies (protocol = http/protobuf), a companion library
+# that the tracer dlopens from its own folder only then (it links libprotobuf-c).
+OTLP_OBJS := $(BUILD)/pobj/src/tracer/pb/otlp_pb.o $(OTLP_GEN_C:$(BUILD)/gen/%.c=$(BUILD)/pobj/gen/%.o)
+all: $(BUILD)/libclrmux_otlp.so
+
+$(BUILD)/pobj/gen/opentelemetry/%.o: $(BUILD)/gen/opentelemetry/%.c $(OTLP_GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -I$(BUILD)/gen -g -fPIC $(CFLAGS) -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/libclrmux_otlp.so: $(OTLP_OBJS)
+	$(CC) -shared -o $@ $(OTLP_OBJS) -lprotobuf-c $(LIBS) -Wl,--no-undefined -Wl,-z,defs
+
 # libclrmux_profiler.so: the built-in profiler (`builtin = profiler`), a companion library that
 # libclrmux.so dlopens from its own folder. protobuf-c and zlib are linked dynamically here
 # (Debian's .a are not PIC), which keeps libclrmux.so itself self-contained.
-PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c src/common/hresult.c
+PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c \
+             src/common/hresult.c src/tracer/otlp_http.c
 PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/pobj/%.o) $(BUILD)/pobj/gen/profile.pb-c.o
 all: $(BUILD)/libclrmux_profiler.so
 
@@ -174,6 +207,7 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/tracer.sh
 	@tests/clr/compose.sh
 	@tests/clr/detach.sh
+	@tests/clr/otel.sh
 	@tests/clr/profiler.sh
 	@tests/clr/hardening.sh
 	@tests/clr/ending.sh
@@ -185,14 +219,14 @@ demo: all
 	@scripts/demo.sh
 
 # make install [PREFIX=/opt/clrmux] [DESTDIR=]: bin/clrmux, lib/libclrmux.so,
-# lib/libclrmux_profiler.so, etc/loader.conf (lib/loader.conf links to it, the library's
+# lib/libclrmux_profiler.so, lib/libclrmux_otlp.so, etc/loader.conf (lib/loader.conf links to it, the library's
 # default), share/clrmux/instrument.sh, share/doc/clrmux/.
 PREFIX ?= /opt/clrmux
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/etc \
 	    $(DESTDIR)$(PREFIX)/share/clrmux $(DESTDIR)$(PREFIX)/share/doc/clrmux
 	install -m 0755 $(BUILD)/clrmux $(DESTDIR)$(PREFIX)/bin/clrmux
-	install -m 0644 $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 packaging/loader.conf $(DESTDIR)$(PREFIX)/etc/loader.conf
 	ln -sfn ../etc/loader.conf $(DESTDIR)$(PREFIX)/lib/loader.conf
 	sed 's|@PREFIX@|$(PREFIX)|g' packaging/instrument.sh >$(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh

@@ -11,6 +11,7 @@
 #   6. sampler: no profiler vs suspend vs signal sampler vs dotnet-trace's SampleProfiler beside
 #      200 blocked threads: throughput, longest gaps, delivered samples (bench/sampler.sh)
 #   7. elt: ns per enter/leave-hooked call, one ELT child alone vs under clrmux, and three (bench/elt.sh)
+#   8. otel: ns per traced call with/without Activity.Current, sample_ratio 1.0 vs 0.01 (bench/otel.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -86,6 +87,9 @@ echo
 
 echo "== 7. enter/leave hooks (bench/elt.sh)"
 bench/elt.sh --summary "$WORK/elt.sum"
+echo
+echo "== 8. traced calls with/without a current Activity, sampling 1.0 / 0.01 (bench/otel.sh)"
+bench/otel.sh
 echo
 
 # ---- summary ----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ command -v dotnet >/dev/null || { echo "make demo needs the .NET SDK (dotnet) on
 tests/clr/build-apps.sh
 OUT=build/demo
 mkdir -p "$OUT"
-rm -rf "$OUT"/*.txt "$OUT"/clrmux.log "$OUT"/traces-*.otlp.jsonl "$OUT"/profiles
+rm -rf "$OUT"/*.txt "$OUT"/clrmux.log "$OUT"/traces-*.otlp.jsonl "$OUT"/metrics-*.otlp.jsonl "$OUT"/profiles
 echo "== running build/clr/sample/sample.dll under clrmux with loader.conf.example"
 env CORECLR_ENABLE_PROFILING=1 \
     CORECLR_PROFILER='{EE712634-5BBB-4C28-8E6A-45180A97AD0B}' \
@@ -48,6 +48,18 @@ for path in glob.glob(sys.argv[1] + "/traces-*.otlp.jsonl"):
 for name, n in sorted(counts.items()):
     print("   %-40s %6d spans%s" % (name, n, "  (%d with error status)" % errors[name] if errors[name] else ""))
 print("   %-40s %6d spans" % ("total", sum(counts.values())))
+calls = {}
+for path in glob.glob(sys.argv[1] + "/metrics-*.otlp.jsonl"):
+    for line in open(path):  # cumulative: the last line has the totals
+        for rm in json.loads(line)["resourceMetrics"]:
+            for sm in rm["scopeMetrics"]:
+                for m in sm["metrics"]:
+                    if m["name"] == "clrmux.method.calls":
+                        calls = {dp["attributes"][0]["value"]["stringValue"]: int(dp["asInt"]) for dp in m["sum"]["dataPoints"]}
+if calls:
+    print("   calls counted by the metrics (clrmux.method.calls):")
+    for name, n in sorted(calls.items()):
+        print("   %-40s %6d calls%s" % (name, n, "" if n == counts[name] else "  (%d without a span)" % (n - counts[name])))
 PY
 
 echo

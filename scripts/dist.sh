@@ -36,7 +36,7 @@ echo "dist: $DIST/clrmux_${VERSION}_amd64.deb"
 if command -v dotnet >/dev/null 2>&1; then
     NATIVE="$ROOT/$STAGE/native"
     mkdir -p "$NATIVE"
-    cp build/libclrmux.so build/libclrmux_profiler.so "$NATIVE/"
+    cp build/libclrmux.so build/libclrmux_profiler.so build/libclrmux_otlp.so "$NATIVE/"
     cp packaging/loader.conf "$NATIVE/loader.conf"
     tfm=net$(dotnet --version | cut -d. -f1).0
     if ! dotnet pack packaging/nuget/Clrmux.Bundle.csproj -c Release -o "$DIST" -p:Version="$VERSION" -p:TargetFramework="$tfm" \

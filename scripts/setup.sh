@@ -16,8 +16,10 @@ set -euo pipefail
 BUILD_PKGS="build-essential libinih-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev"
 # unit tests (cmocka), pprof checks (go tool pprof), libFuzzer (clang + its runtime), the
 # OTLP/HTTP export (libcurl), the report's test (npm for its JS libraries, headless Chromium, OCR
-# of the screenshot with tesseract), the packaging tests (dpkg-deb)
+# of the screenshot with tesseract), the packaging tests (dpkg-deb), the OTLP protobuf and
+# Pyroscope tests (protoc and python3-protobuf decode what clrmux sends)
 TEST_PKGS="$BUILD_PKGS libcmocka-dev python3 golang-go:go clang clang-14 libclang-rt-14-dev libcurl4 file
+           python3-protobuf protobuf-compiler
            chromium:chromium fonts-dejavu-core tesseract-ocr tesseract-ocr-eng dpkg-dev nodejs:node npm:npm"
 # the demo's report: go tool pprof reads the profile, npm fetches d3-flame-graph
 DEMO_PKGS="$BUILD_PKGS python3 golang-go:go nodejs:node npm:npm"

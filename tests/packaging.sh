@@ -54,7 +54,7 @@ else
 fi
 P="$WORK/inst/usr/lib/clrmux-test"
 missing=""
-for f in bin/clrmux lib/libclrmux.so lib/libclrmux_profiler.so etc/loader.conf lib/loader.conf \
+for f in bin/clrmux lib/libclrmux.so lib/libclrmux_profiler.so lib/libclrmux_otlp.so etc/loader.conf lib/loader.conf \
          share/clrmux/instrument.sh share/doc/clrmux/README.md; do
     [ -e "$P/$f" ] || missing="$missing $f"
 done
@@ -152,7 +152,7 @@ check "after dpkg -r: the libraries are gone, the edited conffile stays" test ! 
 if [ $have_dotnet = 1 ]; then
     check "NuGet package $NUPKG" test -s "$NUPKG"
     listing=$(python3 -c "import sys, zipfile; print('\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))" "$NUPKG" 2>&1)
-    for f in libclrmux.so libclrmux_profiler.so loader.conf; do
+    for f in libclrmux.so libclrmux_profiler.so libclrmux_otlp.so loader.conf; do
         grep -qx "runtimes/linux-x64/native/$f" <<<"$listing" && ok "nupkg holds runtimes/linux-x64/native/$f" \
             || bad "nupkg lacks runtimes/linux-x64/native/$f" "$listing"
     done

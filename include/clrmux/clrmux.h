@@ -61,4 +61,21 @@ struct clrmux_check_result {
 CLRMUX_EXPORT int clrmux_check_config(const char *path, clrmux_check_report_fn report, void *ctx,
                                       struct clrmux_check_result *res);
 
+/* The built-in tracer's span context of the calling thread, for the built-in profiler's
+ * labels (`span id`, `local root span id`, `trace id`). Returns a pointer to a per-thread
+ * record owned by libclrmux.so (created on the first call; NULL without memory) that stays
+ * valid until the thread exits:
+ *   struct { volatile uint32_t seq, depth; volatile uint64_t span_id, local_root_id;
+ *            volatile uint8_t trace_id[16]; }      (struct clrmux_span_context, tracer/spans.h)
+ * The tracer's probes update it on the same thread with plain stores, `seq` odd while they
+ * do. A reader on the same thread (a signal handler that interrupted the probe) or on a
+ * thread that stopped this one reads seq, the fields, seq again, and keeps the values only
+ * when both seq reads are equal and even. Call it once per thread outside any signal
+ * handler and cache the pointer (it allocates on the first call). span_id 0: no open span. */
+struct clrmux_span_context;
+CLRMUX_EXPORT struct clrmux_span_context *clrmux_span_context_get(void);
+/* The same record if the calling thread has one, else NULL; no allocation, no lock (an
+ * initial-exec TLS read): async-signal-safe, for a SIGPROF handler on the sampled thread. */
+CLRMUX_EXPORT struct clrmux_span_context *clrmux_span_context_peek(void);
+
 #endif

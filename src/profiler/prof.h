@@ -33,8 +33,22 @@ struct prof_config {
                                   under this share of wall time; 0 = never [1] */
     int cpu, wall, exceptions, allocations, contention; /* [true] each */
     int sampler;               /* PROF_SAMPLER_SIGNAL (default where supported) or _SUSPEND */
+    char endpoint[2048];       /* Pyroscope server URL; "" = no push */
+    char app_name[256];        /* Pyroscope application name [process name] */
+    char headers[2048];        /* extra request headers, key=value,... (X-Scope-OrgID=...) */
 };
 enum { PROF_SAMPLER_SIGNAL = 0, PROF_SAMPLER_SUSPEND = 1 };
+
+/* ---- pushing profiles to Pyroscope (push.c) -------------------------------------------- */
+
+struct prof_push;
+/* A sender to <endpoint>/ingest (libcurl dlopened). NULL with the reason in err. */
+struct prof_push *prof_push_open(const char *endpoint, const char *app, const char *headers, char *err, size_t errlen);
+/* Queues one profile (gzip'd pprof, malloc'd, taken) covering [from_ns, until_ns) Unix time. */
+void prof_push_send(struct prof_push *p, uint8_t *pprof_gz, size_t len, int64_t from_ns, int64_t until_ns);
+/* Sends what is due for at most budget_ms; at the end, everything within within_ms. */
+void prof_push_pump(struct prof_push *p, long budget_ms);
+void prof_push_finish(struct prof_push *p, long within_ms);
 
 /* Fills *pc from the section's keys (defaults for absent keys). A bad value is one log line
  * (with the key's line) and the default is kept; unknown keys are one warning each.

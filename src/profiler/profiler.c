@@ -18,6 +18,7 @@
 #include "profiler/framename.h"
 #include "profiler/pprof.h"
 #include "profiler/prof.h"
+#include "tracer/otlp_http.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -55,6 +56,7 @@ struct profiler {
     char process[128];
     long pid;
     int output_ok;
+    struct prof_push *push; /* Pyroscope (endpoint set), or NULL */
 
     pthread_t sampler;
     int sampler_started;
@@ -432,6 +434,13 @@ static void flush(struct profiler *p, const char *last)
             }
         }
     }
+    if (p->push) { /* the same profile to Pyroscope; sent now for a bounded time, retried later */
+        uint8_t *gz = NULL;
+        size_t len = 0;
+        if (clrmux_pprof_serialize(p->pb, &gz, &len) == 0)
+            prof_push_send(p->push, gz, len, p->period_start_unix, now_unix);
+        prof_push_pump(p->push, last ? 0 : 200);
+    }
     clrmux_pprof_reset(p->pb);
     p->period_start_unix = now_unix;
     p->period_start_mono = now_mono;
@@ -707,6 +716,8 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
         flush(p, "shutdown");
     p->final = 1;
     pthread_mutex_unlock(&p->work_lock);
+    if (p->push)
+        prof_push_finish(p->push, CLRMUX_HTTP_SHUTDOWN_MS);
     atomic_store(&p->shut_down, 1);
     prof_rawq_close(&p->q);
     double t = p->ticks ? (double)p->ticks * 1000.0 : 1;
@@ -795,6 +806,13 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     clrmux_process_names(exe, sizeof exe, app, sizeof app);
     snprintf(p->process, sizeof p->process, "%s", app[0] ? app : exe[0] ? exe : "process");
     p->pid = (long)getpid();
+    if (p->cfg.endpoint[0]) {
+        char err[800];
+        if (!(p->push = prof_push_open(p->cfg.endpoint, p->cfg.app_name[0] ? p->cfg.app_name : p->process,
+                                       p->cfg.headers, err, sizeof err)))
+            LOG_ERROR("profiler '%s': endpoint %s: %s; profiles are only written to files", p->name, p->cfg.endpoint,
+                      err);
+    }
     p->output_ok = mkdirs(p->cfg.output_dir) == 0;
     if (!p->output_ok)
         LOG_ERROR("profiler '%s': cannot create output_dir %s: %s; profiles are collected but not written", p->name,

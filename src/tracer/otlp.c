@@ -1,4 +1,4 @@
-/* OTLP JSON lines (see otlp.h). */
+/* OTLP JSON lines (see otlp.h): spans, metrics and the resource they share. */
 #include "tracer/otlp.h"
 
 #include <inttypes.h>
@@ -115,9 +115,12 @@ static void put_json(struct buf *b, const char *s)
     PUTS(b, "\"");
 }
 
+static const char *exc_message(const struct clrmux_otlp_names *names, uint32_t exc);
+
 static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const struct clrmux_otlp_names *names)
 {
     const char *name = names && names->method ? names->method(names->ctx, s->method) : NULL;
+    const char *tname = names && names->thread ? names->thread(names->ctx, s->tid) : NULL;
     if (i)
         PUTS(b, ",");
     PUTS(b, "{\"traceId\":\"");
@@ -142,21 +145,35 @@ static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const
     put_i64(b, s->start_ns);
     PUTS(b, "\",\"endTimeUnixNano\":\"");
     put_i64(b, s->end_ns);
-    PUTS(b, "\",\"attributes\":[{\"key\":\"thread.id\",\"value\":{\"intValue\":\"");
+    PUTS(b, "\",\"attributes\":[");
+    if (name) {
+        PUTS(b, "{\"key\":\"code.function.name\",\"value\":{\"stringValue\":");
+        put_json(b, name);
+        PUTS(b, "}},");
+    }
+    PUTS(b, "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"");
     put_u64(b, s->tid);
     PUTS(b, "\"}}");
-    const char *exc = NULL;
-    if (s->flags & CLRMUX_SPAN_ERROR) {
-        exc = s->exc && names && names->exception ? names->exception(names->ctx, s->exc) : NULL;
-        if (exc) {
-            PUTS(b, ",{\"key\":\"exception.type\",\"value\":{\"stringValue\":");
-            put_json(b, exc);
-            PUTS(b, "}}");
-        }
+    if (tname) {
+        PUTS(b, ",{\"key\":\"thread.name\",\"value\":{\"stringValue\":");
+        put_json(b, tname);
+        PUTS(b, "}}");
     }
     PUTS(b, "]");
     if (s->flags & CLRMUX_SPAN_ERROR) {
-        PUTS(b, ",\"status\":{\"code\":2");
+        const char *exc = s->exc && names && names->exception ? names->exception(names->ctx, s->exc) : NULL;
+        const char *msg = exc ? exc_message(names, s->exc) : NULL;
+        PUTS(b, ",\"events\":[{\"timeUnixNano\":\"");
+        put_i64(b, s->end_ns);
+        PUTS(b, "\",\"name\":\"exception\",\"attributes\":[{\"key\":\"exception.type\",\"value\":{\"stringValue\":");
+        put_json(b, exc ? exc : "System.Exception");
+        PUTS(b, "}}");
+        if (msg) {
+            PUTS(b, ",{\"key\":\"exception.message\",\"value\":{\"stringValue\":");
+            put_json(b, msg);
+            PUTS(b, "}}");
+        }
+        PUTS(b, "]}],\"status\":{\"code\":2");
         if (exc) {
             PUTS(b, ",\"message\":");
             put_json(b, exc);
@@ -167,16 +184,122 @@ static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const
     }
 }
 
-int clrmux_otlp_write_line(FILE *f, const char *service_name, long pid, const struct clrmux_span *spans, size_t n,
+static const char *exc_message(const struct clrmux_otlp_names *names, uint32_t exc)
+{
+    return names && names->exception_message ? names->exception_message(names->ctx, exc) : NULL;
+}
+
+/* ---- resource ---------------------------------------------------------------------------- */
+
+int clrmux_resource_set(struct clrmux_resource *r, const char *key, const char *value, int is_int)
+{
+    if (!key || !*key || !value || strlen(key) >= sizeof r->attrs[0].key || strlen(value) >= sizeof r->attrs[0].value)
+        return -1;
+    size_t i = 0;
+    while (i < r->n && strcmp(r->attrs[i].key, key) != 0)
+        i++;
+    if (i == r->n) {
+        if (r->n == CLRMUX_RESOURCE_MAX)
+            return -1;
+        r->n++;
+    }
+    snprintf(r->attrs[i].key, sizeof r->attrs[i].key, "%s", key);
+    snprintf(r->attrs[i].value, sizeof r->attrs[i].value, "%s", value);
+    r->attrs[i].is_int = is_int;
+    return 0;
+}
+
+const char *clrmux_resource_get(const struct clrmux_resource *r, const char *key)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->attrs[i].key, key) == 0)
+            return r->attrs[i].value;
+    return NULL;
+}
+
+static int hexdig(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* trims spaces and tabs, percent-decodes; -1 on a bad escape or an overlong result */
+static int decode(const char *s, size_t n, char *out, size_t outsz)
+{
+    while (n && (*s == ' ' || *s == '\t'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i];
+        if (c == '%') {
+            if (i + 2 >= n)
+                return -1;
+            int h = hexdig(s[i + 1]), l = hexdig(s[i + 2]);
+            if (h < 0 || l < 0)
+                return -1;
+            c = h << 4 | l;
+            i += 2;
+        }
+        if (o + 1 >= outsz)
+            return -1;
+        out[o++] = (char)c;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+int clrmux_resource_parse(struct clrmux_resource *r, const char *text, char *bad, size_t badlen)
+{
+    int nbad = 0;
+    if (bad && badlen)
+        bad[0] = 0;
+    for (const char *p = text; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        char key[128], value[256];
+        int ok = eq && decode(p, (size_t)(eq - p), key, sizeof key) == 0 && key[0] &&
+                 decode(eq + 1, n - (size_t)(eq - p) - 1, value, sizeof value) == 0;
+        if (ok) {
+            if (!clrmux_resource_get(r, key))
+                ok = clrmux_resource_set(r, key, value, 0) == 0;
+        } else if (n == 0 || strspn(p, " \t") >= n) {
+            ok = 1; /* empty member */
+        }
+        if (!ok) {
+            nbad++;
+            if (bad && badlen) {
+                size_t l = strlen(bad);
+                snprintf(bad + l, badlen - l, "%s%.*s", l ? "," : "", (int)n, p);
+            }
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    return nbad;
+}
+
+void clrmux_resource_write_json(FILE *f, const struct clrmux_resource *r)
+{
+    fputs("{\"attributes\":[", f);
+    for (size_t i = 0; i < r->n; i++) {
+        fputs(i ? ",{\"key\":" : "{\"key\":", f);
+        clrmux_json_string(f, r->attrs[i].key);
+        fputs(r->attrs[i].is_int ? ",\"value\":{\"intValue\":" : ",\"value\":{\"stringValue\":", f);
+        clrmux_json_string(f, r->attrs[i].value);
+        fputs("}}", f);
+    }
+    fputs("]}", f);
+}
+
+int clrmux_otlp_write_line(FILE *f, const struct clrmux_resource *res, const struct clrmux_span *spans, size_t n,
                            const struct clrmux_otlp_names *names)
 {
     if (!n)
         return 0;
-    fputs("{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":", f);
-    clrmux_json_string(f, service_name);
-    fprintf(f, "}},{\"key\":\"process.pid\",\"value\":{\"intValue\":\"%ld\"}},"
-               "{\"key\":\"telemetry.sdk.name\",\"value\":{\"stringValue\":\"clrmux\"}}]},"
-               "\"scopeSpans\":[{\"scope\":{\"name\":\"clrmux\"},\"spans\":[", pid);
+    fputs("{\"resourceSpans\":[{\"resource\":", f);
+    clrmux_resource_write_json(f, res);
+    fputs(",\"scopeSpans\":[{\"scope\":{\"name\":\"clrmux\",\"version\":\"" CLRMUX_VERSION "\"},\"spans\":[", f);
     for (size_t i = 0; i < n; i++) {
         char text[4096];
         struct buf b = {text, text + sizeof text, 0};
@@ -187,7 +310,10 @@ int clrmux_otlp_write_line(FILE *f, const char *service_name, long pid, const st
             size_t need = 1024;
             const char *nm = names && names->method ? names->method(names->ctx, spans[i].method) : NULL;
             const char *ex = names && names->exception ? names->exception(names->ctx, spans[i].exc) : NULL;
-            need += 6 * ((nm ? strlen(nm) : 0) + 2 * (ex ? strlen(ex) : 0));
+            const char *em = exc_message(names, spans[i].exc);
+            const char *tn = names && names->thread ? names->thread(names->ctx, spans[i].tid) : NULL;
+            need += 6 * (2 * (nm ? strlen(nm) : 0) + 3 * (ex ? strlen(ex) : 0) + (em ? strlen(em) : 0) +
+                         (tn ? strlen(tn) : 0));
             char *heap = malloc(need);
             if (!heap)
                 return -1;
@@ -198,5 +324,88 @@ int clrmux_otlp_write_line(FILE *f, const char *service_name, long pid, const st
         }
     }
     fputs("]}]}]}\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+static void metric_attrs(FILE *f, const char *name)
+{
+    fputs("\"attributes\":[{\"key\":\"code.function.name\",\"value\":{\"stringValue\":", f);
+    clrmux_json_string(f, name);
+    fputs("}}]", f);
+}
+
+int clrmux_otlp_write_metrics(FILE *f, const struct clrmux_resource *res, int64_t start_ns, int64_t now_ns,
+                              uint32_t nmethods, const struct clrmux_otlp_names *names,
+                              const struct clrmux_otlp_counter *counters, size_t ncounters)
+{
+    struct clrmux_method_metrics *m = calloc(nmethods ? nmethods : 1, sizeof *m);
+    if (!m)
+        return -1;
+    size_t used = 0;
+    clrmux_metrics_snapshot(m, nmethods);
+    for (uint32_t i = 0; i < nmethods; i++)
+        used += m[i].calls != 0;
+    fputs("{\"resourceMetrics\":[{\"resource\":", f);
+    clrmux_resource_write_json(f, res);
+    fputs(",\"scopeMetrics\":[{\"scope\":{\"name\":\"clrmux\",\"version\":\"" CLRMUX_VERSION "\"},\"metrics\":[", f);
+    static const struct {
+        const char *name, *desc, *unit;
+    } sums[2] = {{"clrmux.method.calls", "Calls of a traced method, whether or not its span was recorded", "{call}"},
+                 {"clrmux.method.errors", "Calls of a traced method left by an exception", "{call}"}};
+    int first_metric = 1;
+    for (int k = 0; k < 2 && used; k++) {
+        fprintf(f, "%s{\"name\":\"%s\",\"description\":\"%s\",\"unit\":\"%s\",\"sum\":{\"dataPoints\":[",
+                first_metric ? "" : ",", sums[k].name, sums[k].desc, sums[k].unit);
+        first_metric = 0;
+        int first = 1;
+        for (uint32_t i = 0; i < nmethods; i++) {
+            if (!m[i].calls)
+                continue;
+            const char *nm = names && names->method ? names->method(names->ctx, i) : NULL;
+            fputs(first ? "{" : ",{", f);
+            first = 0;
+            metric_attrs(f, nm ? nm : "?");
+            fprintf(f, ",\"startTimeUnixNano\":\"%lld\",\"timeUnixNano\":\"%lld\",\"asInt\":\"%llu\"}",
+                    (long long)start_ns, (long long)now_ns,
+                    (unsigned long long)(k == 0 ? m[i].calls : m[i].errors));
+        }
+        fputs("],\"aggregationTemporality\":2,\"isMonotonic\":true}}", f);
+    }
+    if (used) {
+        fputs(",{\"name\":\"clrmux.method.duration\",\"description\":\"Duration of the calls of a traced method\","
+              "\"unit\":\"s\",\"histogram\":{\"dataPoints\":[", f);
+        int first = 1;
+        for (uint32_t i = 0; i < nmethods; i++) {
+            if (!m[i].calls)
+                continue;
+            const char *nm = names && names->method ? names->method(names->ctx, i) : NULL;
+            fputs(first ? "{" : ",{", f);
+            first = 0;
+            metric_attrs(f, nm ? nm : "?");
+            fprintf(f, ",\"startTimeUnixNano\":\"%lld\",\"timeUnixNano\":\"%lld\",\"count\":\"%llu\",\"sum\":%.9f,"
+                       "\"bucketCounts\":[",
+                    (long long)start_ns, (long long)now_ns, (unsigned long long)m[i].count, (double)m[i].sum_ns / 1e9);
+            for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
+                fprintf(f, "%s\"%llu\"", b ? "," : "", (unsigned long long)m[i].buckets[b]);
+            fputs("],\"explicitBounds\":[", f);
+            for (int b = 0; b < CLRMUX_HIST_BOUNDS; b++)
+                fprintf(f, "%s%g", b ? "," : "", clrmux_hist_bounds_s[b]);
+            fputs("]}", f);
+        }
+        fputs("],\"aggregationTemporality\":2}}", f);
+    }
+    for (size_t c = 0; c < ncounters; c++) {
+        fprintf(f, "%s{\"name\":", first_metric && !used && c == 0 ? "" : ",");
+        clrmux_json_string(f, counters[c].name);
+        fputs(",\"description\":", f);
+        clrmux_json_string(f, counters[c].description);
+        fprintf(f, ",\"unit\":\"{span}\",\"sum\":{\"dataPoints\":[{\"startTimeUnixNano\":\"%lld\",\"timeUnixNano\":"
+                   "\"%lld\",\"asInt\":\"%llu\"}],\"aggregationTemporality\":2,\"isMonotonic\":true}}",
+                (long long)start_ns, (long long)now_ns, (unsigned long long)counters[c].value);
+    }
+    fputs("]}]}]}\n", f);
+    free(m);
     return ferror(f) ? -1 : 0;
 }

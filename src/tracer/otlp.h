@@ -10,20 +10,70 @@
 #include "tracer/spans.h"
 
 /* Names for the ids in struct clrmux_span: method index -> "Namespace.Type.Method";
- * exception id -> type name (NULL when unknown). */
+ * exception id -> type name; exception id -> its message; thread id -> thread name (each
+ * NULL when unknown; the function pointers other than method may be NULL). */
 typedef const char *(*clrmux_otlp_name_fn)(void *ctx, uint32_t id);
 
 struct clrmux_otlp_names {
     clrmux_otlp_name_fn method;
     clrmux_otlp_name_fn exception;
     void *ctx;
+    clrmux_otlp_name_fn thread;
+    clrmux_otlp_name_fn exception_message;
 };
 
-/* Writes spans[0..n) as one line (one resourceSpans with service.name and process.pid, one
- * scopeSpans with scope "clrmux"). Nothing is written for n == 0. Returns 0, or -1 on a
- * write error. */
-int clrmux_otlp_write_line(FILE *f, const char *service_name, long pid, const struct clrmux_span *spans, size_t n,
+/* The OTLP Resource: attributes in order (OpenTelemetry semantic conventions: service.name,
+ * service.version, process.pid, process.executable.name, host.name, telemetry.sdk.*, and
+ * those of OTEL_RESOURCE_ATTRIBUTES). */
+#define CLRMUX_RESOURCE_MAX 32
+struct clrmux_resource_attr {
+    char key[128];
+    char value[256];
+    int is_int; /* value is a decimal integer: written as intValue */
+};
+struct clrmux_resource {
+    size_t n;
+    struct clrmux_resource_attr attrs[CLRMUX_RESOURCE_MAX];
+};
+
+/* Sets key (replacing its value if present). Returns 0, or -1 when full or too long. */
+int clrmux_resource_set(struct clrmux_resource *r, const char *key, const char *value, int is_int);
+/* The value of key, or NULL. */
+const char *clrmux_resource_get(const struct clrmux_resource *r, const char *key);
+/* Adds OTEL_RESOURCE_ATTRIBUTES-style text "k1=v1,k2=v2" (W3C Baggage octets, values
+ * percent-decoded) without replacing keys already set. Returns the number of malformed
+ * members skipped (their text in bad[badlen], comma-separated). */
+int clrmux_resource_parse(struct clrmux_resource *r, const char *text, char *bad, size_t badlen);
+/* The resource as an OTLP JSON object {"attributes":[...]}. */
+void clrmux_resource_write_json(FILE *f, const struct clrmux_resource *r);
+
+/* Writes spans[0..n) as one line (one resourceSpans with the resource, one scopeSpans with
+ * scope "clrmux"). Span attributes (semantic conventions): code.function.name, thread.id,
+ * thread.name; an error span has status ERROR with the exception type as its message and an
+ * `exception` event (exception.type, exception.message when known) at its end time. Nothing
+ * is written for n == 0. Returns 0, or -1 on a write error. */
+int clrmux_otlp_write_line(FILE *f, const struct clrmux_resource *res, const struct clrmux_span *spans, size_t n,
                            const struct clrmux_otlp_names *names);
+
+/* A process-wide counter exported beside the per-method metrics (a monotonic cumulative sum
+ * with unit {span}). */
+struct clrmux_otlp_counter {
+    const char *name, *description;
+    uint64_t value;
+};
+
+/* Writes one ExportMetricsServiceRequest line (OTLP JSON): for each method 0..nmethods-1
+ * that was called, clrmux.method.calls and clrmux.method.errors (monotonic cumulative sums,
+ * unit {call}) and clrmux.method.duration (cumulative histogram, unit s, explicit bounds
+ * clrmux_hist_bounds_s), each data point with attribute code.function.name; then the
+ * counters. Totals come from clrmux_method_metrics_get. Returns 0, or -1 on a write error
+ * or no memory. */
+int clrmux_otlp_write_metrics(FILE *f, const struct clrmux_resource *res, int64_t start_ns, int64_t now_ns,
+                              uint32_t nmethods, const struct clrmux_otlp_names *names,
+                              const struct clrmux_otlp_counter *counters, size_t ncounters);
+
+/* clrmux's version (the scope's and telemetry.sdk.version) */
+#define CLRMUX_VERSION "0.1.0"
 
 /* Writes s as a JSON string literal (with quotes), escaping as RFC 8259 requires. */
 void clrmux_json_string(FILE *f, const char *s);

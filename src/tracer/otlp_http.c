@@ -14,8 +14,12 @@
 
 /* ---- the sender ----------------------------------------------------------------------- */
 
+#define WHO(h) ((h)->conf.who ? (h)->conf.who : "tracer: OTLP/HTTP")
+#define UNIT(h) ((h)->conf.unit ? (h)->conf.unit : "span(s)")
+
 struct request {
     char *body;
+    char *url; /* NULL: the transport's own */
     size_t len, nspans;
     int attempts;
 };
@@ -86,6 +90,7 @@ static void pop(struct clrmux_http *h)
 {
     struct request *r = at(h, 0);
     free(r->body);
+    free(r->url);
     memset(r, 0, sizeof *r);
     h->head = (h->head + 1) % h->conf.max_queue;
     h->count--;
@@ -104,19 +109,21 @@ static void log_drops(struct clrmux_http *h, int force)
     if (!force && h->drops_logged && now - h->drop_logged_at < DROP_LOG_INTERVAL_MS)
         return;
     if (h->unlogged[DROP_FULL])
-        LOG_WARN("tracer: OTLP/HTTP: %llu request(s) (%llu span(s)) dropped: the queue of %zu request(s) to %s was "
+        LOG_WARN("%s: %llu request(s) (%llu %s) dropped: the queue of %zu request(s) to %s was "
                  "full (the oldest are dropped)",
-                 (unsigned long long)h->unlogged[DROP_FULL], (unsigned long long)h->unlogged_spans[DROP_FULL],
+                 WHO(h), (unsigned long long)h->unlogged[DROP_FULL], (unsigned long long)h->unlogged_spans[DROP_FULL], UNIT(h),
                  h->conf.max_queue, h->endpoint);
     if (h->unlogged[DROP_FAILED])
-        LOG_WARN("tracer: OTLP/HTTP: %llu request(s) (%llu span(s)) to %s dropped, not accepted (at most %d attempts "
+        LOG_WARN("%s: %llu request(s) (%llu %s) to %s dropped, not accepted (at most %d attempts "
                  "each; last: %s)",
-                 (unsigned long long)h->unlogged[DROP_FAILED], (unsigned long long)h->unlogged_spans[DROP_FAILED],
+                 WHO(h), (unsigned long long)h->unlogged[DROP_FAILED], (unsigned long long)h->unlogged_spans[DROP_FAILED],
+                 UNIT(h),
                  h->endpoint, h->conf.max_attempts, h->last_why);
     if (h->unlogged[DROP_UNSENT])
-        LOG_WARN("tracer: OTLP/HTTP: %llu request(s) (%llu span(s)) to %s dropped, still queued when the time to "
+        LOG_WARN("%s: %llu request(s) (%llu %s) to %s dropped, still queued when the time to "
                  "send them at shutdown ran out",
-                 (unsigned long long)h->unlogged[DROP_UNSENT], (unsigned long long)h->unlogged_spans[DROP_UNSENT],
+                 WHO(h), (unsigned long long)h->unlogged[DROP_UNSENT], (unsigned long long)h->unlogged_spans[DROP_UNSENT],
+                 UNIT(h),
                  h->endpoint);
     memset(h->unlogged, 0, sizeof h->unlogged);
     memset(h->unlogged_spans, 0, sizeof h->unlogged_spans);
@@ -140,11 +147,17 @@ static void drop_head(struct clrmux_http *h, enum drop_kind kind)
 
 void clrmux_http_enqueue(struct clrmux_http *h, char *body, size_t len, size_t nspans)
 {
+    clrmux_http_enqueue_url(h, NULL, body, len, nspans);
+}
+
+void clrmux_http_enqueue_url(struct clrmux_http *h, char *url, char *body, size_t len, size_t nspans)
+{
     if (h->count == h->conf.max_queue) {
         drop_head(h, DROP_FULL);
         log_drops(h, 0);
     }
     struct request *r = at(h, h->count);
+    r->url = url;
     r->body = body;
     r->len = len;
     r->nspans = nspans;
@@ -161,12 +174,14 @@ static void attempt(struct clrmux_http *h, long timeout_ms)
     char why[256] = "";
     r->attempts++;
     h->st.attempts++;
+    if (r->url && h->conf.set_url)
+        h->conf.set_url(h->conf.post_ctx, r->url);
     enum clrmux_http_result res = h->conf.post(h->conf.post_ctx, r->body, r->len, timeout_ms, &status, why, sizeof why);
     if (res == CLRMUX_HTTP_OK) {
         h->st.sent++;
         h->st.sent_spans += r->nspans;
         if (h->streak)
-            LOG_INFO("tracer: OTLP/HTTP: %s accepted a request again (after %llu failed attempt(s))", h->endpoint,
+            LOG_INFO("%s: %s accepted a request again (after %llu failed attempt(s))", WHO(h), h->endpoint,
                      (unsigned long long)h->streak);
         h->streak = 0;
         h->backoff = h->conf.backoff_ms;
@@ -184,12 +199,12 @@ static void attempt(struct clrmux_http *h, long timeout_ms)
     int level = h->streak == 1 ? CLRMUX_LOG_WARN : CLRMUX_LOG_DEBUG;
     if (level <= clrmux_log_get_level()) {
         if (last)
-            clrmux_log(level, "tracer: OTLP/HTTP: POST of %zu span(s) to %s failed: %s; attempt %d of %d, dropped",
-                       r->nspans, h->endpoint, h->last_why, r->attempts, h->conf.max_attempts);
+            clrmux_log(level, "%s: POST of %zu %s to %s failed: %s; attempt %d of %d, dropped", WHO(h),
+                       r->nspans, UNIT(h), h->endpoint, h->last_why, r->attempts, h->conf.max_attempts);
         else
-            clrmux_log(level, "tracer: OTLP/HTTP: POST of %zu span(s) to %s failed: %s; attempt %d of %d, retrying in "
+            clrmux_log(level, "%s: POST of %zu %s to %s failed: %s; attempt %d of %d, retrying in "
                        "%ld ms",
-                       r->nspans, h->endpoint, h->last_why, r->attempts, h->conf.max_attempts, wait);
+                       WHO(h), r->nspans, UNIT(h), h->endpoint, h->last_why, r->attempts, h->conf.max_attempts, wait);
     }
     if (last) {
         drop_head(h, DROP_FAILED);
@@ -239,11 +254,11 @@ void clrmux_http_finish(struct clrmux_http *h, long within_ms)
     uint64_t dropped = s->full + s->failed + s->unsent;
     uint64_t dropped_spans = s->full_spans + s->failed_spans + s->unsent_spans;
     clrmux_log(dropped ? CLRMUX_LOG_WARN : CLRMUX_LOG_INFO,
-               "tracer: OTLP/HTTP to %s: %llu span(s) sent in %llu request(s), %llu attempt(s) of which %llu failed; "
-               "%llu span(s) dropped in %llu request(s) (%llu queue full, %llu not accepted, %llu unsent at shutdown)",
-               h->endpoint, (unsigned long long)s->sent_spans, (unsigned long long)s->sent,
+               "%s to %s: %llu %s sent in %llu request(s), %llu attempt(s) of which %llu failed; "
+               "%llu %s dropped in %llu request(s) (%llu queue full, %llu not accepted, %llu unsent at shutdown)",
+               WHO(h), h->endpoint, (unsigned long long)s->sent_spans, UNIT(h), (unsigned long long)s->sent,
                (unsigned long long)s->attempts, (unsigned long long)s->failed_attempts,
-               (unsigned long long)dropped_spans, (unsigned long long)dropped, (unsigned long long)s->full,
+               (unsigned long long)dropped_spans, UNIT(h), (unsigned long long)dropped, (unsigned long long)s->full,
                (unsigned long long)s->failed, (unsigned long long)s->unsent);
 }
 
@@ -367,6 +382,79 @@ struct clrmux_curl *clrmux_curl_open(const char *lib, const char *url, char *loa
     c->easy_setopt(c->easy, CLRMUX_CURLOPT_ERRORBUFFER, c->errbuf);
     c->easy_setopt(c->easy, CLRMUX_CURLOPT_USERAGENT, "clrmux");
     return c;
+}
+
+static int hexd(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* percent-decoded, trimmed copy of s[0..n); -1 if malformed or too long */
+static int hdr_decode(const char *s, size_t n, char *out, size_t outsz)
+{
+    while (n && (*s == ' ' || *s == '\t'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i];
+        if (c == '%') {
+            if (i + 2 >= n || hexd(s[i + 1]) < 0 || hexd(s[i + 2]) < 0)
+                return -1;
+            c = hexd(s[i + 1]) << 4 | hexd(s[i + 2]);
+            i += 2;
+        }
+        if (c == '\r' || c == '\n' || c == 0 || o + 1 >= outsz)
+            return -1; /* no header injection */
+        out[o++] = (char)c;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+int clrmux_curl_set_headers(struct clrmux_curl *c, const char *content_type, const char *headers, char *bad,
+                            size_t badlen)
+{
+    int nbad = 0;
+    char line[1200];
+    if (bad && badlen)
+        bad[0] = 0;
+    snprintf(line, sizeof line, "Content-Type: %s", content_type);
+    void *hd = c->slist_append(NULL, line);
+    hd = hd ? c->slist_append(hd, "Expect:") : NULL;
+    for (const char *p = headers; hd && p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        char k[256], v[900];
+        if (eq && hdr_decode(p, (size_t)(eq - p), k, sizeof k) == 0 && k[0] && !strpbrk(k, ": \t") &&
+            hdr_decode(eq + 1, n - (size_t)(eq - p) - 1, v, sizeof v) == 0) {
+            snprintf(line, sizeof line, "%s: %s", k, v);
+            hd = c->slist_append(hd, line);
+        } else if (strspn(p, " \t") < n) {
+            nbad++;
+            if (bad && badlen) { /* the key only: values may be secrets */
+                size_t l = strlen(bad);
+                snprintf(bad + l, badlen - l, "%s'%.*s'", l ? ", " : "", (int)(eq ? (size_t)(eq - p) : 0), p);
+            }
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    if (!hd)
+        return -1;
+    if (c->headers)
+        c->slist_free_all(c->headers);
+    c->headers = hd;
+    c->easy_setopt(c->easy, CLRMUX_CURLOPT_HTTPHEADER, c->headers);
+    return nbad;
+}
+
+void clrmux_curl_set_url(void *ctx, const char *url)
+{
+    struct clrmux_curl *c = ctx;
+    snprintf(c->url, sizeof c->url, "%s", url);
+    c->easy_setopt(c->easy, CLRMUX_CURLOPT_URL, c->url);
 }
 
 enum clrmux_http_result clrmux_curl_post(void *ctx, const char *body, size_t len, long timeout_ms, long *status,

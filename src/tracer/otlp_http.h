@@ -43,6 +43,9 @@ struct clrmux_http_conf {
     clrmux_http_post_fn post;
     void *post_ctx;
     int64_t (*now_ms)(void);    /* NULL: CLOCK_MONOTONIC (tests give a fake clock) */
+    void (*set_url)(void *post_ctx, const char *url); /* for clrmux_http_enqueue_url; may be NULL */
+    const char *who;            /* log prefix; NULL: "tracer: OTLP/HTTP" */
+    const char *unit;           /* what nspans counts, in logs; NULL: "span(s)" */
     void (*sleep_ms)(long ms);  /* NULL: nanosleep */
 };
 
@@ -70,6 +73,9 @@ struct clrmux_http *clrmux_http_new(const struct clrmux_http_conf *conf);
 /* Queues a request; takes body (malloc'd) in every case. A full queue drops its oldest
  * request first (the one being retried, if it is the oldest). */
 void clrmux_http_enqueue(struct clrmux_http *h, char *body, size_t len, size_t nspans);
+/* The same, for a request to its own URL (url: malloc'd, taken; NULL: the transport's):
+ * conf.set_url is called with it before each attempt. */
+void clrmux_http_enqueue_url(struct clrmux_http *h, char *url, char *body, size_t len, size_t nspans);
 /* Sends what is due, in order, for at most budget_ms (an attempt started is finished, its
  * timeout bounded by the budget unless budget_ms <= 0: the full timeout). Returns the
  * number of requests still queued. */
@@ -95,6 +101,15 @@ struct clrmux_curl;
  * in err[errlen]; the path of the library loaded in loaded[loadedlen]. */
 struct clrmux_curl *clrmux_curl_open(const char *lib, const char *url, char *loaded, size_t loadedlen, char *err,
                                      size_t errlen);
+/* Points the handle at another URL (a clrmux_http_conf set_url). */
+void clrmux_curl_set_url(void *ctx, const char *url);
+/* Replaces the request headers: "Content-Type: <content_type>", then those of `headers`
+ * (OTEL_EXPORTER_OTLP_HEADERS format: "key1=value1,key2=value2", percent-decoded; a member
+ * without '=' or with CR/LF is skipped and counted; the skipped keys, never their values,
+ * in bad[badlen]). Returns the number skipped, or -1 when out of memory (the old headers
+ * stay). */
+int clrmux_curl_set_headers(struct clrmux_curl *c, const char *content_type, const char *headers, char *bad,
+                            size_t badlen);
 /* A clrmux_http_post_fn (ctx: the struct clrmux_curl). 2xx OK; 429 and 5xx RETRY; any other
  * status FAIL; a transport error RETRY, except a malformed URL or an unsupported scheme. */
 enum clrmux_http_result clrmux_curl_post(void *ctx, const char *body, size_t len, long timeout_ms, long *status,

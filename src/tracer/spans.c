@@ -1,10 +1,13 @@
 /* Span probes, per-thread nesting and the bounded span ring (see spans.h). */
 #include "tracer/spans.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -146,7 +149,123 @@ static struct ring {
     _Alignas(64) uint32_t deq;
 } ring;
 
-static _Atomic uint64_t st_finished, st_dropped, st_too_deep;
+static _Atomic uint64_t st_finished, st_dropped, st_too_deep, st_unsampled;
+
+/* high-water wake: the consumer sleeps on `wake_word` (futex) with `sleeping` set */
+static _Atomic uint32_t wake_word, sleeping;
+static uint32_t hw_mask; /* a producer whose position is a multiple of hw_mask + 1 wakes */
+
+/* head sampling: a root trace is recorded when its random draw is below sample_bound */
+static _Atomic uint64_t sample_bound = UINT64_MAX;
+static double ns_per_tick = 1.0;
+
+/* per-method metrics */
+struct mcounters {
+    _Atomic uint64_t calls, errors, count, sum_ns;
+    _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
+};
+static struct mcounters *metrics;
+
+const double clrmux_hist_bounds_s[CLRMUX_HIST_BOUNDS] = {1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3,
+                                                         1e-2, 5e-2, 1e-1, 5e-1, 1,    5,    10};
+static const uint64_t hist_bounds_ns[CLRMUX_HIST_BOUNDS] = {
+    1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000, 10000000, 50000000, 100000000, 500000000,
+    1000000000, 5000000000, 10000000000};
+
+static uint64_t hist_bounds_ticks[CLRMUX_HIST_BOUNDS]; /* hist_bounds_ns in ticks (set at init) */
+
+static void account(uint32_t method, uint64_t dur_ns, int error)
+{
+    if (!metrics || method >= CLRMUX_SPAN_MAX_METHODS)
+        return;
+    struct mcounters *m = &metrics[method];
+    unsigned b = 0;
+    while (b < CLRMUX_HIST_BOUNDS && dur_ns > hist_bounds_ns[b])
+        b++;
+    atomic_fetch_add_explicit(&m->calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->sum_ns, dur_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->buckets[b], 1, memory_order_relaxed);
+    if (error)
+        atomic_fetch_add_explicit(&m->errors, 1, memory_order_relaxed);
+}
+
+static void threads_add_metrics(struct clrmux_method_metrics *out, uint32_t first, uint32_t n);
+
+void clrmux_metrics_snapshot(struct clrmux_method_metrics *out, uint32_t n)
+{
+    memset(out, 0, (size_t)n * sizeof *out);
+    if (!metrics)
+        return;
+    if (n > CLRMUX_SPAN_MAX_METHODS)
+        n = CLRMUX_SPAN_MAX_METHODS;
+    for (uint32_t i = 0; i < n; i++) {
+        struct mcounters *m = &metrics[i];
+        out[i].calls = atomic_load_explicit(&m->calls, memory_order_relaxed);
+        out[i].errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
+        out[i].count = atomic_load_explicit(&m->count, memory_order_relaxed);
+        out[i].sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
+        for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
+            out[i].buckets[b] = atomic_load_explicit(&m->buckets[b], memory_order_relaxed);
+    }
+    threads_add_metrics(out, 0, n);
+}
+
+void clrmux_method_metrics_get(uint32_t method, struct clrmux_method_metrics *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!metrics || method >= CLRMUX_SPAN_MAX_METHODS)
+        return;
+    struct mcounters *m = &metrics[method];
+    out->calls = atomic_load_explicit(&m->calls, memory_order_relaxed);
+    out->errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
+    out->count = atomic_load_explicit(&m->count, memory_order_relaxed);
+    out->sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
+    for (int i = 0; i <= CLRMUX_HIST_BOUNDS; i++)
+        out->buckets[i] = atomic_load_explicit(&m->buckets[i], memory_order_relaxed);
+    threads_add_metrics(out, method, 1);
+}
+
+void clrmux_spans_set_sample_ratio(double ratio)
+{
+    uint64_t bound;
+    if (!(ratio > 0))
+        bound = 0;
+    else if (ratio >= 1)
+        bound = UINT64_MAX;
+    else
+        bound = (uint64_t)(ratio * 18446744073709551616.0);
+    atomic_store(&sample_bound, bound);
+}
+
+static void futex_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+
+void clrmux_spans_wake(void)
+{
+    atomic_fetch_add(&wake_word, 1);
+    futex_wake(&wake_word);
+}
+
+size_t clrmux_spans_pending(void)
+{
+    if (!ring.cells)
+        return 0;
+    return (uint32_t)(atomic_load_explicit(&ring.enq, memory_order_relaxed) - ring.deq);
+}
+
+void clrmux_spans_wait(long timeout_ms)
+{
+    uint32_t w = atomic_load(&wake_word);
+    atomic_store(&sleeping, 1);
+    if (clrmux_spans_pending() <= hw_mask) { /* below the mark: sleep */
+        struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+        syscall(SYS_futex, (uint32_t *)&wake_word, FUTEX_WAIT_PRIVATE, w, &ts, NULL, 0);
+    }
+    atomic_store(&sleeping, 0);
+}
+
+static void threads_reset_metrics(void);
+static uint64_t threads_unsampled(void);
 
 int clrmux_spans_init(size_t capacity)
 {
@@ -168,7 +287,20 @@ int clrmux_spans_init(size_t capacity)
     atomic_store(&st_finished, 0);
     atomic_store(&st_dropped, 0);
     atomic_store(&st_too_deep, 0);
+    atomic_store(&st_unsampled, 0);
+    hw_mask = (uint32_t)(cap >= 8 ? cap / 4 - 1 : 0);
+    metrics = calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
+    if (!metrics) {
+        free(c);
+        return -1;
+    }
     cal_init();
+    ns_per_tick = (double)(cal_at(cal.n - 1)->ns - cal_at(0)->ns) / (double)(cal_at(cal.n - 1)->tick - cal_at(0)->tick);
+    if (!(ns_per_tick > 0) || ns_per_tick > 1e3)
+        ns_per_tick = 1.0;
+    for (int i = 0; i < CLRMUX_HIST_BOUNDS; i++)
+        hist_bounds_ticks[i] = (uint64_t)((double)hist_bounds_ns[i] / ns_per_tick);
+    threads_reset_metrics();
     ring.cells = c; /* before any probe runs */
     return 0;
 }
@@ -177,6 +309,9 @@ void clrmux_spans_fini(void)
 {
     free(ring.cells);
     ring.cells = NULL;
+    free(metrics);
+    metrics = NULL;
+    atomic_store(&sample_bound, UINT64_MAX);
 }
 
 /* Claims a cell for a finished span, or NULL (full ring: the span is dropped and counted).
@@ -212,6 +347,8 @@ static struct cell *cell_claim(uint32_t *pos_out)
 static inline void cell_publish(struct cell *c, uint32_t pos)
 {
     atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+    if (__builtin_expect((pos & hw_mask) == 0, 0) && atomic_load_explicit(&sleeping, memory_order_relaxed))
+        clrmux_spans_wake();
 }
 
 size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
@@ -241,8 +378,10 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
     /* every span drained ended before this point: it is interpolated, never extrapolated */
     cal_add(cal_sample());
     for (size_t i = 0; i < n; i++) {
-        out[i].start_ns = tick_to_ns((uint64_t)out[i].start_ns);
-        out[i].end_ns = tick_to_ns((uint64_t)out[i].end_ns);
+        uint64_t t0 = (uint64_t)out[i].start_ns, t1 = (uint64_t)out[i].end_ns;
+        account(out[i].method, (uint64_t)((double)(t1 - t0) * ns_per_tick), out[i].flags & CLRMUX_SPAN_ERROR);
+        out[i].start_ns = tick_to_ns(t0);
+        out[i].end_ns = tick_to_ns(t1);
     }
     return n;
 }
@@ -252,6 +391,7 @@ void clrmux_spans_stats(struct clrmux_span_stats *s)
     s->finished = atomic_load(&st_finished);
     s->dropped = atomic_load(&st_dropped);
     s->too_deep = atomic_load(&st_too_deep);
+    s->unsampled = atomic_load(&st_unsampled) + threads_unsampled();
 }
 
 /* ---- per-thread state ----------------------------------------------------------------- */
@@ -264,14 +404,33 @@ struct open_span {
     uint16_t exc;
 };
 
+/* Per-thread counters of the calls whose span is not recorded (not sampled, ring full): a
+ * direct-mapped table by method index, written only by its thread with plain (relaxed,
+ * non-RMW) atomic stores, read by clrmux_metrics_snapshot under reg_lock; a method whose
+ * slot is taken by another goes to the global atomics. Folded into the globals when the
+ * thread exits. Durations in ticks. */
+#define TM_SLOTS 64
+struct tmetric {
+    _Atomic uint32_t method1; /* method + 1; 0: free */
+    _Atomic uint64_t calls, errors, sum_ticks;
+    _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
+};
+
 struct tstate {
+    struct clrmux_span_context ctx; /* first: the profiler's view */
+    struct tstate *next, *prev;     /* registry of live threads (reg_lock) */
+    struct tmetric tm[TM_SLOTS];
     uint8_t trace_id[16];
+    uint64_t root_parent; /* the joined Activity's span id, else 0 */
     uint32_t depth;
     uint32_t cap;             /* entries in `stack` */
     struct open_span *stack;  /* `inline_stack`, or a heap copy grown for a deep recursion */
     uint32_t tid;
     uint64_t rng;
     uint16_t pending_exc;
+    uint8_t sampled; /* the current trace is recorded */
+    _Atomic uint64_t unsampled; /* spans of this thread not sampled (summed in clrmux_spans_stats) */
+    uint8_t joined;
     struct open_span inline_stack[CLRMUX_SPAN_INLINE_DEPTH];
 };
 
@@ -279,12 +438,157 @@ static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tstate *reg_head;
+
+static inline void bump(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+/* Counts a call whose span is not recorded, on its own thread. */
+static void account_local(struct tstate *t, uint32_t method, uint64_t dur_ticks, int error)
+{
+    struct tmetric *e = &t->tm[method & (TM_SLOTS - 1)];
+    uint32_t m1 = atomic_load_explicit(&e->method1, memory_order_relaxed);
+    if (m1 != method + 1) {
+        if (m1 || method >= CLRMUX_SPAN_MAX_METHODS) {
+            account(method, (uint64_t)((double)dur_ticks * ns_per_tick), error);
+            return;
+        }
+        atomic_store_explicit(&e->method1, method + 1, memory_order_release);
+    }
+    unsigned b = 0;
+    while (b < CLRMUX_HIST_BOUNDS && dur_ticks > hist_bounds_ticks[b])
+        b++;
+    bump(&e->calls, 1);
+    bump(&e->sum_ticks, dur_ticks);
+    bump(&e->buckets[b], 1);
+    if (error)
+        bump(&e->errors, 1);
+}
+
+static void add_tm(struct clrmux_method_metrics *o, const struct tmetric *e)
+{
+    uint64_t c = atomic_load_explicit(&e->calls, memory_order_relaxed);
+    o->calls += c;
+    o->count += c;
+    o->errors += atomic_load_explicit(&e->errors, memory_order_relaxed);
+    o->sum_ns += (uint64_t)((double)atomic_load_explicit(&e->sum_ticks, memory_order_relaxed) * ns_per_tick);
+    for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
+        o->buckets[b] += atomic_load_explicit(&e->buckets[b], memory_order_relaxed);
+}
+
+static void threads_add_metrics(struct clrmux_method_metrics *out, uint32_t first, uint32_t n)
+{
+    pthread_mutex_lock(&reg_lock);
+    for (struct tstate *t = reg_head; t; t = t->next)
+        for (int i = 0; i < TM_SLOTS; i++) {
+            uint32_t m1 = atomic_load_explicit(&t->tm[i].method1, memory_order_acquire);
+            if (m1 && m1 - 1 >= first && m1 - 1 < first + n)
+                add_tm(&out[m1 - 1 - first], &t->tm[i]);
+        }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+/* a new ring (tests): the live threads' counters start again */
+static void threads_reset_metrics(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    for (struct tstate *t = reg_head; t; t = t->next) {
+        memset(t->tm, 0, sizeof t->tm);
+        atomic_store(&t->unsampled, 0);
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static uint64_t threads_unsampled(void)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (struct tstate *t = reg_head; t; t = t->next)
+        n += atomic_load_explicit(&t->unsampled, memory_order_relaxed);
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}
+
+/* Thread names (tid -> the OS name, which .NET sets from Thread.Name), recorded when a
+ * thread opens its first span and again when it exits, so that the exporter can name the
+ * threads that are gone by the time their spans are written. */
+#define TNAMES 4096
+static struct {
+    uint32_t tid;
+    char name[16];
+} tnames[TNAMES];
+static pthread_mutex_t tnames_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void tname_record(uint32_t tid)
+{
+    char path[64], name[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    name[n] = 0;
+    name[strcspn(name, "\n")] = 0;
+    pthread_mutex_lock(&tnames_lock);
+    size_t i = (tid * 2654435761u) % TNAMES;
+    tnames[i].tid = tid;
+    size_t len = strnlen(name, sizeof tnames[i].name - 1);
+    memcpy(tnames[i].name, name, len);
+    tnames[i].name[len] = 0;
+    pthread_mutex_unlock(&tnames_lock);
+}
+
+int clrmux_thread_name(uint32_t tid, char *out, size_t outsz)
+{
+    int found = 0;
+    pthread_mutex_lock(&tnames_lock);
+    size_t i = (tid * 2654435761u) % TNAMES;
+    if (tid && tnames[i].tid == tid && tnames[i].name[0]) {
+        snprintf(out, outsz, "%s", tnames[i].name);
+        found = 1;
+    }
+    pthread_mutex_unlock(&tnames_lock);
+    return found ? 0 : -1;
+}
+
 static void tstate_free(void *p)
 {
     struct tstate *t = p;
-    if (t && t->stack != t->inline_stack)
+    tls = NULL;
+    tname_record(t->tid);
+    pthread_mutex_lock(&reg_lock);
+    if (metrics) /* fold the thread's counters into the globals */
+        for (int i = 0; i < TM_SLOTS; i++) {
+            uint32_t m1 = atomic_load_explicit(&t->tm[i].method1, memory_order_relaxed);
+            if (!m1)
+                continue;
+            struct clrmux_method_metrics o = {0};
+            add_tm(&o, &t->tm[i]);
+            struct mcounters *m = &metrics[m1 - 1];
+            atomic_fetch_add(&m->calls, o.calls);
+            atomic_fetch_add(&m->count, o.count);
+            atomic_fetch_add(&m->errors, o.errors);
+            atomic_fetch_add(&m->sum_ns, o.sum_ns);
+            for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
+                atomic_fetch_add(&m->buckets[b], o.buckets[b]);
+        }
+    atomic_fetch_add(&st_unsampled, atomic_load(&t->unsampled));
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        reg_head = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    pthread_mutex_unlock(&reg_lock);
+    if (t->stack != t->inline_stack)
         free(t->stack);
-    free(t);
+    free(p);
 }
 
 /* Doubles the calling thread's stack of open spans (a recursion deeper than it). The rare
@@ -336,9 +640,48 @@ static struct tstate *tstate_new(void)
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
         seed = (uint64_t)clrmux_now_ns() ^ ((uint64_t)t->tid << 32) ^ (uint64_t)(uintptr_t)t;
     t->rng = seed;
+    tname_record(t->tid);
+    pthread_mutex_lock(&reg_lock);
+    t->next = reg_head;
+    if (reg_head)
+        reg_head->prev = t;
+    reg_head = t;
+    pthread_mutex_unlock(&reg_lock);
     pthread_setspecific(tls_key, t);
     tls = t;
     return t;
+}
+
+/* The profiler's view: updated after each change of the stack (seqlock for a signal handler
+ * on this thread; the barriers only keep the compiler from reordering). */
+static inline void ctx_update(struct tstate *t)
+{
+    struct clrmux_span_context *c = &t->ctx;
+    c->seq++;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint32_t d = t->depth;
+    c->depth = d;
+    c->span_id = d ? t->stack[d - 1].span_id : 0;
+    c->local_root_id = d ? t->stack[0].span_id : 0;
+    if (d == 1)
+        for (int i = 0; i < 16; i++)
+            c->trace_id[i] = t->trace_id[i];
+    atomic_signal_fence(memory_order_seq_cst);
+    c->seq++;
+}
+
+__attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_peek(void)
+{
+    struct tstate *t = tls; /* initial-exec TLS: no allocation, no lock: async-signal-safe */
+    return t ? &t->ctx : NULL;
+}
+
+__attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_get(void)
+{
+    struct tstate *t = tls;
+    if (!t && !(t = tstate_new()))
+        return NULL;
+    return &t->ctx;
 }
 
 int64_t clrmux_span_enter(int32_t method)
@@ -348,12 +691,18 @@ int64_t clrmux_span_enter(int32_t method)
         return -1;
     if (__builtin_expect(t->depth >= t->cap, 0) && tstate_grow(t) != 0) {
         atomic_fetch_add_explicit(&st_too_deep, 1, memory_order_relaxed);
+        if (metrics && (uint32_t)method < CLRMUX_SPAN_MAX_METHODS)
+            atomic_fetch_add_explicit(&metrics[method].calls, 1, memory_order_relaxed);
         return -1;
     }
     if (t->depth == 0) {
         uint64_t a = rnd(t), b = rnd(t);
         memcpy(t->trace_id, &a, 8);
         memcpy(t->trace_id + 8, &b, 8);
+        t->root_parent = 0;
+        t->joined = 0;
+        uint64_t bound = atomic_load_explicit(&sample_bound, memory_order_relaxed);
+        t->sampled = b < bound || bound == UINT64_MAX;
     }
     struct open_span *o = &t->stack[t->depth];
     o->span_id = rnd(t);
@@ -361,7 +710,9 @@ int64_t clrmux_span_enter(int32_t method)
     o->flags = 0;
     o->exc = 0;
     o->start = ticks();
-    return t->depth++;
+    t->depth++;
+    ctx_update(t);
+    return t->depth - 1;
 }
 
 void clrmux_span_exit(int64_t slot)
@@ -375,23 +726,31 @@ void clrmux_span_exit(int64_t slot)
     while ((int64_t)t->depth > slot) {
         uint32_t d = --t->depth;
         struct open_span *o = &t->stack[d];
+        if (!t->sampled) {
+            bump(&t->unsampled, 1);
+            account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
+            continue;
+        }
         uint32_t pos;
         struct cell *c = cell_claim(&pos);
-        if (!c)
+        if (!c) {
+            account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
             continue;
+        }
         memcpy(c->trace_id, t->trace_id, 16);
         c->span_id = o->span_id;
-        c->parent_id = d ? t->stack[d - 1].span_id : 0;
+        c->parent_id = d ? t->stack[d - 1].span_id : t->root_parent;
         c->start = o->start;
         c->end = end;
         c->method = o->method;
         c->tid = t->tid;
         c->exc = o->exc;
-        c->flags = o->flags;
+        c->flags = (uint16_t)(o->flags | (t->joined ? CLRMUX_SPAN_JOINED : 0));
         cell_publish(c, pos);
     }
     if (t->depth == 0)
         t->pending_exc = 0;
+    ctx_update(t);
 }
 
 void clrmux_span_exception(int64_t slot)
@@ -403,6 +762,71 @@ void clrmux_span_exception(int64_t slot)
     o->flags |= CLRMUX_SPAN_ERROR;
     if (!o->exc)
         o->exc = t->pending_exc;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int hex_bytes(const char *s, uint8_t *out, size_t n)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        int h = hexval(s[2 * i]), l = hexval(s[2 * i + 1]);
+        if (h < 0 || l < 0)
+            return -1;
+        out[i] = (uint8_t)(h << 4 | l);
+        any |= out[i];
+    }
+    return any ? 0 : -1; /* all-zero ids are invalid (W3C Trace Context) */
+}
+
+int clrmux_span_join_w3c(const char *id, size_t len)
+{
+    struct tstate *t = tls;
+    uint8_t trace[16], span[8], flags;
+    if (!t || t->depth != 1 || len != 55 || id[0] != '0' || id[1] != '0' || id[2] != '-' || id[35] != '-' ||
+        id[52] != '-')
+        return -1;
+    if (hex_bytes(id + 3, trace, 16) || hex_bytes(id + 36, span, 8) || hexval(id[53]) < 0 || hexval(id[54]) < 0)
+        return -1;
+    flags = (uint8_t)(hexval(id[53]) << 4 | hexval(id[54]));
+    memcpy(t->trace_id, trace, 16);
+    uint64_t p = 0;
+    for (int i = 0; i < 8; i++)
+        p = p << 8 | span[i];
+    t->root_parent = p;
+    t->joined = 1;
+    t->sampled = flags & 1;
+    ctx_update(t);
+    return 0;
+}
+
+void clrmux_span_join(const void *id)
+{
+    if (!id)
+        return;
+    const unsigned char *o = id;
+    int32_t len;
+    memcpy(&len, o + 8, 4);
+    if (len != 55)
+        return;
+    char buf[56];
+    for (int i = 0; i < 55; i++) {
+        uint16_t c;
+        memcpy(&c, o + 12 + 2 * i, 2);
+        if (c > 0x7f)
+            return;
+        buf[i] = (char)c;
+    }
+    clrmux_span_join_w3c(buf, 55);
 }
 
 unsigned clrmux_span_depth(void)

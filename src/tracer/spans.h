@@ -7,7 +7,22 @@
  *   void  clrmux_span_exit(int64 slot)      closes the span (runs in a finally)
  *
  * Nesting is per thread: a thread-local stack of open spans gives each span its parent and
- * trace id (a new trace id for each span opened on an empty stack). A closed span is pushed
+ * trace id (a new trace id for each span opened on an empty stack, unless the rewritten IL
+ * joins the root span to the application's current System.Diagnostics.Activity with
+ *   void  clrmux_span_join(void *id)        id: the Activity's W3C Id string object, pinned
+ * which it calls only when clrmux_span_enter returned slot 0, i.e. for a root span).
+ *
+ * Head sampling: a root span is recorded with probability sample_ratio (decided from its
+ * trace id, as OpenTelemetry's TraceIdRatioBased sampler does) or, when joined to an
+ * Activity, when the Activity is recorded (parent-based); nested spans follow their root.
+ * Every call is counted whatever happens to its span: per-method call and error counts and
+ * a duration histogram (clrmux_method_metrics_get). A recorded span is counted when it is
+ * drained; a span not sampled, dropped (full ring) or not recorded (stack too deep) is
+ * counted by the probe itself in per-thread counters (plain stores, no atomic read-modify-
+ * write) that the exporter sums.
+ *
+ * The consumer sleeps in clrmux_spans_wait; a producer whose span crosses a high-water mark
+ * (a quarter of the ring) wakes it (futex), so a burst is drained before the ring fills. A closed span is pushed
  * into a bounded lock-free MPSC ring (one 64-byte cell per span); when the ring is full the
  * span is dropped and counted. In the steady state the probes neither lock nor allocate (a
  * thread's state, with room for CLRMUX_SPAN_INLINE_DEPTH open spans, is allocated once, on its
@@ -25,7 +40,9 @@
  * stack overflows long before: a frame takes at least ~48 bytes of its 1.5-8 MB). */
 #define CLRMUX_SPAN_INLINE_DEPTH 256
 #define CLRMUX_SPAN_MAX_DEPTH (1u << 20)
+#define CLRMUX_SPAN_MAX_METHODS 8192 /* method indexes 0..8191 are counted */
 #define CLRMUX_SPAN_ERROR 1u
+#define CLRMUX_SPAN_JOINED 2u /* the trace is an Activity's: parent_id is the Activity's span */
 
 /* A finished span (64 bytes). */
 struct clrmux_span {
@@ -53,6 +70,19 @@ int64_t clrmux_span_enter(int32_t method);
 void clrmux_span_exit(int64_t slot);
 void clrmux_span_exception(int64_t slot);
 
+/* Joins the calling thread's root span (open, slot 0) to an Activity: `id` is the address of
+ * a pinned System.String (CoreCLR layout: int32 length at +8, UTF-16 chars at +12; the
+ * runtime's ICorProfilerInfo2::GetStringLayout2 gives the same offsets) holding a W3C
+ * Activity Id "00-<32 hex trace id>-<16 hex span id>-<2 hex flags>". The root span takes
+ * the trace id, the span id as parent and the sampled flag (bit 0). Anything else (NULL,
+ * hierarchical Ids, bad hex, a stack that is not one deep) is ignored. */
+void clrmux_span_join(const void *id);
+/* Joins from a C string (same format; tests and clrmux_span_join). Returns 0 or -1. */
+int clrmux_span_join_w3c(const char *id, size_t len);
+
+/* Head sampling: the probability that a new root trace is recorded, 0..1 (default 1). */
+void clrmux_spans_set_sample_ratio(double ratio);
+
 /* Number of open spans on the calling thread. */
 unsigned clrmux_span_depth(void);
 /* Remembers, for the calling thread, the exception being thrown (a name id 1..65535); the
@@ -63,13 +93,67 @@ void clrmux_span_set_pending_exception(uint32_t exc);
  * many. Single consumer. */
 size_t clrmux_spans_drain(struct clrmux_span *out, size_t max);
 
-/* Statistics: spans finished (pushed or dropped), dropped because the ring was full, and
- * spans not recorded because a thread's stack could not grow (CLRMUX_SPAN_MAX_DEPTH reached,
- * or out of memory). */
+/* Statistics: spans finished (pushed or dropped), dropped because the ring was full, spans
+ * not recorded because a thread's stack could not grow (CLRMUX_SPAN_MAX_DEPTH reached, or out
+ * of memory), spans not sampled. */
 struct clrmux_span_stats {
-    uint64_t finished, dropped, too_deep;
+    uint64_t finished, dropped, too_deep, unsampled;
 };
 void clrmux_spans_stats(struct clrmux_span_stats *s);
+
+/* The consumer's wait: returns when a producer crossed the ring's high-water mark, when
+ * clrmux_spans_wake is called, or after timeout_ms (at once if the ring is above the mark). */
+void clrmux_spans_wait(long timeout_ms);
+void clrmux_spans_wake(void);
+/* Spans in the ring (approximate while producers run). */
+size_t clrmux_spans_pending(void);
+
+/* ---- per-method metrics ---------------------------------------------------------------- */
+
+/* Duration histogram bucket upper bounds in seconds (explicit bounds, OTLP style: bucket i
+ * counts durations <= bound[i] and > bound[i-1]; the last bucket is above the last bound). */
+#define CLRMUX_HIST_BOUNDS 15
+extern const double clrmux_hist_bounds_s[CLRMUX_HIST_BOUNDS];
+
+struct clrmux_method_metrics {
+    uint64_t calls;       /* every call, whatever happened to its span */
+    uint64_t errors;      /* calls left by an exception */
+    uint64_t count;       /* calls in the histogram (all but those too deep to be timed) */
+    uint64_t sum_ns;      /* total duration */
+    uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
+};
+/* The totals for method (0 when out of range). Spans still in the ring are not counted yet:
+ * drain first. */
+void clrmux_method_metrics_get(uint32_t method, struct clrmux_method_metrics *out);
+/* The totals of methods 0..n-1 in out[0..n) in one pass (takes the thread registry's lock
+ * once). */
+void clrmux_metrics_snapshot(struct clrmux_method_metrics *out, uint32_t n);
+
+/* ---- the profiler's view of the current span ------------------------------------------- */
+
+/* Per-thread span context, read by the profiler's signal handler on the same thread. The
+ * tracer updates it with plain stores between compiler barriers; a reader on the owning
+ * thread (a signal handler) sees a consistent record when `seq` is even and unchanged
+ * around its read. Ids are 0 when no span is open. */
+struct clrmux_span_context {
+    volatile uint32_t seq;
+    volatile uint32_t depth;
+    volatile uint64_t span_id;       /* the innermost open span */
+    volatile uint64_t local_root_id; /* the thread's outermost open span */
+    volatile uint8_t trace_id[16];
+};
+/* The calling thread's context (created on first use; NULL without memory). Call it once
+ * per thread outside any signal handler and cache the pointer: it stays valid until the
+ * thread exits. Exported from libclrmux.so as clrmux_span_context_get. */
+struct clrmux_span_context *clrmux_span_context_get(void);
+/* The calling thread's context if it has one (the thread ever opened a span), else NULL;
+ * never allocates or locks: callable from a signal handler on that thread (the profiler's
+ * signal sampler resolves it once with dlsym, then calls it in its handler). */
+struct clrmux_span_context *clrmux_span_context_peek(void);
+
+/* The OS name of thread tid as recorded when it opened its first span or exited (15
+ * characters at most). Returns 0, or -1 when unknown. */
+int clrmux_thread_name(uint32_t tid, char *out, size_t outsz);
 
 /* Unix time in nanoseconds (CLOCK_REALTIME). */
 int64_t clrmux_now_ns(void);

@@ -1,142 +1,6 @@
-/* The built-in IL-rewriting tracer (see tracer.h). */
-#define COBJMACROS
-#include "tracer/tracer.h"
-
-#include <errno.h>
-#include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "common/hresult.h"
-#include "common/lastgasp.h"
-#include "common/log.h"
-#include "common/platform.h"
-#include "common/unhandled.h"
-#include "common/utf16.h"
-#include "loader/child_base.h"
-#include "tracer/il.h"
-#include "tracer/otlp.h"
-#include "tracer/otlp_http.h"
-#include "tracer/spanfile.h"
-#include "tracer/spans.h"
-#include "tracer/target.h"
-
-#define ofRead 0x0u
-#define ofWrite 0x1u
-#define MAX_TARGETS 256
-#define MAX_METHODS 8192
-#define METHOD_SLOTS 16384 /* power of two, > MAX_METHODS */
-#define MAX_EXC_NAMES 512
-#define EXPORT_BATCH 1024
-#define POLL_MS 50
-#define REJIT_WAIT_SECONDS 10
-#define CONV_I 0xD3
-#define HOLD_AFTER_UNHANDLED_MS 5000
-
-struct traced_method {
-    ModuleID module;
-    mdMethodDef token;
-    int target;
-    char name[CLRMUX_TARGET_NAME_MAX + 130];
-};
-
-struct method_slot {
-    _Atomic uint32_t idx1; /* index + 1; 0 = empty */
-    ModuleID module;
-    mdMethodDef token;
-};
-
-struct rejit_job {
-    struct rejit_job *next;
-    ULONG n;
-    ModuleID *modules;
-    mdMethodDef *tokens;
-    int done;
-    HRESULT hr;
-};
-
-/* The line being built: a buffer kept across batches (it grows to the largest line once),
- * filled through a stdio cookie (glibc's open_memstream costs ~10 us per span here). */
-struct linebuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
-struct tracer {
-    ICorProfilerCallback11 iface;
-    _Atomic LONG refs;
-    char child[CLRMUX_NAME_MAX];
-    ICorProfilerInfo5 *info;
-    int attaching; /* loaded by InitializeForAttach */
-
-    struct clrmux_target *targets;
-    int ntargets;
-    _Atomic int *target_hits;
-    char output[PATH_MAX];
-    char conf[PATH_MAX];
-    char endpoint[2048]; /* OTLP/HTTP; "" = none */
-    int output_set;      /* `output =` given explicitly */
-    char service[256];
-    size_t buffer_spans;
-    long flush_ms;
-
-    /* traced methods: registered under reg_lock, read lock-free */
-    pthread_mutex_t reg_lock;
-    struct traced_method *methods;
-    _Atomic uint32_t nmethods;
-    struct method_slot *slots;
-
-    /* the ReJIT thread */
-    pthread_mutex_t rj_lock;
-    pthread_cond_t rj_cond;
-    struct rejit_job *rj_head, *rj_tail;
-    int rj_started, rj_stop;
-    pthread_t rj_thread;
-
-    /* IL rewriting (metadata emission is serialised) */
-    pthread_mutex_t rw_lock;
-    _Atomic uint32_t rewritten, skipped;
-    _Atomic uint64_t rewrite_ns;
-
-    /* exception type names */
-    pthread_mutex_t exc_lock;
-    struct { ClassID cls; uint32_t id; } exc_cache[MAX_EXC_NAMES];
-    uint32_t nexc_cache;
-    char (*exc_names)[160];
-    _Atomic uint32_t nexc;
-
-    /* export */
-    pthread_mutex_t ex_lock;
-    pthread_cond_t ex_cond;
-    int ex_stop, ex_started;
-    pthread_t ex_thread;
-    struct clrmux_spanfile *out; /* the output file (NULL: none) */
-    uint64_t max_file_bytes;     /* `max_file_mb` (0: no cap) */
-    unsigned max_files;          /* `max_files` */
-    uint64_t rotation_errors, render_errors;
-    struct clrmux_curl *curl; /* OTLP/HTTP (endpoint set and libcurl loaded) */
-    struct clrmux_http *http;
-    uint64_t queued, requests, request_errors;
-    struct clrmux_span *batch;
-    size_t nbatch;
-    uint64_t written, lines, dropped_logged, deleted_logged;
-    struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
-    struct linebuf line;                    /* the OTLP JSON line being written */
-    /* the writer: the export thread, Shutdown, or the last gasp (common/lastgasp.h), which
-     * sets `final`: nothing is written after it */
-    pthread_mutex_t wr_lock;
-    int final;
-    _Atomic int64_t hold_until_ns; /* after an unhandled exception: no write until then */
-    int write_failed;
-    _Atomic int shut_down;
-};
+/* The built-in IL-rewriting tracer (see tracer.h): the callbacks, the ReJIT thread, metadata
+ * and IL rewriting, exception names. Configuration: config.c; export: export.c. */
+#include "tracer/tracer_impl.h"
 
 static _Atomic(struct tracer *) the_tracer;
 
@@ -146,7 +10,8 @@ static inline struct tracer *impl(ICorProfilerCallback11 *i) { return (struct tr
 
 static void to_utf16(const char *s, WCHAR *out, size_t n) { clrmux_utf8_to_utf16(s, out, n); }
 
-static void to_utf8(const WCHAR *s, size_t len, char *out, size_t n) { clrmux_utf16_to_utf8(s, len, out, n); }
+void tracer_to_utf8(const WCHAR *s, size_t len, char *out, size_t n) { clrmux_utf16_to_utf8(s, len, out, n); }
+static void to_utf8(const WCHAR *s, size_t len, char *out, size_t n) { tracer_to_utf8(s, len, out, n); }
 
 static uint64_t hash2(uint64_t a, uint32_t b)
 {
@@ -196,295 +61,19 @@ static int method_register(struct tracer *t, ModuleID mod, mdMethodDef tok, int 
     }
     pthread_mutex_unlock(&t->reg_lock);
     return idx;
+
 }
 
-static const char *method_name_cb(void *ctx, uint32_t id)
+const char *tracer_method_name(void *ctx, uint32_t id)
 {
     struct tracer *t = ctx;
     return id < atomic_load_explicit(&t->nmethods, memory_order_acquire) ? t->methods[id].name : NULL;
 }
 
-static const char *exc_name_cb(void *ctx, uint32_t id)
+const char *tracer_exc_name(void *ctx, uint32_t id)
 {
     struct tracer *t = ctx;
     return id > 0 && id <= atomic_load_explicit(&t->nexc, memory_order_acquire) ? t->exc_names[id - 1] : NULL;
-}
-
-/* ---- configuration ------------------------------------------------------------------- */
-
-static int configure(struct tracer *t, const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir)
-{
-    const char *file = cfg_path && *cfg_path ? cfg_path : "loader.conf";
-    snprintf(t->conf, sizeof t->conf, "%s", file);
-    const char *output = "traces-%p.otlp.jsonl";
-    char exe[256] = "", app[256] = "";
-    clrmux_process_names(exe, sizeof exe, app, sizeof app);
-    snprintf(t->service, sizeof t->service, "%s", app[0] ? app : exe[0] ? exe : "unknown_service");
-    t->buffer_spans = 65536;
-    t->flush_ms = 1000;
-    t->max_file_bytes = (uint64_t)100 << 20;
-    t->max_files = 5;
-    t->targets = calloc(MAX_TARGETS, sizeof *t->targets);
-    t->target_hits = calloc(MAX_TARGETS, sizeof *t->target_hits);
-    if (!t->targets || !t->target_hits)
-        return -1;
-    size_t unknown = 0, too_many = 0; /* unknown keys: the first 10 are logged, then a count */
-    for (size_t i = 0; i < cc->nkvs; i++) {
-        const struct clrmux_kv *kv = &cc->kvs[i];
-        if (strcmp(kv->key, "trace") == 0) {
-            if (t->ntargets >= MAX_TARGETS) {
-                if (!too_many++)
-                    LOG_ERROR("%s:%d: [child %s]: more than %d trace targets; this one and later ones ignored", file,
-                              kv->line, cc->name, MAX_TARGETS);
-                continue;
-            }
-            char err[400];
-            struct clrmux_target *tg = &t->targets[t->ntargets];
-            if (clrmux_target_parse(kv->value, tg, err, sizeof err) != 0) {
-                LOG_ERROR("%s:%d: [child %s]: bad trace target %s; ignored", file, kv->line, cc->name, err);
-                continue;
-            }
-            tg->line = kv->line;
-            t->ntargets++;
-        } else if (strcmp(kv->key, "output") == 0) {
-            output = kv->value;
-            t->output_set = 1;
-        } else if (strcmp(kv->key, "service_name") == 0) {
-            snprintf(t->service, sizeof t->service, "%s", kv->value);
-        } else if (strcmp(kv->key, "buffer_spans") == 0 || strcmp(kv->key, "flush_interval_ms") == 0) {
-            char *end = NULL;
-            errno = 0;
-            long v = strtol(kv->value, &end, 10);
-            int is_buf = kv->key[0] == 'b';
-            if (errno || !end || *end || v < (is_buf ? 16 : 10) || v > (is_buf ? 1 << 24 : 3600000)) {
-                LOG_ERROR("%s:%d: [child %s]: %s = '%s' is not a number in %s; default kept", file, kv->line, cc->name,
-                          kv->key, kv->value, is_buf ? "16..16777216" : "10..3600000");
-            } else if (is_buf) {
-                t->buffer_spans = (size_t)v;
-            } else {
-                t->flush_ms = v;
-            }
-        } else if (strcmp(kv->key, "max_file_mb") == 0 || strcmp(kv->key, "max_files") == 0) {
-            char *end = NULL;
-            errno = 0;
-            long v = strtol(kv->value, &end, 10);
-            int is_mb = strcmp(kv->key, "max_file_mb") == 0;
-            long lo = is_mb ? 0 : 1, hi = is_mb ? 1048576 : CLRMUX_SPANFILE_MAX_FILES;
-            if (errno || !end || *end || end == kv->value || v < lo || v > hi)
-                LOG_ERROR("%s:%d: [child %s]: %s = '%s' is not a number in %ld..%ld; default kept", file, kv->line,
-                          cc->name, kv->key, kv->value, lo, hi);
-            else if (is_mb)
-                t->max_file_bytes = (uint64_t)v << 20;
-            else
-                t->max_files = (unsigned)v;
-        } else if (strcmp(kv->key, "endpoint") == 0) {
-            if (strncasecmp(kv->value, "http://", 7) != 0 && strncasecmp(kv->value, "https://", 8) != 0)
-                LOG_ERROR("%s:%d: [child %s]: endpoint '%s' is not an http:// or https:// URL; ignored", file,
-                          kv->line, cc->name, kv->value);
-            else if (strlen(kv->value) >= sizeof t->endpoint)
-                LOG_ERROR("%s:%d: [child %s]: endpoint too long; ignored", file, kv->line, cc->name);
-            else
-                snprintf(t->endpoint, sizeof t->endpoint, "%s", kv->value);
-        } else if (++unknown <= 10) {
-            LOG_WARN("%s:%d: [child %s]: unknown key '%s'; ignored", file, kv->line, cc->name, kv->key);
-        }
-    }
-    if (unknown > 10)
-        LOG_WARN("%s: [child %s]: %zu more unknown keys ignored", file, cc->name, unknown - 10);
-    char expanded[PATH_MAX];
-    if (clrmux_expand_pid(output, expanded, sizeof expanded) != 0) {
-        LOG_ERROR("child '%s': output path too long", cc->name);
-        return -1;
-    }
-    if (expanded[0] == '/')
-        snprintf(t->output, sizeof t->output, "%s", expanded);
-    else if ((size_t)snprintf(t->output, sizeof t->output, "%s/%s", cfg_dir && *cfg_dir ? cfg_dir : ".", expanded) >=
-             sizeof t->output) {
-        LOG_ERROR("child '%s': output path too long", cc->name);
-        return -1;
-    }
-    if (t->ntargets == 0)
-        LOG_WARN("child '%s': no valid 'trace =' target; the tracer records nothing", cc->name);
-    return 0;
-}
-
-/* ---- export -------------------------------------------------------------------------- */
-
-static ssize_t linebuf_write(void *cookie, const char *buf, size_t n)
-{
-    struct linebuf *b = cookie;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + n)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return -1;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, buf, n);
-    b->len += n;
-    return (ssize_t)n;
-}
-
-/* The batch as one OTLP JSON line, '\n' included, in t->line; 0, or -1 (out of memory). */
-static int render_batch(struct tracer *t)
-{
-    struct clrmux_otlp_names names = {method_name_cb, exc_name_cb, t};
-    t->line.len = 0;
-    t->line.oom = 0;
-    FILE *m = fopencookie(&t->line, "w", (cookie_io_functions_t){.write = linebuf_write});
-    if (!m)
-        return -1;
-    setvbuf(m, NULL, _IOFBF, 1 << 16);
-    int rc = clrmux_otlp_write_line(m, t->service, (long)getpid(), t->batch, t->nbatch, &names);
-    if (fclose(m) != 0 || t->line.oom || !t->line.len)
-        rc = -1;
-    return rc;
-}
-
-/* Writes the batch as one line, with one write(2) (whole lines only), to the file, and/or
- * queues it for the OTLP/HTTP collector. Export thread, or the last gasp (under wr_lock). */
-static void write_batch(struct tracer *t)
-{
-    if (!t->nbatch)
-        return;
-    int to_file = t->out && !t->write_failed;
-    if (!to_file && !t->http) {
-        t->nbatch = 0;
-        return;
-    }
-    if (render_batch(t) != 0) {
-        if (!t->render_errors++)
-            LOG_ERROR("tracer: cannot format %zu span(s): out of memory; dropped (logged once)", t->nbatch);
-        t->nbatch = 0;
-        return;
-    }
-    if (to_file) {
-        char err[PATH_MAX + 200];
-        int rc = clrmux_spanfile_write(t->out, t->line.p, t->line.len, t->nbatch, err, sizeof err);
-        if (rc < 0) {
-            LOG_ERROR("tracer: %s; spans are no longer written to it", err);
-            t->write_failed = 1;
-        } else {
-            t->written += t->nbatch;
-            t->lines++;
-            if (rc > 0 && !t->rotation_errors++)
-                LOG_ERROR("tracer: %s: the file was emptied instead to keep max_file_mb (logged once)", err);
-            struct clrmux_spanfile_stats fs;
-            clrmux_spanfile_stats(t->out, &fs);
-            if (fs.files_deleted > t->deleted_logged && !t->deleted_logged)
-                LOG_WARN("tracer: %s reached max_file_mb = %llu with max_files = %u: the oldest file is deleted at "
-                         "each rotation from now on (its spans are counted as dropped; totals at shutdown)",
-                         t->output, (unsigned long long)(t->max_file_bytes >> 20), t->max_files);
-            t->deleted_logged = fs.files_deleted;
-        }
-    }
-    if (t->http) {
-        char *body = malloc(t->line.len);
-        if (body) {
-            memcpy(body, t->line.p, t->line.len - 1); /* the request body: the line without '\n' */
-            t->queued += t->nbatch;
-            t->requests++;
-            clrmux_http_enqueue(t->http, body, t->line.len - 1, t->nbatch); /* takes body */
-        } else if (!t->render_errors++) {
-            LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped (logged once)",
-                      t->nbatch);
-        }
-    }
-    t->nbatch = 0;
-}
-
-/* Moves finished spans from the ring into the batch, writing each full batch as a line; with
- * `flush`, also the partial batch. Export thread, Shutdown or the last gasp (under wr_lock). */
-static void export_pending(struct tracer *t, int flush)
-{
-    /* at most one ring's worth per call: producers that keep up with the writer must not keep
-     * it (and wr_lock) forever; the spans after that wait for the next poll */
-    for (size_t n = 0; n <= t->buffer_spans / EXPORT_BATCH + 1; n++) {
-        t->nbatch += clrmux_spans_drain(t->batch + t->nbatch, EXPORT_BATCH - t->nbatch);
-        if (t->nbatch < EXPORT_BATCH)
-            break;
-        write_batch(t);
-    }
-    if (flush)
-        write_batch(t);
-    struct clrmux_span_stats st;
-    clrmux_spans_stats(&st);
-    if (st.dropped > t->dropped_logged && (flush || st.dropped - t->dropped_logged >= 100000)) {
-        LOG_WARN("tracer: %llu span(s) dropped: the buffer (%zu spans) was full",
-                 (unsigned long long)(st.dropped - t->dropped_logged), t->buffer_spans);
-        t->dropped_logged = st.dropped;
-    }
-}
-
-static void add_ms(struct timespec *ts, long ms)
-{
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-static int before(const struct timespec *a, const struct timespec *b)
-{
-    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
-/* Drains the ring every POLL_MS (so that a burst does not overflow it between flushes) and
- * writes and flushes what it holds every flush_ms. */
-static void *export_thread(void *arg)
-{
-    struct tracer *t = arg;
-    clrmux_block_termination_signals();
-    pthread_setname_np(pthread_self(), "clrmux-export");
-    const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
-    struct timespec flush_at, next, now;
-    clock_gettime(CLOCK_REALTIME, &flush_at);
-    add_ms(&flush_at, t->flush_ms);
-    pthread_mutex_lock(&t->ex_lock);
-    while (!t->ex_stop) {
-        clock_gettime(CLOCK_REALTIME, &now);
-        next = now;
-        /* no wait while requests are ready to send (the pump stopped at its budget) */
-        if (!t->http || !clrmux_http_ready(t->http))
-            add_ms(&next, poll);
-        while (!t->ex_stop && before(&now, &next)) { /* until the next poll or a stop */
-            pthread_cond_timedwait(&t->ex_cond, &t->ex_lock, &next);
-            clock_gettime(CLOCK_REALTIME, &now);
-        }
-        if (t->ex_stop)
-            break;
-        int flush = !before(&now, &flush_at);
-        if (flush) {
-            flush_at = now;
-            add_ms(&flush_at, t->flush_ms);
-        }
-        pthread_mutex_unlock(&t->ex_lock);
-        pthread_mutex_lock(&t->wr_lock);
-        if (!t->final && clrmux_mono_ns() >= atomic_load(&t->hold_until_ns)) {
-            export_pending(t, flush);
-            if (t->http) /* what is due, for at most a poll interval: then the ring is drained again */
-                clrmux_http_pump(t->http, poll);
-        }
-        pthread_mutex_unlock(&t->wr_lock);
-        pthread_mutex_lock(&t->ex_lock);
-    }
-    pthread_mutex_unlock(&t->ex_lock);
-    /* Shutdown: the last spans, and the requests still queued, within a bounded time */
-    pthread_mutex_lock(&t->wr_lock);
-    if (!t->final) {
-        export_pending(t, 1);
-        if (t->http)
-            clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
-    }
-    pthread_mutex_unlock(&t->wr_lock);
-    return NULL;
 }
 
 /* ---- the ReJIT thread ---------------------------------------------------------------- */
@@ -702,6 +291,20 @@ static void b_fnptr(clrmux_il_builder *b, void *fn)
     clrmux_il_b_op(b, CONV_I);
 }
 
+/* 1 when module mod is the assembly `name`. */
+static int module_is(struct tracer *t, ModuleID mod, const char *name)
+{
+    AssemblyID asm_id = 0;
+    WCHAR w[256];
+    ULONG len = 0;
+    char a[256];
+    if (FAILED(ICorProfilerInfo5_GetModuleInfo(t->info, mod, NULL, 0, NULL, NULL, &asm_id)) ||
+        FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, w, NULL, NULL)))
+        return 1; /* unknown: as if it were (no join) */
+    to_utf8(w, len, a, sizeof a);
+    return strcasecmp(a, name) == 0;
+}
+
 /* Rewrites method idx. Returns 0, or -1 with a reason in why. */
 static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx, ICorProfilerFunctionControl *fc,
                    char *why, size_t whylen)
@@ -759,8 +362,19 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
                  HR_STR(hr));
         goto out;
     }
-    /* new locals: int64 span slot, then the return value */
-    uint8_t types[1 + 512];
+    /* the Activity join: once DiagnosticSource is loaded, never in CoreLib or DiagnosticSource */
+    mdMemberRef get_current = 0, get_id = 0;
+    int join = 0;
+    if (t->join_activity && atomic_load(&t->ds_loaded) && !module_is(t, mod, "System.Private.CoreLib") &&
+        !module_is(t, mod, CLRMUX_DIAGNOSTICSOURCE)) {
+        char jwhy[256];
+        if (clrmux_activity_refs(emit, imp, &get_current, &get_id, jwhy, sizeof jwhy) == 0)
+            join = 1;
+        else
+            LOG_WARN("tracer: %s: spans are not joined to Activity.Current: %s", t->methods[idx].name, jwhy);
+    }
+    /* new locals: int64 span slot, then the return value, then (join) a pinned string */
+    uint8_t types[1 + 512 + 2];
     size_t tlen = 1;
     uint32_t ntypes = 1;
     types[0] = CLRMUX_ELEMENT_TYPE_I8;
@@ -773,6 +387,11 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         tlen += ms.ret_len;
         ntypes++;
     }
+    if (join) {
+        types[tlen++] = 0x45; /* ELEMENT_TYPE_PINNED */
+        types[tlen++] = 0x0E; /* ELEMENT_TYPE_STRING */
+        ntypes++;
+    }
     size_t newsig_len = 0;
     uint32_t first_new = 0;
     if ((rc = clrmux_il_locals_append(lsig, lsig_len, types, tlen, ntypes, &newsig, &newsig_len, &first_new, err,
@@ -780,13 +399,15 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         snprintf(why, whylen, "cannot extend its locals: %s", err);
         goto out;
     }
-    mdSignature local_tok = 0, sig_enter = 0, sig_void = 0;
+    mdSignature local_tok = 0, sig_enter = 0, sig_void = 0, sig_join = 0;
     /* unmanaged cdecl StandAloneMethodSigs: int64(int32) and void(int64) */
     static const uint8_t enter_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_I8, CLRMUX_ELEMENT_TYPE_I4};
     static const uint8_t void_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_VOID, CLRMUX_ELEMENT_TYPE_I8};
+    static const uint8_t join_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_VOID, 0x18 /* ELEMENT_TYPE_I */};
     if (FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, newsig, (ULONG)newsig_len, &local_tok)) ||
         FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, enter_sig, sizeof enter_sig, &sig_enter)) ||
-        FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, void_sig, sizeof void_sig, &sig_void))) {
+        FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, void_sig, sizeof void_sig, &sig_void)) ||
+        (join && FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, join_sig, sizeof join_sig, &sig_join)))) {
         snprintf(why, whylen, "GetTokenFromSig failed with HRESULT %s", HR_STR(hr));
         goto out;
     }
@@ -796,6 +417,30 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     b_fnptr(&be, (void *)clrmux_span_enter);
     clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)sig_enter);
     clrmux_il_b_var(&be, CLRMUX_IL_STLOC, slot);
+    if (join) {
+        /* if (slot == 0) { var a = Activity.Current; if (a != null) { pinned string s = a.Id;
+         *                  join((native int)s); s = null; } } */
+        uint32_t pinned = first_new + (ms.returns_void ? 1 : 2);
+        uint32_t end = clrmux_il_b_label(&be), none = clrmux_il_b_label(&be);
+        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRTRUE_S, end);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALL, (uint32_t)get_current);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_DUP);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRFALSE_S, none);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLVIRT, (uint32_t)get_id);
+        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
+        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, pinned);
+        clrmux_il_b_op(&be, CONV_I);
+        b_fnptr(&be, (void *)clrmux_span_join);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)sig_join);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_LDNULL);
+        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BR_S, end);
+        clrmux_il_b_mark(&be, none);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_POP);
+        clrmux_il_b_mark(&be, end);
+        atomic_store(&t->methods[idx].joins, 1);
+    }
     /* exit: exit(slot) */
     clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, slot);
     b_fnptr(&bx, (void *)clrmux_span_exit);
@@ -851,37 +496,113 @@ out:
 
 /* ---- exception names ----------------------------------------------------------------- */
 
-static uint32_t exception_name_id(struct tracer *t, ClassID cls)
+/* The thrown object's System.Exception._message as UTF-8 ("" when unknown): the field's
+ * offset comes from GetClassLayout of System.Exception (found by walking the thrown class's
+ * parents), the string's layout from GetStringLayout2. Under exc_lock. */
+static void exception_message(struct tracer *t, ObjectID obj, ClassID cls, char *out, size_t outsz)
+{
+    out[0] = 0;
+    if (!t->message_tried) {
+        t->message_tried = 1;
+        ClassID c = cls;
+        for (int depth = 0; c && depth < 32 && !t->exception_cls; depth++) {
+            ModuleID mod = 0;
+            mdTypeDef td = 0;
+            ClassID parent = 0;
+            if (FAILED(ICorProfilerInfo5_GetClassIDInfo2(t->info, c, &mod, &td, &parent, 0, NULL, NULL)))
+                break;
+            IUnknown *unk = NULL;
+            if (FAILED(ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk)) || !unk)
+                break;
+            IMetaDataImport2 *imp = (IMetaDataImport2 *)unk;
+            char name[160];
+            if (type_full_name(imp, td, name, sizeof name, 0) == 0 && strcmp(name, "System.Exception") == 0) {
+                WCHAR w[16];
+                mdFieldDef fd = 0;
+                to_utf16("_message", w, 16);
+                COR_FIELD_OFFSET offs[64];
+                ULONG n = 0, size = 0;
+                if (SUCCEEDED(IMetaDataImport2_FindField(imp, td, w, NULL, 0, &fd)) && fd &&
+                    SUCCEEDED(ICorProfilerInfo5_GetClassLayout(t->info, c, offs, 64, &n, &size)))
+                    for (ULONG k = 0; k < n && k < 64; k++)
+                        if (offs[k].ridOfField == fd || RidFromToken(offs[k].ridOfField) == RidFromToken(fd))
+                            t->message_offset = offs[k].ulOffset;
+                if (FAILED(ICorProfilerInfo5_GetStringLayout2(t->info, &t->str_len_off, &t->str_buf_off)))
+                    t->message_offset = 0;
+                t->exception_cls = c;
+            }
+            IUnknown_Release(unk);
+            c = parent;
+        }
+        if (!t->message_offset)
+            t->message_tried = 0 /* retry with the next exception */, t->exception_cls = 0;
+        if (!t->message_offset)
+            return;
+    }
+    if (!t->message_offset || !obj)
+        return;
+    uintptr_t str = 0;
+    memcpy(&str, (const void *)(obj + t->message_offset), sizeof str);
+    if (!str)
+        return;
+    int32_t len = 0;
+    memcpy(&len, (const void *)(str + t->str_len_off), sizeof len);
+    if (len <= 0)
+        return;
+    if (len > EXC_MSG_MAX)
+        len = EXC_MSG_MAX;
+    WCHAR w[EXC_MSG_MAX];
+    memcpy(w, (const void *)(str + t->str_buf_off), (size_t)len * sizeof(WCHAR));
+    to_utf8(w, (size_t)len, out, outsz);
+}
+
+/* The id of the (type name, message) pair of a thrown exception (1..MAX_EXC_NAMES), or 0. */
+static uint32_t exception_name_id(struct tracer *t, ObjectID obj, ClassID cls)
 {
     uint32_t id = 0;
+    char name[160] = "", msg[EXC_MSG_MAX];
     pthread_mutex_lock(&t->exc_lock);
     for (uint32_t i = 0; i < t->nexc_cache; i++)
         if (t->exc_cache[i].cls == cls) {
             id = t->exc_cache[i].id;
-            goto done;
+            snprintf(name, sizeof name, "%s", t->exc_names[id - 1]);
+            break;
         }
-    ModuleID mod = 0;
-    mdTypeDef td = 0;
-    if (FAILED(ICorProfilerInfo5_GetClassIDInfo(t->info, cls, &mod, &td)) || !td)
-        goto done;
-    IUnknown *unk = NULL;
-    if (FAILED(ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk)) || !unk)
-        goto done;
-    char name[160];
-    int ok = type_full_name((IMetaDataImport2 *)unk, td, name, sizeof name, 0) == 0;
-    IUnknown_Release(unk);
-    if (!ok)
-        goto done;
-    uint32_t n = atomic_load(&t->nexc);
-    for (uint32_t i = 0; i < n; i++)
-        if (strcmp(t->exc_names[i], name) == 0)
-            id = i + 1;
+    if (!name[0]) {
+        ModuleID mod = 0;
+        mdTypeDef td = 0;
+        if (FAILED(ICorProfilerInfo5_GetClassIDInfo(t->info, cls, &mod, &td)) || !td)
+            goto done;
+        IUnknown *unk = NULL;
+        if (FAILED(ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk)) || !unk)
+            goto done;
+        int ok = type_full_name((IMetaDataImport2 *)unk, td, name, sizeof name, 0) == 0;
+        IUnknown_Release(unk);
+        if (!ok)
+            goto done;
+    }
+    exception_message(t, obj, cls, msg, sizeof msg);
+    id = 0;
+    uint32_t n = atomic_load(&t->nexc), type_only = 0;
+    for (uint32_t i = 0; i < n && !id; i++)
+        if (strcmp(t->exc_names[i], name) == 0) {
+            if (strcmp(t->exc_msgs[i], msg) == 0)
+                id = i + 1;
+            else if (!t->exc_msgs[i][0])
+                type_only = i + 1;
+        }
     if (!id && n < MAX_EXC_NAMES) {
         snprintf(t->exc_names[n], sizeof t->exc_names[n], "%s", name);
+        snprintf(t->exc_msgs[n], sizeof t->exc_msgs[n], "%s", msg);
         atomic_store_explicit(&t->nexc, n + 1, memory_order_release);
         id = n + 1;
     }
-    if (id && t->nexc_cache < MAX_EXC_NAMES) {
+    if (!id)
+        id = type_only; /* the table is full: the type without its message, if known */
+    int cached = 0;
+    for (uint32_t i = 0; i < t->nexc_cache && !cached; i++)
+        cached = t->exc_cache[i].cls == cls;
+    if (id && !cached && t->nexc_cache < MAX_EXC_CACHE) {
         t->exc_cache[t->nexc_cache].cls = cls;
         t->exc_cache[t->nexc_cache].id = id;
         t->nexc_cache++;
@@ -930,6 +651,14 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     if (clrmux_spans_init(t->buffer_spans) != 0)
         return E_OUTOFMEMORY;
+    clrmux_spans_set_sample_ratio(t->sample_ratio);
+    t->start_ns = clrmux_now_ns();
+    if (!strcmp(t->protocol, "http/protobuf") && (t->endpoint[0] || t->metrics_endpoint[0]) && !(t->pb = tracer_load_pb())) {
+        LOG_ERROR("tracer: OTLP protocol http/protobuf needs %s beside libclrmux.so; http/json is used",
+                  CLRMUX_OTLP_PB_LIB);
+        snprintf(t->protocol, sizeof t->protocol, "http/json");
+    }
+    const char *ctype = t->pb ? "application/x-protobuf" : "application/json";
     /* The rule: without endpoint, spans go to the file (`output`, or its default); with
      * endpoint, to the collector only, unless `output` is also set explicitly (then to both),
      * or libcurl cannot be loaded (then to the file, the explicit or the default one). */
@@ -943,21 +672,35 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
                       err, t->output);
             t->output_set = 1;
         } else {
+            char bad[512];
+            if (clrmux_curl_set_headers(t->curl, ctype, t->headers, bad, sizeof bad) > 0)
+                LOG_ERROR("tracer: OTLP headers: malformed member(s) skipped: %s", bad);
             struct clrmux_http_conf hc = {
                 .endpoint = t->endpoint,
                 .max_queue = CLRMUX_HTTP_QUEUE,
                 .max_attempts = CLRMUX_HTTP_ATTEMPTS,
                 .backoff_ms = CLRMUX_HTTP_BACKOFF_MS,
                 .backoff_max_ms = CLRMUX_HTTP_BACKOFF_MAX_MS,
-                .timeout_ms = CLRMUX_HTTP_TIMEOUT_MS,
+                .timeout_ms = t->timeout_ms,
                 .post = clrmux_curl_post,
                 .post_ctx = t->curl,
             };
             if (!(t->http = clrmux_http_new(&hc)))
                 return E_OUTOFMEMORY;
-            snprintf(via, sizeof via, " (OTLP/HTTP JSON with %s)", loaded);
+            snprintf(via, sizeof via, " (OTLP/HTTP %s with %s)", t->pb ? "protobuf" : "JSON", loaded);
+            if (t->metrics_endpoint[0] &&
+                (t->mcurl = clrmux_curl_open(getenv("CLRMUX_LIBCURL"), t->metrics_endpoint, loaded, sizeof loaded, err,
+                                             sizeof err))) {
+                clrmux_curl_set_headers(t->mcurl, ctype, t->headers, NULL, 0);
+                hc.endpoint = t->metrics_endpoint;
+                hc.post_ctx = t->mcurl;
+                t->mhttp = clrmux_http_new(&hc);
+            }
         }
     }
+    /* metrics go where spans go: the file unless only an endpoint is used */
+    if (t->metrics_output[0] && (!t->http || t->output_set) && !(t->mout = fopen(t->metrics_output, "a")))
+        LOG_ERROR("tracer: cannot open the metrics output %s: %s; no metrics file", t->metrics_output, strerror(errno));
     if (!t->http || t->output_set) {
         char err[PATH_MAX + 200];
         t->out = clrmux_spanfile_open(t->output, t->max_file_bytes, t->max_files, err, sizeof err);
@@ -971,12 +714,18 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         return E_FAIL;
     }
     t->rj_started = 1;
-    if (pthread_create(&t->ex_thread, NULL, export_thread, t) == 0)
+    if (pthread_create(&t->ex_thread, NULL, tracer_export_thread, t) == 0)
         t->ex_started = 1;
     else
         LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
     if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
         LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
+    if (t->mout || t->mhttp)
+        LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown", t->mout ? t->metrics_output : "",
+                 t->mout && t->mhttp ? " and " : "", t->mhttp ? t->metrics_endpoint : "", t->metrics_ms);
+    if (t->sample_ratio < 1)
+        LOG_INFO("tracer: head sampling: %g of the root traces are recorded (parent-based under an Activity)",
+                 t->sample_ratio);
     if (!t->http)
         LOG_INFO("tracer: %d target(s), spans to %s (service.name %s)", t->ntargets, t->output, t->service);
     else if (!t->out)
@@ -985,6 +734,35 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         LOG_INFO("tracer: %d target(s), spans to %s%s and to %s (service.name %s)", t->ntargets, t->endpoint, via,
                  t->output, t->service);
     return S_OK;
+}
+
+/* DiagnosticSource was loaded: the methods already rewritten without the Activity join are
+ * rewritten again (RequestReJIT, one request per module) so that their root spans join the
+ * Activities that can exist from now on. */
+static void rejit_for_join(struct tracer *t)
+{
+    uint32_t n = atomic_load_explicit(&t->nmethods, memory_order_acquire);
+    mdMethodDef *toks = calloc(n ? n : 1, sizeof *toks);
+    char *done = calloc(n ? n : 1, 1);
+    if (!toks || !done) {
+        free(toks), free(done);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (done[i] || atomic_load(&t->methods[i].joins))
+            continue;
+        ModuleID mod = t->methods[i].module;
+        ULONG k = 0;
+        for (uint32_t j = i; j < n; j++)
+            if (!done[j] && t->methods[j].module == mod && !atomic_load(&t->methods[j].joins)) {
+                done[j] = 1;
+                toks[k++] = t->methods[j].token;
+            }
+        LOG_DEBUG("tracer: %s loaded: %u method(s) rewritten again to join Activity.Current", CLRMUX_DIAGNOSTICSOURCE,
+                  (unsigned)k);
+        request_rejit(t, mod, toks, k, CLRMUX_DIAGNOSTICSOURCE);
+    }
+    free(toks), free(done);
 }
 
 static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *This, ModuleID mod, HRESULT status)
@@ -1006,6 +784,8 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, wname, NULL, NULL)))
         return S_OK;
     to_utf8(wname, len, assembly, sizeof assembly);
+    if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1))
+        rejit_for_join(t);
     if (!assembly_has_targets(t, assembly))
         return S_OK;
     IUnknown *unk = NULL;
@@ -1142,7 +922,7 @@ static HRESULT STDMETHODCALLTYPE tr_ExceptionThrown(ICorProfilerCallback11 *This
     ClassID cls = 0;
     uint32_t id = 0;
     if (SUCCEEDED(ICorProfilerInfo5_GetClassFromObject(t->info, obj, &cls)) && cls)
-        id = exception_name_id(t, cls);
+        id = exception_name_id(t, obj, cls);
     clrmux_span_set_pending_exception(id);
     return S_OK;
 }
@@ -1172,10 +952,12 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
                  (unsigned long long)t->queued, t->endpoint, (unsigned long long)t->requests);
     if (!cause)
         LOG_INFO("tracer: %u method(s) rewritten (%llu us each on average), %u skipped; %s, %llu dropped (buffer full), "
-                 "%llu not recorded (nesting deeper than %u, or no memory to grow a thread's span stack)",
+                 "%llu not recorded (nesting deeper than %u, or no memory to grow a thread's span stack), %llu not "
+                 "sampled; every call counted in %llu metrics line(s)",
                  nrw, (unsigned long long)(nrw ? atomic_load(&t->rewrite_ns) / nrw / 1000 : 0),
                  (unsigned)atomic_load(&t->skipped), dest, (unsigned long long)st.dropped,
-                 (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH);
+                 (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH, (unsigned long long)st.unsampled,
+                 (unsigned long long)t->metric_lines);
     else
         LOG_WARN("tracer: last gasp (%s): every span finished so far is saved (%llu written now); %s, %llu dropped "
                  "(buffer full), %llu not recorded (too deep); lost: the spans of calls still running, which "
@@ -1210,7 +992,8 @@ static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, 
     }
     if (!t->final) {
         uint64_t before = t->written + t->queued;
-        export_pending(t, 1);
+        tracer_export_pending(t, 1);
+        tracer_export_metrics(t);
         long ms = (long)((deadline_ns - clrmux_mono_ns()) / 1000000);
         if (t->http && ms > 0 && final)
             clrmux_http_finish(t->http, ms);
@@ -1232,17 +1015,21 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     if (t->ex_started) {
         pthread_mutex_lock(&t->ex_lock);
         t->ex_stop = 1;
-        pthread_cond_broadcast(&t->ex_cond);
         pthread_mutex_unlock(&t->ex_lock);
+        clrmux_spans_wake();
         pthread_join(t->ex_thread, NULL); /* it wrote the last spans and sent the last requests */
     } else {
         pthread_mutex_lock(&t->wr_lock);
         if (!t->final) {
-            export_pending(t, 1);
-            if (t->http)
-                clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
+            tracer_export_pending(t, 1);
+            tracer_export_metrics(t);
+            tracer_finish_http(t);
         }
         pthread_mutex_unlock(&t->wr_lock);
+    }
+    if (t->mout) {
+        fclose(t->mout);
+        t->mout = NULL;
     }
     if (t->rj_started) {
         pthread_mutex_lock(&t->rj_lock);
@@ -1315,11 +1102,14 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     t->methods = calloc(MAX_METHODS, sizeof *t->methods);
     t->slots = calloc(METHOD_SLOTS, sizeof *t->slots);
     t->exc_names = calloc(MAX_EXC_NAMES, sizeof *t->exc_names);
-    t->batch = calloc(EXPORT_BATCH, sizeof *t->batch);
-    if (!t->methods || !t->slots || !t->exc_names || !t->batch || configure(t, cc, cfg_path, cfg_dir) != 0) {
+    t->exc_msgs = calloc(MAX_EXC_NAMES, sizeof *t->exc_msgs);
+    t->tnames = calloc(THREAD_NAMES, sizeof *t->tnames);
+    if (!t->methods || !t->slots || !t->exc_names || !t->exc_msgs || !t->tnames || tracer_configure(t, cc, cfg_path, cfg_dir) != 0 ||
+        !(t->stage = calloc((t->stage_cap = t->buffer_spans), sizeof *t->stage))) {
         LOG_ERROR("child '%s': tracer setup failed; child skipped", cc->name);
         atomic_store(&the_tracer, NULL);
-        free(t->methods), free(t->slots), free(t->exc_names), free(t->batch), free(t->targets);
+        free(t->methods), free(t->slots), free(t->exc_names), free(t->exc_msgs), free(t->tnames), free(t->stage);
+        free(t->targets);
         free((void *)t->target_hits);
         free(t);
         return NULL;

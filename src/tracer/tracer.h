@@ -15,9 +15,16 @@
  * Spans go to a bounded ring that a background thread writes as OTLP JSON lines, and/or
  * POSTs to an OTLP/HTTP collector (tracer/otlp_http.h; libcurl dlopened only then).
  *
+ *   rewritten IL, root spans  join System.Diagnostics.Activity.Current (tracer/activity.h)
+ * Every call is counted in per-method OTLP metrics (tracer/spans.h, tracer/otlp.h); spans
+ * have head sampling (sample_ratio). Endpoints get protobuf bodies through the companion
+ * libclrmux_otlp.so (tracer/otlp_pb.h) or JSON.
+ *
  * Section keys: trace (repeatable), output, service_name, buffer_spans, flush_interval_ms,
- * endpoint (loader.conf.example documents them). Environment: CLRMUX_LIBCURL, the libcurl
- * to load instead of libcurl.so.4. */
+ * endpoint, sample_ratio, metrics_output, metrics_interval_ms, metrics_endpoint, protocol,
+ * headers, timeout_ms, join_activity (loader.conf.example documents them). Environment:
+ * OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_* (defaults under the
+ * keys); CLRMUX_LIBCURL, the libcurl to load instead of libcurl.so.4. */
 #ifndef CLRMUX_TRACER_TRACER_H
 #define CLRMUX_TRACER_TRACER_H
 

@@ -200,10 +200,21 @@ check("Factorial(10): one chain of 10 nested spans under Main (each call the par
 
 errors = [s for s in spans if s.get("status")]
 thrower = [s for s in spans if s["name"] == "Tracee.Targets.Thrower"]
-check("Thrower's span has status ERROR with the exception type System.InvalidOperationException",
+exc_event = {"name": "exception", "timeUnixNano": thrower[0]["endTimeUnixNano"] if thrower else "",
+             "attributes": [{"key": "exception.type", "value": {"stringValue": "System.InvalidOperationException"}},
+                            {"key": "exception.message", "value": {"stringValue": "thrower says no"}}]}
+check("Thrower's span has status ERROR (System.InvalidOperationException) and an `exception` event with "
+      "exception.type and exception.message 'thrower says no' (semantic conventions)",
       len(thrower) == 1 and thrower[0]["status"] == {"code": 2, "message": "System.InvalidOperationException"}
-      and {"key": "exception.type", "value": {"stringValue": "System.InvalidOperationException"}} in thrower[0]["attributes"],
-      thrower)
+      and thrower[0].get("events") == [exc_event], thrower)
+def attr(s, k):
+    return next((a["value"] for a in s["attributes"] if a["key"] == k), None)
+nosem = [s["name"] for s in spans if attr(s, "code.function.name") != {"stringValue": s["name"]}
+         or not (attr(s, "thread.name") or {}).get("stringValue")]
+check("every span has code.function.name (its fully qualified method) and thread.name", spans and not nosem, nosem[:5])
+wnames = {attr(s, "thread.name")["stringValue"] for s in spans if s["name"] == "Tracee.Targets.WorkerBody"}
+check("WorkerBody spans carry their threads' names (Thread.Name tracee-par-0..7: %s)" % sorted(wnames),
+      wnames == {"tracee-par-%d" % i for i in range(8)}, wnames)
 check("no other span has an error status (TryCatchFinally catches its own exception)",
       [s["name"] for s in errors] == ["Tracee.Targets.Thrower"], [s["name"] for s in errors])
 
@@ -355,7 +366,7 @@ names, ids, errors = collections.Counter(), [], 0
 for line in open(path):
     if kind == "posts":
         rec = json.loads(line)
-        if rec["code"] != 200:
+        if rec["code"] != 200 or rec["path"] != "/v1/traces":
             continue
         req = json.loads(rec["body"])
     else:
@@ -386,12 +397,23 @@ cat >"$WORK/http/http.conf" <<EOF
 [child tracer]
 builtin = tracer
 endpoint = http://127.0.0.1:$PORT/v1/traces
+protocol = http/json
 $HTTP_TARGETS
 EOF
 under_clrmux http "$WORK/http/http.conf" "${NOPROXY[@]}"
 L=$WORK/http.log
 got=$(span_names "$POSTS" posts 2>&1)
-codes=$(python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (r["code"], r["path"], r["type"]) for r in map(json.loads, open(sys.argv[1]))))' "$POSTS" 2>&1)
+codes=$(python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (r["code"], r["path"], r["type"]) for r in map(json.loads, open(sys.argv[1])) if r["path"] == "/v1/traces"))' "$POSTS" 2>&1)
+mcalls=$(python3 -c '
+import json, sys
+for r in map(json.loads, open(sys.argv[1])):
+    if r["path"] == "/v1/metrics" and r["code"] == 200:
+        for rm in json.loads(r["body"])["resourceMetrics"]:
+            for sm in rm["scopeMetrics"]:
+                for m in sm["metrics"]:
+                    if m["name"] == "clrmux.method.calls":
+                        for dp in m["sum"]["dataPoints"]:
+                            print(dp["attributes"][0]["value"]["stringValue"], dp["asInt"])' "$POSTS" 2>&1 | sort | tr '\n' ' ')
 if [ -n "$PORT" ] && same_output http && grep -q "^Tracee.Targets.Work 800$" <<<"$got" && grep -q "^Tracee.Targets.Add 10$" <<<"$got" \
     && grep -q "^Tracee.Targets.Thrower 1$" <<<"$got" && grep -q "^errors 1$" <<<"$got" && grep -q "^ids 811 unique 811$" <<<"$got" \
     && [[ "$codes" =~ ^503:/v1/traces:application/json( 200:/v1/traces:application/json)+$ ]] \
@@ -401,6 +423,9 @@ if [ -n "$PORT" ] && same_output http && grep -q "^Tracee.Targets.Work 800$" <<<
     && ! ls "$WORK"/http/traces-* >/dev/null 2>&1; then
     ok "endpoint: the spans are POSTed to a collector on 127.0.0.1:$PORT (Content-Type application/json; a 503 retried; Work 800, Add 10, Thrower 1 with error, 811 unique ids), no file without 'output ='"
 else bad "endpoint: spans POSTed to a collector" "port=$PORT codes=$codes; $got; $(grep -E 'tracer|ERROR|WARN' "$L" | tail -6; ls "$WORK/http")"; fi
+if [ "$mcalls" = "Tracee.Targets.Add 10 Tracee.Targets.Thrower 1 Tracee.Targets.Work 800 " ]; then
+    ok "endpoint: the per-method metrics are POSTed to /v1/metrics beside /v1/traces (clrmux.method.calls: $mcalls)"
+else bad "endpoint: metrics POSTed to /v1/metrics" "$mcalls"; fi
 
 # endpoint and output both set: the same spans go to the collector and to the file
 : >"$POSTS"
@@ -408,6 +433,7 @@ cat >"$WORK/both.conf" <<EOF
 [child tracer]
 builtin = tracer
 endpoint = http://127.0.0.1:$PORT/v1/traces
+protocol = http/json
 output = $WORK/both.otlp.jsonl
 $HTTP_TARGETS
 EOF
@@ -430,6 +456,7 @@ cat >"$WORK/http/none.conf" <<EOF
 [child tracer]
 builtin = tracer
 endpoint = http://127.0.0.1:$FREE/v1/traces
+protocol = http/json
 $HTTP_TARGETS
 EOF
 rm -f "$WORK"/http/traces-*

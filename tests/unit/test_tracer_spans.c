@@ -319,6 +319,18 @@ static const char *ename(void *ctx, uint32_t id)
     return id == 3 ? "System.InvalidOperationException" : NULL;
 }
 
+static const char *tname(void *ctx, uint32_t tid)
+{
+    (void)ctx;
+    return tid == 1234 ? "worker-1" : NULL;
+}
+
+static const char *emsg(void *ctx, uint32_t id)
+{
+    (void)ctx;
+    return id == 3 ? "bad \"state\"" : NULL;
+}
+
 static void test_otlp_line(void **state)
 {
     (void)state;
@@ -343,30 +355,43 @@ static void test_otlp_line(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    struct clrmux_otlp_names names = {mname, ename, NULL};
-    assert_int_equal(clrmux_otlp_write_line(f, "svc \"x\"", 42, s, 3, &names), 0);
-    assert_int_equal(clrmux_otlp_write_line(f, "svc", 42, s, 0, &names), 0); /* nothing */
+    struct clrmux_otlp_names names = {mname, ename, NULL, tname, emsg};
+    struct clrmux_resource res = {0};
+    assert_int_equal(clrmux_resource_set(&res, "service.name", "svc \"x\"", 0), 0);
+    assert_int_equal(clrmux_resource_set(&res, "process.pid", "42", 1), 0);
+    assert_int_equal(clrmux_resource_set(&res, "telemetry.sdk.name", "clrmux", 0), 0);
+    assert_int_equal(clrmux_otlp_write_line(f, &res, s, 3, &names), 0);
+    assert_int_equal(clrmux_otlp_write_line(f, &res, s, 0, &names), 0); /* nothing */
     fclose(f);
     const char *exp =
         "{\"resourceSpans\":[{\"resource\":{\"attributes\":["
         "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc \\\"x\\\"\"}},"
         "{\"key\":\"process.pid\",\"value\":{\"intValue\":\"42\"}},"
         "{\"key\":\"telemetry.sdk.name\",\"value\":{\"stringValue\":\"clrmux\"}}]},"
-        "\"scopeSpans\":[{\"scope\":{\"name\":\"clrmux\"},\"spans\":["
+        "\"scopeSpans\":[{\"scope\":{\"name\":\"clrmux\",\"version\":\"" CLRMUX_VERSION "\"},\"spans\":["
         "{\"traceId\":\"101112131415161718191a1b1c1d1e1f\",\"spanId\":\"0102030405060708\","
         "\"name\":\"Tracee.Targets.Add\",\"kind\":1,\"startTimeUnixNano\":\"1700000000000000001\","
         "\"endTimeUnixNano\":\"1700000000000000999\","
-        "\"attributes\":[{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}}],\"status\":{}},"
+        "\"attributes\":[{\"key\":\"code.function.name\",\"value\":{\"stringValue\":\"Tracee.Targets.Add\"}},"
+        "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}},"
+        "{\"key\":\"thread.name\",\"value\":{\"stringValue\":\"worker-1\"}}],\"status\":{}},"
         "{\"traceId\":\"101112131415161718191a1b1c1d1e1f\",\"spanId\":\"a0b0c0d0e0f00011\","
         "\"parentSpanId\":\"0102030405060708\",\"name\":\"Odd \\\"name\\\"\\\\\\n\",\"kind\":1,"
         "\"startTimeUnixNano\":\"1700000000000000001\",\"endTimeUnixNano\":\"1700000000000000999\","
-        "\"attributes\":[{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}},"
-        "{\"key\":\"exception.type\",\"value\":{\"stringValue\":\"System.InvalidOperationException\"}}],"
+        "\"attributes\":[{\"key\":\"code.function.name\",\"value\":{\"stringValue\":\"Odd \\\"name\\\"\\\\\\n\"}},"
+        "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}},"
+        "{\"key\":\"thread.name\",\"value\":{\"stringValue\":\"worker-1\"}}],"
+        "\"events\":[{\"timeUnixNano\":\"1700000000000000999\",\"name\":\"exception\",\"attributes\":["
+        "{\"key\":\"exception.type\",\"value\":{\"stringValue\":\"System.InvalidOperationException\"}},"
+        "{\"key\":\"exception.message\",\"value\":{\"stringValue\":\"bad \\\"state\\\"\"}}]}],"
         "\"status\":{\"code\":2,\"message\":\"System.InvalidOperationException\"}},"
         "{\"traceId\":\"101112131415161718191a1b1c1d1e1f\",\"spanId\":\"a0b0c0d0e0f00011\","
         "\"parentSpanId\":\"0102030405060708\",\"name\":\"method#77\",\"kind\":1,"
         "\"startTimeUnixNano\":\"1700000000000000001\",\"endTimeUnixNano\":\"1700000000000000999\","
-        "\"attributes\":[{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}}],"
+        "\"attributes\":[{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}},"
+        "{\"key\":\"thread.name\",\"value\":{\"stringValue\":\"worker-1\"}}],"
+        "\"events\":[{\"timeUnixNano\":\"1700000000000000999\",\"name\":\"exception\",\"attributes\":["
+        "{\"key\":\"exception.type\",\"value\":{\"stringValue\":\"System.Exception\"}}]}],"
         "\"status\":{\"code\":2}}"
         "]}]}]}\n";
     assert_string_equal(buf, exp);
@@ -394,8 +419,10 @@ static void test_otlp_long_name(void **state)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    struct clrmux_otlp_names names = {long_mname, long_mname, NULL};
-    assert_int_equal(clrmux_otlp_write_line(f, "svc", 1, &s, 1, &names), 0);
+    struct clrmux_otlp_names names = {long_mname, long_mname, NULL, NULL, long_mname};
+    struct clrmux_resource res = {0};
+    clrmux_resource_set(&res, "service.name", "svc", 0);
+    assert_int_equal(clrmux_otlp_write_line(f, &res, &s, 1, &names), 0);
     fclose(f);
     char *esc = malloc(sizeof long_name + 8);
     snprintf(esc, sizeof long_name + 8, "\"%.100s\\\"%s\"", long_name, long_name + 101);

@@ -1,0 +1,131 @@
+/* AssemblyRef, TypeRef and MemberRefs for Activity.Current / Activity.Id (see activity.h). */
+#define COBJMACROS
+#include "tracer/activity.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/utf16.h"
+
+size_t clrmux_sig_typedef_or_ref(mdToken tok, unsigned char *out)
+{
+    uint32_t tag;
+    switch (TypeFromToken(tok)) {
+    case mdtTypeDef: tag = 0; break;
+    case mdtTypeRef: tag = 1; break;
+    case mdtTypeSpec: tag = 2; break;
+    default: return 0;
+    }
+    uint32_t rid = RidFromToken(tok);
+    if (rid > 0x07FFFFFF)
+        return 0;
+    uint32_t v = rid << 2 | tag;
+    if (v < 0x80) {
+        out[0] = (unsigned char)v;
+        return 1;
+    }
+    if (v < 0x4000) {
+        out[0] = (unsigned char)(0x80 | v >> 8);
+        out[1] = (unsigned char)v;
+        return 2;
+    }
+    if (v > 0x1FFFFFFF)
+        return 0;
+    out[0] = (unsigned char)(0xC0 | v >> 24);
+    out[1] = (unsigned char)(v >> 16);
+    out[2] = (unsigned char)(v >> 8);
+    out[3] = (unsigned char)v;
+    return 4;
+}
+
+static mdAssemblyRef find_assembly_ref(IMetaDataAssemblyImport *ai, const char *name)
+{
+    HCORENUM e = NULL;
+    mdAssemblyRef refs[64];
+    ULONG n = 0;
+    mdAssemblyRef found = 0;
+    while (!found && SUCCEEDED(IMetaDataAssemblyImport_EnumAssemblyRefs(ai, &e, refs, 64, &n)) && n) {
+        for (ULONG i = 0; i < n && !found; i++) {
+            WCHAR w[256];
+            ULONG len = 0;
+            char u[256];
+            if (FAILED(IMetaDataAssemblyImport_GetAssemblyRefProps(ai, refs[i], NULL, NULL, w, 256, &len, NULL, NULL,
+                                                                  NULL, NULL)))
+                continue;
+            clrmux_utf16_to_utf8(w, len, u, sizeof u);
+            if (strcasecmp(u, name) == 0)
+                found = refs[i];
+        }
+    }
+    if (e)
+        IMetaDataAssemblyImport_CloseEnum(ai, e);
+    return found;
+}
+
+int clrmux_activity_refs(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, mdMemberRef *get_current, mdMemberRef *get_id,
+                         char *why, size_t whylen)
+{
+    IMetaDataAssemblyImport *ai = NULL;
+    IMetaDataAssemblyEmit *ae = NULL;
+    int rc = -1;
+    HRESULT hr = IMetaDataEmit2_QueryInterface(emit, &IID_IMetaDataAssemblyImport, (void **)&ai);
+    if (FAILED(hr) || !ai) {
+        snprintf(why, whylen, "no IMetaDataAssemblyImport (HRESULT 0x%08X)", (unsigned)hr);
+        goto out;
+    }
+    mdAssemblyRef ar = find_assembly_ref(ai, CLRMUX_DIAGNOSTICSOURCE);
+    if (!ar) {
+        hr = IMetaDataEmit2_QueryInterface(emit, &IID_IMetaDataAssemblyEmit, (void **)&ae);
+        if (FAILED(hr) || !ae) {
+            snprintf(why, whylen, "no IMetaDataAssemblyEmit (HRESULT 0x%08X)", (unsigned)hr);
+            goto out;
+        }
+        static const unsigned char token[8] = {0xcc, 0x7b, 0x13, 0xff, 0xcd, 0x2d, 0xdd, 0x51};
+        WCHAR wname[64];
+        clrmux_utf8_to_utf16(CLRMUX_DIAGNOSTICSOURCE, wname, 64);
+        ASSEMBLYMETADATA md;
+        memset(&md, 0, sizeof md);
+        hr = IMetaDataAssemblyEmit_DefineAssemblyRef(ae, token, sizeof token, wname, &md, NULL, 0, 0, &ar);
+        if (FAILED(hr) || !ar) {
+            snprintf(why, whylen, "DefineAssemblyRef(%s) failed with HRESULT 0x%08X", CLRMUX_DIAGNOSTICSOURCE,
+                     (unsigned)hr);
+            goto out;
+        }
+    }
+    WCHAR w[64];
+    mdTypeRef tr = 0;
+    clrmux_utf8_to_utf16("System.Diagnostics.Activity", w, 64);
+    if (FAILED(IMetaDataImport2_FindTypeRef(imp, ar, w, &tr)) || !tr) {
+        hr = IMetaDataEmit2_DefineTypeRefByName(emit, ar, w, &tr);
+        if (FAILED(hr) || !tr) {
+            snprintf(why, whylen, "DefineTypeRefByName(System.Diagnostics.Activity) failed with HRESULT 0x%08X",
+                     (unsigned)hr);
+            goto out;
+        }
+    }
+    unsigned char sig_current[8] = {0x00 /* DEFAULT */, 0x00 /* no params */, 0x12 /* CLASS */};
+    size_t n = clrmux_sig_typedef_or_ref(tr, sig_current + 3);
+    static const unsigned char sig_id[] = {0x20 /* HASTHIS */, 0x00, 0x0E /* STRING */};
+    if (!n) {
+        snprintf(why, whylen, "TypeRef 0x%08X cannot be encoded", (unsigned)tr);
+        goto out;
+    }
+    clrmux_utf8_to_utf16("get_Current", w, 64);
+    hr = IMetaDataEmit2_DefineMemberRef(emit, tr, w, sig_current, (ULONG)(3 + n), get_current);
+    if (SUCCEEDED(hr)) {
+        clrmux_utf8_to_utf16("get_Id", w, 64);
+        hr = IMetaDataEmit2_DefineMemberRef(emit, tr, w, sig_id, sizeof sig_id, get_id);
+    }
+    if (FAILED(hr)) {
+        snprintf(why, whylen, "DefineMemberRef(Activity) failed with HRESULT 0x%08X", (unsigned)hr);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (ae)
+        IMetaDataAssemblyEmit_Release(ae);
+    if (ai)
+        IMetaDataAssemblyImport_Release(ai);
+    return rc;
+}

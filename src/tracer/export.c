@@ -1,0 +1,335 @@
+/* The built-in tracer's export thread: drains the span ring into a stage, writes OTLP JSON
+ * lines and/or queues OTLP/HTTP requests (JSON or, through libclrmux_otlp.so, protobuf),
+ * exports the per-method metrics, names threads (see tracer.h). */
+#include "tracer/tracer_impl.h"
+
+/* libclrmux_otlp.so from the folder of libclrmux.so, or NULL (logged by the caller). */
+const struct clrmux_otlp_pb_api *tracer_load_pb(void)
+{
+    char path[PATH_MAX], err[512];
+    if (clrmux_module_path_of((const void *)&tracer_load_pb, path, sizeof path) != 0)
+        return NULL;
+    char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) : 0;
+    if (dir + 2 + sizeof CLRMUX_OTLP_PB_LIB > sizeof path)
+        return NULL;
+    snprintf(path + dir, sizeof path - dir, "%s%s", dir ? "/" : "", CLRMUX_OTLP_PB_LIB);
+    void *lib = clrmux_lib_open(path, err, sizeof err);
+    if (!lib) {
+        LOG_ERROR("tracer: cannot load %s: %s", path, err);
+        return NULL;
+    }
+    clrmux_otlp_pb_fn get = (clrmux_otlp_pb_fn)clrmux_lib_sym(lib, CLRMUX_OTLP_PB_SYMBOL);
+    const struct clrmux_otlp_pb_api *api = get ? get() : NULL;
+    return api && api->abi == CLRMUX_OTLP_PB_ABI ? api : NULL; /* stays loaded */
+}
+
+/* ---- export -------------------------------------------------------------------------- */
+
+/* thread.name: the OS name of the thread (/proc/self/task/<tid>/comm: .NET sets it from
+ * Thread.Name), cached per tid and re-read at most once a second. Export thread only. */
+static const char *thread_name_cb(void *ctx, uint32_t tid)
+{
+    struct tracer *t = ctx;
+    if (!t->tnames || !tid)
+        return NULL;
+    struct thread_name *e = &t->tnames[(tid * 2654435761u) & (THREAD_NAMES - 1)];
+    int64_t now = clrmux_now_ns();
+    if (e->tid != tid || now - e->read_ns > 1000000000) {
+        char path[64], name[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
+        FILE *f = fopen(path, "re");
+        if (f) {
+            if (fgets(name, sizeof name, f))
+                name[strcspn(name, "\n")] = 0;
+            fclose(f);
+        }
+        if (!name[0])
+            clrmux_thread_name(tid, name, sizeof name); /* the thread is gone: its recorded name */
+        if (name[0] || e->tid != tid) {
+            snprintf(e->name, sizeof e->name, "%s", name);
+            e->tid = tid;
+        }
+        e->read_ns = now;
+    }
+    return e->name[0] ? e->name : NULL;
+}
+
+static const char *exc_msg_cb(void *ctx, uint32_t id)
+{
+    struct tracer *t = ctx;
+    return id > 0 && id <= atomic_load_explicit(&t->nexc, memory_order_acquire) && t->exc_msgs[id - 1][0]
+               ? t->exc_msgs[id - 1]
+               : NULL;
+}
+
+static struct clrmux_otlp_names names_of(struct tracer *t)
+{
+    return (struct clrmux_otlp_names){tracer_method_name, tracer_exc_name, t, thread_name_cb, exc_msg_cb};
+}
+
+static ssize_t linebuf_write(void *cookie, const char *buf, size_t n)
+{
+    struct linebuf *b = cookie;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return -1;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, buf, n);
+    b->len += n;
+    return (ssize_t)n;
+}
+
+/* spans[0..n) as one OTLP JSON line, '\n' included, in t->line; 0, or -1 (out of memory). */
+static int render_line(struct tracer *t, const struct clrmux_span *spans, size_t n,
+                       const struct clrmux_otlp_names *names)
+{
+    t->line.len = 0;
+    t->line.oom = 0;
+    FILE *m = fopencookie(&t->line, "w", (cookie_io_functions_t){.write = linebuf_write});
+    if (!m)
+        return -1;
+    setvbuf(m, NULL, _IOFBF, 1 << 16);
+    int rc = clrmux_otlp_write_line(m, &t->res, spans, n, names);
+    if (fclose(m) != 0 || t->line.oom || !t->line.len)
+        rc = -1;
+    return rc;
+}
+
+/* t->line (n spans) to the output file with one write(2) (whole lines only), rotating it at
+ * max_file_mb. */
+static void file_write(struct tracer *t, size_t n)
+{
+    char err[PATH_MAX + 200];
+    int rc = clrmux_spanfile_write(t->out, t->line.p, t->line.len, n, err, sizeof err);
+    if (rc < 0) {
+        LOG_ERROR("tracer: %s; spans are no longer written to it", err);
+        t->write_failed = 1;
+        return;
+    }
+    t->written += n;
+    t->lines++;
+    if (rc > 0 && !t->rotation_errors++)
+        LOG_ERROR("tracer: %s: the file was emptied instead to keep max_file_mb (logged once)", err);
+    struct clrmux_spanfile_stats fs;
+    clrmux_spanfile_stats(t->out, &fs);
+    if (fs.files_deleted > t->deleted_logged && !t->deleted_logged)
+        LOG_WARN("tracer: %s reached max_file_mb = %llu with max_files = %u: the oldest file is deleted at each "
+                 "rotation from now on (its spans are counted as dropped; totals at shutdown)",
+                 t->output, (unsigned long long)(t->max_file_bytes >> 20), t->max_files);
+    t->deleted_logged = fs.files_deleted;
+}
+
+/* spans[0..n): to the OTLP/HTTP queue (protobuf, or the JSON line without its newline) and/or
+ * as one JSON line to the file. Under wr_lock. */
+static void write_batch(struct tracer *t, const struct clrmux_span *spans, size_t n)
+{
+    if (!n)
+        return;
+    struct clrmux_otlp_names names = names_of(t);
+    int to_file = t->out && !t->write_failed;
+    if (t->http && t->pb) {
+        uint8_t *pb = NULL;
+        size_t pblen = 0;
+        if (t->pb->traces(&t->res, spans, n, &names, &pb, &pblen) != 0) {
+            if (!t->request_errors++)
+                LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped", n);
+        } else {
+            t->queued += n;
+            t->requests++;
+            clrmux_http_enqueue(t->http, (char *)pb, pblen, n);
+        }
+    }
+    int json_http = t->http && !t->pb;
+    if (!to_file && !json_http)
+        return;
+    if (render_line(t, spans, n, &names) != 0) {
+        if (!t->render_errors++)
+            LOG_ERROR("tracer: cannot format %zu span(s): out of memory; dropped (logged once)", n);
+        return;
+    }
+    if (to_file)
+        file_write(t, n);
+    if (json_http) {
+        char *body = malloc(t->line.len);
+        if (body) {
+            memcpy(body, t->line.p, t->line.len - 1); /* the request body: the line without '\n' */
+            t->queued += n;
+            t->requests++;
+            clrmux_http_enqueue(t->http, body, t->line.len - 1, n); /* takes body */
+        } else if (!t->request_errors++) {
+            LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of %zu span(s): out of memory; dropped (logged once)",
+                      n);
+        }
+    }
+}
+
+/* Moves what the ring holds into the stage (as much as fits). Draining is a copy: fast
+ * enough to keep up with the probes, while writing the JSON is not. */
+static void stage_fill(struct tracer *t)
+{
+    if (t->shead == t->nstage) {
+        t->shead = t->nstage = 0;
+    } else if (t->shead && t->nstage == t->stage_cap) {
+        memmove(t->stage, t->stage + t->shead, (t->nstage - t->shead) * sizeof *t->stage);
+        t->nstage -= t->shead;
+        t->shead = 0;
+    }
+    while (t->nstage < t->stage_cap) {
+        size_t n = clrmux_spans_drain(t->stage + t->nstage, t->stage_cap - t->nstage);
+        t->nstage += n;
+        if (!n)
+            break;
+    }
+}
+
+/* Drains the ring into the stage and writes full batches as lines; with `flush`, also the
+ * partial batch, and flushes the file. Whenever the ring passes its high-water mark while
+ * the lines are written, it is drained again first. Export thread (or Shutdown). */
+void tracer_export_pending(struct tracer *t, int flush)
+{
+    stage_fill(t);
+    size_t hw = t->stage_cap / 4;
+    while (t->nstage - t->shead >= EXPORT_BATCH || (flush && t->nstage > t->shead)) {
+        size_t n = t->nstage - t->shead < EXPORT_BATCH ? t->nstage - t->shead : EXPORT_BATCH;
+        write_batch(t, t->stage + t->shead, n);
+        t->shead += n;
+        if (t->shead == t->nstage || clrmux_spans_pending() > hw)
+            stage_fill(t);
+    }
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    if (st.dropped > t->dropped_logged && (flush || st.dropped - t->dropped_logged >= 100000)) {
+        LOG_WARN("tracer: %llu span(s) dropped: the buffer (%zu spans) was full; their calls are still counted in "
+                 "the metrics (clrmux.method.*)",
+                 (unsigned long long)(st.dropped - t->dropped_logged), t->buffer_spans);
+        t->dropped_logged = st.dropped;
+    }
+}
+
+/* One ExportMetricsServiceRequest with the cumulative totals: to the metrics file and/or
+ * the metrics endpoint. The ring is drained first (its spans are counted when drained). */
+void tracer_export_metrics(struct tracer *t)
+{
+    if (!t->mout && !t->mhttp)
+        return;
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    struct clrmux_otlp_counter counters[3] = {
+        {"clrmux.tracer.spans.dropped", "Spans dropped because the span buffer was full", st.dropped},
+        {"clrmux.tracer.spans.unsampled", "Spans not recorded by head sampling (sample_ratio)", st.unsampled},
+        {"clrmux.tracer.spans.too_deep", "Spans not recorded: nesting deeper than the stack", st.too_deep},
+    };
+    struct clrmux_otlp_names names = names_of(t);
+    char *body = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&body, &len);
+    int rc = m ? clrmux_otlp_write_metrics(m, &t->res, t->start_ns, clrmux_now_ns(),
+                                           atomic_load_explicit(&t->nmethods, memory_order_acquire), &names, counters,
+                                           3)
+               : -1;
+    if (m && fclose(m) != 0)
+        rc = -1;
+    if (rc != 0 || !body || !len) {
+        free(body);
+        LOG_ERROR("tracer: cannot build the metrics: out of memory");
+        return;
+    }
+    if (t->mout) {
+        if (fwrite(body, 1, len, t->mout) != len || fflush(t->mout) != 0) {
+            LOG_ERROR("tracer: writing %s failed: %s; metrics are no longer written to it", t->metrics_output,
+                      strerror(errno));
+            fclose(t->mout);
+            t->mout = NULL;
+        } else {
+            t->metric_lines++;
+        }
+    }
+    if (t->mhttp && t->pb) {
+        uint32_t n = atomic_load_explicit(&t->nmethods, memory_order_acquire);
+        struct clrmux_method_metrics *mm = calloc(n ? n : 1, sizeof *mm);
+        uint8_t *pb = NULL;
+        size_t pblen = 0;
+        if (mm) {
+            clrmux_metrics_snapshot(mm, n);
+            if (t->pb->metrics(&t->res, t->start_ns, clrmux_now_ns(), mm, n, clrmux_hist_bounds_s, CLRMUX_HIST_BOUNDS,
+                               &names, counters, 3, &pb, &pblen) == 0)
+                clrmux_http_enqueue(t->mhttp, (char *)pb, pblen, 0);
+            free(mm);
+        }
+        free(body);
+    } else if (t->mhttp) {
+        clrmux_http_enqueue(t->mhttp, body, len - 1, 0);
+    } else {
+        free(body);
+    }
+}
+
+/* At Shutdown: the queued span requests, then the metrics request, all within
+ * CLRMUX_HTTP_SHUTDOWN_MS (what is left unsent is dropped and counted). */
+void tracer_finish_http(struct tracer *t)
+{
+    int64_t t0 = clrmux_now_ns();
+    if (t->http)
+        clrmux_http_finish(t->http, CLRMUX_HTTP_SHUTDOWN_MS);
+    long left = CLRMUX_HTTP_SHUTDOWN_MS - (long)((clrmux_now_ns() - t0) / 1000000);
+    if (t->mhttp)
+        clrmux_http_finish(t->mhttp, left > 0 ? left : 1);
+}
+
+/* Waits on the span ring (woken at its high-water mark), drains it at least every POLL_MS,
+ * writes and flushes what it holds every flush_ms, exports the metrics every metrics_ms.
+ * Writes under wr_lock, and none after the last gasp (final) or while it holds them. */
+void *tracer_export_thread(void *arg)
+{
+    struct tracer *t = arg;
+    clrmux_block_termination_signals();
+    pthread_setname_np(pthread_self(), "clrmux-export");
+    const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
+    int64_t flush_at = clrmux_now_ns() + (int64_t)t->flush_ms * 1000000;
+    int64_t metrics_at = clrmux_now_ns() + (int64_t)t->metrics_ms * 1000000;
+    for (;;) {
+        pthread_mutex_lock(&t->ex_lock);
+        int stop = t->ex_stop;
+        pthread_mutex_unlock(&t->ex_lock);
+        if (stop)
+            break;
+        /* no wait while requests are ready to send (the pump stopped at its budget) */
+        if (!(t->http && clrmux_http_ready(t->http)) && !(t->mhttp && clrmux_http_ready(t->mhttp)))
+            clrmux_spans_wait(poll);
+        int64_t now = clrmux_now_ns();
+        int flush = now >= flush_at;
+        if (flush)
+            flush_at = now + (int64_t)t->flush_ms * 1000000;
+        pthread_mutex_lock(&t->wr_lock);
+        if (!t->final && clrmux_mono_ns() >= atomic_load(&t->hold_until_ns)) {
+            tracer_export_pending(t, flush);
+            if (now >= metrics_at) {
+                metrics_at = now + (int64_t)t->metrics_ms * 1000000;
+                tracer_export_metrics(t);
+            }
+            if (t->http) /* what is due, for at most a poll interval: then the ring is drained again */
+                clrmux_http_pump(t->http, poll);
+            if (t->mhttp)
+                clrmux_http_pump(t->mhttp, poll);
+        }
+        pthread_mutex_unlock(&t->wr_lock);
+    }
+    /* Shutdown: the last spans and metrics, and the requests still queued, within a bounded time */
+    pthread_mutex_lock(&t->wr_lock);
+    if (!t->final) {
+        tracer_export_pending(t, 1);
+        tracer_export_metrics(t);
+        tracer_finish_http(t);
+    }
+    pthread_mutex_unlock(&t->wr_lock);
+    return NULL;
+}

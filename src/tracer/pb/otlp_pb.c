@@ -1,0 +1,366 @@
+/* The OTLP protobuf encoder of libclrmux_otlp.so (see tracer/otlp_pb.h): builds the
+ * protobuf-c messages of a batch in an arena and packs them. */
+#include "tracer/otlp_pb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
+
+typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
+typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
+typedef Opentelemetry__Proto__Resource__V1__Resource Resource;
+typedef Opentelemetry__Proto__Common__V1__InstrumentationScope Scope;
+typedef Opentelemetry__Proto__Trace__V1__Span Span;
+typedef Opentelemetry__Proto__Trace__V1__Span__Event Event;
+typedef Opentelemetry__Proto__Trace__V1__Status Status;
+typedef Opentelemetry__Proto__Metrics__V1__Metric Metric;
+typedef Opentelemetry__Proto__Metrics__V1__NumberDataPoint NumberDataPoint;
+typedef Opentelemetry__Proto__Metrics__V1__HistogramDataPoint HistogramDataPoint;
+
+/* ---- an arena: every message of one request, freed at once ---------------------------- */
+struct block {
+    struct block *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+struct arena {
+    struct block *head;
+    int failed;
+};
+
+static void *alloc(struct arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (!a->head || a->head->cap - a->head->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        struct block *b = malloc(sizeof *b + cap);
+        if (!b) {
+            a->failed = 1;
+            return NULL;
+        }
+        b->next = a->head, b->used = 0, b->cap = cap;
+        a->head = b;
+    }
+    void *p = a->head->data + a->head->used;
+    a->head->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+static void arena_free(struct arena *a)
+{
+    for (struct block *b = a->head, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+}
+
+static KeyValue *kv(struct arena *a, const char *key)
+{
+    KeyValue *k = alloc(a, sizeof *k);
+    AnyValue *v = alloc(a, sizeof *v);
+    if (!k || !v)
+        return NULL;
+    opentelemetry__proto__common__v1__key_value__init(k);
+    opentelemetry__proto__common__v1__any_value__init(v);
+    k->key = (char *)key;
+    k->value = v;
+    return k;
+}
+
+static KeyValue *kv_str(struct arena *a, const char *key, const char *value)
+{
+    KeyValue *k = kv(a, key);
+    if (k) {
+        k->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+        k->value->string_value = (char *)value;
+    }
+    return k;
+}
+
+static KeyValue *kv_int(struct arena *a, const char *key, int64_t value)
+{
+    KeyValue *k = kv(a, key);
+    if (k) {
+        k->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
+        k->value->int_value = value;
+    }
+    return k;
+}
+
+static Resource *resource(struct arena *a, const struct clrmux_resource *r)
+{
+    Resource *res = alloc(a, sizeof *res);
+    KeyValue **attrs = alloc(a, (r->n + 1) * sizeof *attrs);
+    if (!res || !attrs)
+        return NULL;
+    opentelemetry__proto__resource__v1__resource__init(res);
+    for (size_t i = 0; i < r->n; i++)
+        attrs[i] = r->attrs[i].is_int ? kv_int(a, r->attrs[i].key, strtoll(r->attrs[i].value, NULL, 10))
+                                      : kv_str(a, r->attrs[i].key, r->attrs[i].value);
+    res->n_attributes = r->n;
+    res->attributes = attrs;
+    return res;
+}
+
+static Scope *scope(struct arena *a)
+{
+    Scope *s = alloc(a, sizeof *s);
+    if (s) {
+        opentelemetry__proto__common__v1__instrumentation_scope__init(s);
+        s->name = "clrmux";
+        s->version = CLRMUX_VERSION;
+    }
+    return s;
+}
+
+static uint8_t *be64(struct arena *a, uint64_t v)
+{
+    uint8_t *b = alloc(a, 8);
+    if (b)
+        for (int i = 0; i < 8; i++)
+            b[i] = (uint8_t)(v >> (56 - 8 * i));
+    return b;
+}
+
+static const char *nm(clrmux_otlp_name_fn f, void *ctx, uint32_t id)
+{
+    return f ? f(ctx, id) : NULL;
+}
+
+static Span *span(struct arena *a, const struct clrmux_span *s, const struct clrmux_otlp_names *names, char *fallback)
+{
+    Span *sp = alloc(a, sizeof *sp);
+    Status *st = alloc(a, sizeof *st);
+    KeyValue **attrs = alloc(a, 3 * sizeof *attrs);
+    uint8_t *tid = alloc(a, 16);
+    if (!sp || !st || !attrs || !tid)
+        return NULL;
+    opentelemetry__proto__trace__v1__span__init(sp);
+    opentelemetry__proto__trace__v1__status__init(st);
+    memcpy(tid, s->trace_id, 16);
+    sp->trace_id = (ProtobufCBinaryData){16, tid};
+    sp->span_id = (ProtobufCBinaryData){8, be64(a, s->span_id)};
+    if (s->parent_id)
+        sp->parent_span_id = (ProtobufCBinaryData){8, be64(a, s->parent_id)};
+    const char *name = names ? nm(names->method, names->ctx, s->method) : NULL;
+    sp->name = (char *)(name ? name : fallback);
+    sp->kind = OPENTELEMETRY__PROTO__TRACE__V1__SPAN__SPAN_KIND__SPAN_KIND_INTERNAL;
+    sp->start_time_unix_nano = (uint64_t)s->start_ns;
+    sp->end_time_unix_nano = (uint64_t)s->end_ns;
+    size_t na = 0;
+    if (name)
+        attrs[na++] = kv_str(a, "code.function.name", name);
+    attrs[na++] = kv_int(a, "thread.id", s->tid);
+    const char *tname = names ? nm(names->thread, names->ctx, s->tid) : NULL;
+    if (tname)
+        attrs[na++] = kv_str(a, "thread.name", tname);
+    sp->n_attributes = na;
+    sp->attributes = attrs;
+    if (s->flags & CLRMUX_SPAN_ERROR) {
+        const char *exc = s->exc && names ? nm(names->exception, names->ctx, s->exc) : NULL;
+        const char *msg = exc && names ? nm(names->exception_message, names->ctx, s->exc) : NULL;
+        Event *ev = alloc(a, sizeof *ev);
+        Event **evs = alloc(a, sizeof *evs);
+        KeyValue **eattrs = alloc(a, 2 * sizeof *eattrs);
+        if (!ev || !evs || !eattrs)
+            return NULL;
+        opentelemetry__proto__trace__v1__span__event__init(ev);
+        ev->time_unix_nano = (uint64_t)s->end_ns;
+        ev->name = "exception";
+        eattrs[0] = kv_str(a, "exception.type", exc ? exc : "System.Exception");
+        ev->n_attributes = 1;
+        if (msg)
+            eattrs[ev->n_attributes++] = kv_str(a, "exception.message", msg);
+        ev->attributes = eattrs;
+        evs[0] = ev;
+        sp->n_events = 1;
+        sp->events = evs;
+        st->code = OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
+        if (exc)
+            st->message = (char *)exc;
+    }
+    sp->status = st;
+    return sp;
+}
+
+static int pack(struct arena *a, const ProtobufCMessage *m, uint8_t **out, size_t *len)
+{
+    if (a->failed)
+        return -1;
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf)
+        return -1;
+    *len = protobuf_c_message_pack(m, buf);
+    *out = buf;
+    return 0;
+}
+
+static int traces(const struct clrmux_resource *res, const struct clrmux_span *spans, size_t n,
+                  const struct clrmux_otlp_names *names, uint8_t **out, size_t *len)
+{
+    struct arena a = {0};
+    Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest req;
+    Opentelemetry__Proto__Trace__V1__ResourceSpans rs;
+    Opentelemetry__Proto__Trace__V1__ScopeSpans ss;
+    opentelemetry__proto__collector__trace__v1__export_trace_service_request__init(&req);
+    opentelemetry__proto__trace__v1__resource_spans__init(&rs);
+    opentelemetry__proto__trace__v1__scope_spans__init(&ss);
+    Opentelemetry__Proto__Trace__V1__ResourceSpans *rsp = &rs;
+    Opentelemetry__Proto__Trace__V1__ScopeSpans *ssp = &ss;
+    req.n_resource_spans = 1;
+    req.resource_spans = &rsp;
+    rs.resource = resource(&a, res);
+    rs.n_scope_spans = 1;
+    rs.scope_spans = &ssp;
+    ss.scope = scope(&a);
+    Span **sps = alloc(&a, (n + 1) * sizeof *sps);
+    char (*fallback)[24] = alloc(&a, (n + 1) * sizeof *fallback);
+    for (size_t i = 0; sps && fallback && i < n; i++) {
+        snprintf(fallback[i], sizeof fallback[i], "method#%u", (unsigned)spans[i].method);
+        if (!(sps[i] = span(&a, &spans[i], names, fallback[i])))
+            a.failed = 1;
+    }
+    ss.n_spans = n;
+    ss.spans = sps;
+    int rc = pack(&a, &req.base, out, len);
+    arena_free(&a);
+    return rc;
+}
+
+static NumberDataPoint *number(struct arena *a, KeyValue **attrs, size_t nattrs, int64_t start, int64_t now,
+                               uint64_t value)
+{
+    NumberDataPoint *p = alloc(a, sizeof *p);
+    if (!p)
+        return NULL;
+    opentelemetry__proto__metrics__v1__number_data_point__init(p);
+    p->n_attributes = nattrs;
+    p->attributes = attrs;
+    p->start_time_unix_nano = (uint64_t)start;
+    p->time_unix_nano = (uint64_t)now;
+    p->value_case = OPENTELEMETRY__PROTO__METRICS__V1__NUMBER_DATA_POINT__VALUE_AS_INT;
+    p->as_int = (int64_t)value;
+    return p;
+}
+
+static Metric *sum_metric(struct arena *a, const char *name, const char *desc, const char *unit, size_t npoints)
+{
+    Metric *m = alloc(a, sizeof *m);
+    Opentelemetry__Proto__Metrics__V1__Sum *s = alloc(a, sizeof *s);
+    NumberDataPoint **pts = alloc(a, (npoints + 1) * sizeof *pts);
+    if (!m || !s || !pts)
+        return NULL;
+    opentelemetry__proto__metrics__v1__metric__init(m);
+    opentelemetry__proto__metrics__v1__sum__init(s);
+    m->name = (char *)name, m->description = (char *)desc, m->unit = (char *)unit;
+    m->data_case = OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUM;
+    m->sum = s;
+    s->aggregation_temporality = OPENTELEMETRY__PROTO__METRICS__V1__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
+    s->is_monotonic = 1;
+    s->data_points = pts;
+    return m;
+}
+
+static int metrics(const struct clrmux_resource *res, int64_t start_ns, int64_t now_ns,
+                   const struct clrmux_method_metrics *mm, uint32_t nmethods, const double *bounds, size_t nbounds,
+                   const struct clrmux_otlp_names *names, const struct clrmux_otlp_counter *counters, size_t ncounters,
+                   uint8_t **out, size_t *len)
+{
+    struct arena a = {0};
+    Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsServiceRequest req;
+    Opentelemetry__Proto__Metrics__V1__ResourceMetrics rm;
+    Opentelemetry__Proto__Metrics__V1__ScopeMetrics sm;
+    opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__init(&req);
+    opentelemetry__proto__metrics__v1__resource_metrics__init(&rm);
+    opentelemetry__proto__metrics__v1__scope_metrics__init(&sm);
+    Opentelemetry__Proto__Metrics__V1__ResourceMetrics *rmp = &rm;
+    Opentelemetry__Proto__Metrics__V1__ScopeMetrics *smp = &sm;
+    req.n_resource_metrics = 1;
+    req.resource_metrics = &rmp;
+    rm.resource = resource(&a, res);
+    rm.n_scope_metrics = 1;
+    rm.scope_metrics = &smp;
+    sm.scope = scope(&a);
+    size_t used = 0;
+    for (uint32_t i = 0; i < nmethods; i++)
+        used += mm[i].calls != 0;
+    Metric **ms = alloc(&a, (3 + ncounters) * sizeof *ms);
+    size_t nm_ = 0;
+    if (used && ms) {
+        Metric *calls = sum_metric(&a, "clrmux.method.calls",
+                                   "Calls of a traced method, whether or not its span was recorded", "{call}", used);
+        Metric *errors = sum_metric(&a, "clrmux.method.errors", "Calls of a traced method left by an exception",
+                                    "{call}", used);
+        Metric *dur = alloc(&a, sizeof *dur);
+        Opentelemetry__Proto__Metrics__V1__Histogram *h = alloc(&a, sizeof *h);
+        HistogramDataPoint **hp = alloc(&a, used * sizeof *hp);
+        double *b = alloc(&a, (nbounds + 1) * sizeof *b);
+        if (calls && errors && dur && h && hp && b) {
+            opentelemetry__proto__metrics__v1__metric__init(dur);
+            opentelemetry__proto__metrics__v1__histogram__init(h);
+            dur->name = "clrmux.method.duration";
+            dur->description = "Duration of the calls of a traced method";
+            dur->unit = "s";
+            dur->data_case = OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_HISTOGRAM;
+            dur->histogram = h;
+            h->aggregation_temporality =
+                OPENTELEMETRY__PROTO__METRICS__V1__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE;
+            h->data_points = hp;
+            memcpy(b, bounds, nbounds * sizeof *b);
+            for (uint32_t i = 0; i < nmethods; i++) {
+                if (!mm[i].calls)
+                    continue;
+                const char *name = names ? nm(names->method, names->ctx, i) : NULL;
+                KeyValue **attrs = alloc(&a, sizeof *attrs);
+                if (!attrs)
+                    break;
+                attrs[0] = kv_str(&a, "code.function.name", name ? name : "?");
+                calls->sum->data_points[calls->sum->n_data_points++] = number(&a, attrs, 1, start_ns, now_ns, mm[i].calls);
+                errors->sum->data_points[errors->sum->n_data_points++] =
+                    number(&a, attrs, 1, start_ns, now_ns, mm[i].errors);
+                HistogramDataPoint *p = alloc(&a, sizeof *p);
+                uint64_t *bc = alloc(&a, (nbounds + 1) * sizeof *bc);
+                if (!p || !bc)
+                    break;
+                opentelemetry__proto__metrics__v1__histogram_data_point__init(p);
+                p->n_attributes = 1;
+                p->attributes = attrs;
+                p->start_time_unix_nano = (uint64_t)start_ns;
+                p->time_unix_nano = (uint64_t)now_ns;
+                p->count = mm[i].count;
+                p->sum = (double)mm[i].sum_ns / 1e9;
+                for (size_t k = 0; k <= nbounds && k <= CLRMUX_HIST_BOUNDS; k++)
+                    bc[k] = mm[i].buckets[k];
+                p->n_bucket_counts = nbounds + 1;
+                p->bucket_counts = bc;
+                p->n_explicit_bounds = nbounds;
+                p->explicit_bounds = b;
+                hp[h->n_data_points++] = p;
+            }
+            ms[nm_++] = calls, ms[nm_++] = errors, ms[nm_++] = dur;
+        } else {
+            a.failed = 1;
+        }
+    }
+    for (size_t c = 0; ms && c < ncounters; c++) {
+        Metric *m = sum_metric(&a, counters[c].name, counters[c].description, "{span}", 1);
+        if (!m)
+            break;
+        m->sum->data_points[m->sum->n_data_points++] = number(&a, NULL, 0, start_ns, now_ns, counters[c].value);
+        ms[nm_++] = m;
+    }
+    sm.n_metrics = nm_;
+    sm.metrics = ms;
+    int rc = pack(&a, &req.base, out, len);
+    arena_free(&a);
+    return rc;
+}
+
+static const struct clrmux_otlp_pb_api api = {CLRMUX_OTLP_PB_ABI, traces, metrics};
+
+__attribute__((visibility("default"))) const struct clrmux_otlp_pb_api *clrmux_otlp_pb(void) { return &api; }

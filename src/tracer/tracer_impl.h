@@ -1,0 +1,203 @@
+/* The built-in tracer's private parts, shared by its files: tracer.c (the callbacks, the
+ * ReJIT thread, metadata and IL rewriting, exception names), config.c (loader.conf keys,
+ * OpenTelemetry's environment, the resource) and export.c (the export thread: spans,
+ * metrics, OTLP/HTTP). Not a public interface. */
+#ifndef CLRMUX_TRACER_TRACER_IMPL_H
+#define CLRMUX_TRACER_TRACER_IMPL_H
+
+#ifndef COBJMACROS
+#define COBJMACROS
+#endif
+#include "tracer/tracer.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/hresult.h"
+#include "common/lastgasp.h"
+#include "common/log.h"
+#include "common/platform.h"
+#include "common/unhandled.h"
+#include "common/utf16.h"
+#include "loader/child_base.h"
+#include "tracer/activity.h"
+#include "tracer/il.h"
+#include "tracer/otlp.h"
+#include "tracer/otlp_http.h"
+#include "tracer/otlp_pb.h"
+#include "tracer/spanfile.h"
+#include "tracer/spans.h"
+#include "tracer/target.h"
+
+#define ofRead 0x0u
+#define ofWrite 0x1u
+#define MAX_TARGETS 256
+#define MAX_METHODS CLRMUX_SPAN_MAX_METHODS
+#define METHOD_SLOTS 16384 /* power of two, > MAX_METHODS */
+#define MAX_EXC_NAMES 4096 /* (type, message) pairs */
+#define EXC_MSG_MAX 256
+#define MAX_EXC_CACHE 512
+#define THREAD_NAMES 1024 /* cache slots, power of two */
+#define METRICS_MS_DEFAULT 60000 /* OTEL_METRIC_EXPORT_INTERVAL's default */
+#define EXPORT_BATCH 1024
+#define POLL_MS 50
+#define REJIT_WAIT_SECONDS 10
+#define CONV_I 0xD3
+#define HOLD_AFTER_UNHANDLED_MS 5000
+
+/* The line being built: a buffer kept across batches (it grows to the largest line once),
+ * filled through a stdio cookie (glibc's open_memstream costs ~10 us per span here). */
+struct linebuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+struct traced_method {
+    ModuleID module;
+    mdMethodDef token;
+    int target;
+    _Atomic int joins; /* rewritten with the Activity join */
+    char name[CLRMUX_TARGET_NAME_MAX + 130];
+};
+
+struct thread_name {
+    uint32_t tid;
+    int64_t read_ns; /* when /proc was last read */
+    char name[64];
+};
+
+struct method_slot {
+    _Atomic uint32_t idx1; /* index + 1; 0 = empty */
+    ModuleID module;
+    mdMethodDef token;
+};
+
+struct rejit_job {
+    struct rejit_job *next;
+    ULONG n;
+    ModuleID *modules;
+    mdMethodDef *tokens;
+    int done;
+    HRESULT hr;
+};
+
+struct tracer {
+    ICorProfilerCallback11 iface;
+    _Atomic LONG refs;
+    char child[CLRMUX_NAME_MAX];
+    ICorProfilerInfo5 *info;
+    int attaching; /* loaded by InitializeForAttach */
+
+    struct clrmux_target *targets;
+    int ntargets;
+    _Atomic int *target_hits;
+    char output[PATH_MAX];
+    char conf[PATH_MAX];
+    char endpoint[2048]; /* OTLP/HTTP; "" = none */
+    int output_set;      /* `output =` given explicitly */
+    char service[256];
+    int service_set;
+    struct clrmux_resource res;
+    size_t buffer_spans;
+    long flush_ms;
+    double sample_ratio;
+    int join_activity;   /* join_activity = true (default) */
+    char protocol[16];   /* http/protobuf (default) | http/json, for the endpoints */
+    const struct clrmux_otlp_pb_api *pb; /* libclrmux_otlp.so when http/protobuf */
+    char headers[4096];  /* OTEL_EXPORTER_OTLP_HEADERS */
+    long timeout_ms;
+    char metrics_output[PATH_MAX]; /* "" = no metrics file */
+    char metrics_endpoint[2048];
+    long metrics_ms;
+    int64_t start_ns;
+
+    /* traced methods: registered under reg_lock, read lock-free */
+    pthread_mutex_t reg_lock;
+    struct traced_method *methods;
+    _Atomic uint32_t nmethods;
+    struct method_slot *slots;
+
+    /* the ReJIT thread */
+    pthread_mutex_t rj_lock;
+    pthread_cond_t rj_cond;
+    struct rejit_job *rj_head, *rj_tail;
+    int rj_started, rj_stop;
+    pthread_t rj_thread;
+
+    /* IL rewriting (metadata emission is serialised) */
+    pthread_mutex_t rw_lock;
+    _Atomic uint32_t rewritten, skipped;
+    _Atomic uint64_t rewrite_ns;
+
+    /* exception type names */
+    pthread_mutex_t exc_lock;
+    struct { ClassID cls; uint32_t id; } exc_cache[MAX_EXC_CACHE]; /* class -> an id of its type name */
+    uint32_t nexc_cache;
+    char (*exc_names)[160];
+    char (*exc_msgs)[EXC_MSG_MAX];
+    _Atomic uint32_t nexc;
+    ClassID exception_cls;      /* System.Exception, once found */
+    ULONG message_offset;       /* of its _message field; 0 = unknown */
+    ULONG str_len_off, str_buf_off;
+    int message_tried;
+
+    /* Activity join: DiagnosticSource is loaded */
+    _Atomic int ds_loaded;
+
+    /* export */
+    pthread_mutex_t ex_lock;
+    pthread_cond_t ex_cond;
+    int ex_stop, ex_started;
+    pthread_t ex_thread;
+    struct clrmux_spanfile *out; /* the output file (NULL: none) */
+    uint64_t max_file_bytes;     /* `max_file_mb` (0: no cap) */
+    unsigned max_files;          /* `max_files` */
+    uint64_t rotation_errors, render_errors, deleted_logged;
+    struct clrmux_curl *curl; /* OTLP/HTTP (endpoint set and libcurl loaded) */
+    struct clrmux_http *http;
+    uint64_t queued, requests, request_errors;
+    struct clrmux_span *stage; /* drained spans waiting to be written: [shead, nstage) */
+    size_t stage_cap, shead, nstage;
+    struct thread_name *tnames;
+    FILE *mout;
+    struct clrmux_curl *mcurl;
+    struct clrmux_http *mhttp;
+    uint64_t metric_lines;
+    uint64_t written, lines, dropped_logged;
+    struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
+    struct linebuf line;                    /* the OTLP JSON line being written */
+    /* the writer: the export thread, Shutdown, or the last gasp (common/lastgasp.h), which
+     * sets `final`: nothing is written after it */
+    pthread_mutex_t wr_lock;
+    int final;
+    _Atomic int64_t hold_until_ns; /* after an unhandled exception: no write until then */
+    int write_failed;
+    _Atomic int shut_down;
+};
+
+/* tracer.c: names for the exporter (struct clrmux_otlp_names callbacks; ctx: the tracer) */
+const char *tracer_method_name(void *ctx, uint32_t id);
+const char *tracer_exc_name(void *ctx, uint32_t id);
+void tracer_to_utf8(const WCHAR *s, size_t len, char *out, size_t n);
+
+/* config.c: the section's keys over OpenTelemetry's environment; the resource. Returns 0, or
+ * -1 (out of memory, a path too long: logged). */
+int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir);
+
+/* export.c */
+const struct clrmux_otlp_pb_api *tracer_load_pb(void); /* libclrmux_otlp.so, or NULL */
+void *tracer_export_thread(void *arg);                  /* pthread body; arg: the tracer */
+void tracer_export_pending(struct tracer *t, int flush); /* drain the ring, write batches (under wr_lock) */
+void tracer_export_metrics(struct tracer *t);           /* one metrics export */
+void tracer_finish_http(struct tracer *t);              /* Shutdown: send what is queued, bounded */
+
+#endif
