@@ -193,16 +193,22 @@ static void stage_fill(struct tracer *t)
 
 /* Drains the ring into the stage and writes full batches as lines; with `flush`, also the
  * partial batch, and flushes the file. Whenever the ring passes its high-water mark while
- * the lines are written, it is drained again first. Export thread (or Shutdown). */
+ * the lines are written, it is drained again first. One call writes at most two stages'
+ * worth of spans: threads that produce spans faster than they can be written must not keep
+ * the caller here forever (it holds wr_lock, which the last gasp and Shutdown wait for);
+ * what is left stays in the ring or the stage for the next call. Export thread (or Shutdown). */
 void tracer_export_pending(struct tracer *t, int flush)
 {
     stage_fill(t);
     size_t hw = t->stage_cap / 4;
-    while (t->nstage - t->shead >= EXPORT_BATCH || (flush && t->nstage > t->shead)) {
+    size_t budget = 2 * t->stage_cap, written = 0;
+    while (written < budget && !atomic_load_explicit(&t->gasp_waiting, memory_order_relaxed) &&
+           (t->nstage - t->shead >= EXPORT_BATCH || (flush && t->nstage > t->shead))) {
         size_t n = t->nstage - t->shead < EXPORT_BATCH ? t->nstage - t->shead : EXPORT_BATCH;
         write_batch(t, t->stage + t->shead, n);
         t->shead += n;
-        if (t->shead == t->nstage || clrmux_spans_pending() > hw)
+        written += n;
+        if (written < budget && (t->shead == t->nstage || clrmux_spans_pending() > hw))
             stage_fill(t);
     }
     struct clrmux_span_stats st;
@@ -309,6 +315,11 @@ void *tracer_export_thread(void *arg)
         int flush = now >= flush_at;
         if (flush)
             flush_at = now + (int64_t)t->flush_ms * 1000000;
+        if (atomic_load(&t->gasp_waiting)) { /* let the last gasp take wr_lock */
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+            continue;
+        }
         pthread_mutex_lock(&t->wr_lock);
         if (!t->final && clrmux_mono_ns() >= atomic_load(&t->hold_until_ns)) {
             tracer_export_pending(t, flush);

@@ -985,7 +985,10 @@ static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, 
             abs.tv_nsec -= 1000000000;
         }
     }
-    if (pthread_mutex_timedlock(&t->wr_lock, &abs) != 0) {
+    atomic_store(&t->gasp_waiting, 1);
+    int locked = pthread_mutex_timedlock(&t->wr_lock, &abs);
+    atomic_store(&t->gasp_waiting, 0);
+    if (locked != 0) {
         LOG_ERROR("tracer: last gasp (%s): the export thread did not finish its write in time; the spans not yet "
                   "written (%llu written so far) are lost", cause, (unsigned long long)t->written);
         return;

@@ -180,6 +180,7 @@ struct tracer {
     pthread_mutex_t wr_lock;
     int final;
     _Atomic int64_t hold_until_ns; /* after an unhandled exception: no write until then */
+    _Atomic int gasp_waiting;      /* a last gasp waits for wr_lock: the export thread lets go */
     int write_failed;
     _Atomic int shut_down;
 };

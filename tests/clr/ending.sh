@@ -37,6 +37,9 @@ os.execvp(sys.argv[1], sys.argv[1:])' env CORECLR_ENABLE_PROFILING=1 CORECLR_PRO
         CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$WORK/$tag/loader.conf" CLRMUX_LOG_FILE="$WORK/$tag/log" \
         "${DOTNET[@]}" "$CLR_APPS/ending/ending.dll" "$@" >"$WORK/$tag/out" 2>"$WORK/$tag/err" &
     local pid=$!
+    # a watchdog: a process that does not end within 120 s is a hang (killed, rc 137, logged)
+    ( sleep 120; kill -9 "$pid" 2>/dev/null && echo "killed after 120 s: hung" >>"$WORK/$tag/err" ) >/dev/null 2>&1 &
+    local watchdog=$!
     if [ "$sig" != - ]; then
         for _ in $(seq 300); do grep -q ready "$WORK/$tag/out" && break; sleep 0.05; done
         sleep "${KILL_AFTER:-0}"
@@ -44,6 +47,7 @@ os.execvp(sys.argv[1], sys.argv[1:])' env CORECLR_ENABLE_PROFILING=1 CORECLR_PRO
     fi
     { wait "$pid"; } 2>/dev/null
     echo $? >"$WORK/$tag/rc"
+    kill "$watchdog" 2>/dev/null
 }
 # spans TAG [FILE...]: "name count" per span name, "bad N" (lines that are not JSON), "lines N",
 # "roots N", "orphans N" (a parentSpanId that is no span of the files)
