@@ -130,8 +130,11 @@ mkdir -p "$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/info"
 # the scratch root's package database holds the host's own entries for the dependencies, so
 # that dpkg checks the Depends line for real
 deps=$(dpkg-deb -f "$DEB" Depends | sed 's/([^)]*)//g; s/,/ /g')
+# (qualified with the native architecture: once a foreign one is added, e.g. arm64 for the cross
+# build, a bare name is ambiguous to dpkg-query)
+arch=$(dpkg --print-architecture)
 # shellcheck disable=SC2086
-dpkg-query -s $deps >"$R/var/lib/dpkg/status" 2>/dev/null
+dpkg-query -s $(for d in $deps; do echo "$d:$arch"; done) >"$R/var/lib/dpkg/status" 2>/dev/null
 DPKG=(dpkg --root="$R" --force-not-root --log=/dev/null)
 if out=$("${DPKG[@]}" -i "$DEB" 2>&1); then ok "dpkg -i into a scratch root (Depends: $(echo $deps))"; else bad "dpkg -i into a scratch root" "$out"; fi
 check "dpkg -l: clrmux $VERSION installed" bash -c "dpkg-query --admindir='$R/var/lib/dpkg' -W -f='\${Status} \${Version}' clrmux | grep -qx 'install ok installed $VERSION'"
