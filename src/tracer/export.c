@@ -250,10 +250,13 @@ void tracer_export_metrics(struct tracer *t)
         return;
     }
     if (t->mout) {
-        if (fwrite(body, 1, len, t->mout) != len || fflush(t->mout) != 0) {
-            LOG_ERROR("tracer: writing %s failed: %s; metrics are no longer written to it", t->metrics_output,
-                      strerror(errno));
-            fclose(t->mout);
+        char err[PATH_MAX + 200];
+        int wrc = clrmux_spanfile_write(t->mout, body, len, 0, err, sizeof err);
+        if (wrc == 1) {
+            LOG_WARN("tracer: rotating %s failed: %s", t->metrics_output, err);
+        } else if (wrc != 0) {
+            LOG_ERROR("tracer: writing %s failed: %s; metrics are no longer written to it", t->metrics_output, err);
+            clrmux_spanfile_close(t->mout);
             t->mout = NULL;
         } else {
             t->metric_lines++;

@@ -42,7 +42,7 @@ static int write_all(int fd, const char *p, size_t len)
  * could have planted (spanfile.h). */
 static int open_checked(const char *path, uint64_t *size, int *regular, char *err, size_t errsz)
 {
-    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)

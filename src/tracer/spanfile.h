@@ -5,8 +5,8 @@
  * refused, never followed), O_NONBLOCK during open (a planted FIFO cannot block it), then
  * fstat: only a regular file, owned by the process's effective user, with one link (a
  * planted hard link to another file is refused), or a character device such as /dev/null
- * (which only a privileged user can create; never capped or rotated); created with mode 0644
- * (less the umask).
+ * (which only a privileged user can create; never capped or rotated); created with mode 0640
+ * (less the umask), as the log is: spans can hold exception messages.
  * A file that does not end in '\n' (a writer killed mid-line) gets a '\n' first, so that the
  * lines written here start on a line of their own.
  *

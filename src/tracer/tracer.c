@@ -699,8 +699,12 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         }
     }
     /* metrics go where spans go: the file unless only an endpoint is used */
-    if (t->metrics_output[0] && (!t->http || t->output_set) && !(t->mout = fopen(t->metrics_output, "a")))
-        LOG_ERROR("tracer: cannot open the metrics output %s: %s; no metrics file", t->metrics_output, strerror(errno));
+    /* opened as the span file is (no symbolic link, no one else's file, same size cap) */
+    if (t->metrics_output[0] && (!t->http || t->output_set)) {
+        char err[PATH_MAX + 200];
+        if (!(t->mout = clrmux_spanfile_open(t->metrics_output, t->max_file_bytes, t->max_files, err, sizeof err)))
+            LOG_ERROR("tracer: cannot open the metrics output %s: %s; no metrics file", t->metrics_output, err);
+    }
     if (!t->http || t->output_set) {
         char err[PATH_MAX + 200];
         t->out = clrmux_spanfile_open(t->output, t->max_file_bytes, t->max_files, err, sizeof err);
@@ -1031,7 +1035,7 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         pthread_mutex_unlock(&t->wr_lock);
     }
     if (t->mout) {
-        fclose(t->mout);
+        clrmux_spanfile_close(t->mout);
         t->mout = NULL;
     }
     if (t->rj_started) {

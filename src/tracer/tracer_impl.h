@@ -168,7 +168,7 @@ struct tracer {
     struct clrmux_span *stage; /* drained spans waiting to be written: [shead, nstage) */
     size_t stage_cap, shead, nstage;
     struct thread_name *tnames;
-    FILE *mout;
+    struct clrmux_spanfile *mout;
     struct clrmux_curl *mcurl;
     struct clrmux_http *mhttp;
     uint64_t metric_lines;

@@ -241,4 +241,16 @@ if [ "$(cat "$WORK/link/rc")" = 0 ] && [ "$(cat "$WORK/victim")" = precious ] \
     ok "output is a planted symlink: refused with the reason, the target untouched, the app runs on"
 else bad "planted symlink as output" "$(cat "$WORK/victim"; grep -E 'ERROR|WARN' "$WORK/link/log")"; fi
 
+# ---- a planted symlink as the metrics file: refused, spans still written -----------------------
+mkdir -p "$WORK/mlink"
+echo precious >"$WORK/mvictim"
+ln -s "$WORK/mvictim" "$WORK/mlink/metrics.jsonl"
+sed 's/^max_files = 2$/max_files = 2\nmetrics_output = metrics.jsonl/' "$WORK/flood.conf" >"$WORK/mlink.conf"
+run mlink "$WORK/mlink.conf" - return 10
+got=$(spans mlink)
+if [ "$(cat "$WORK/mlink/rc")" = 0 ] && [ "$(cat "$WORK/mvictim")" = precious ] && grep -qx "Ending.Work.Step 10" <<<"$got" \
+    && grep -q "tracer: cannot open the metrics output $WORK/mlink/metrics.jsonl: it is a symbolic link (not followed); no metrics file" "$WORK/mlink/log"; then
+    ok "metrics file is a planted symlink: refused with the reason, the target untouched, spans still written"
+else bad "planted symlink as metrics output" "$(cat "$WORK/mvictim"; echo "$got"; grep -E 'ERROR|WARN' "$WORK/mlink/log")"; fi
+
 clr_done

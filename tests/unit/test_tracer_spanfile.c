@@ -124,7 +124,7 @@ static void test_whole_lines_and_mode(void **state)
     clrmux_spanfile_close(f);
     struct stat sb;
     assert_int_equal(stat(fresh, &sb), 0);
-    assert_int_equal(sb.st_mode & 0777, 0644);
+    assert_int_equal(sb.st_mode & 0777, 0640);
 }
 
 /* 300-byte lines of 10 spans, a 1000-byte cap, 3 files kept: every file holds 3 whole lines
