@@ -172,6 +172,7 @@ HRESULT clrmux_detach_request(struct clrmux_mux *m, struct clrmux_child *c, DWOR
     } else {
         atomic_store(&c->detach_state, 1);
         atomic_store(&c->active, 0); /* no new callback reaches it (seq_cst: before the evacuation) */
+        clrmux_dispatch_rebuild(m);   /* its routes go before the evacuation starts */
     }
     pthread_mutex_unlock(&m->mask_lock);
     if (FAILED(hr)) {

@@ -33,7 +33,7 @@ struct clrmux_thread_rec {
 
 struct clrmux_thread_rec *clrmux_evac_register(void);
 /* 1 once membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is registered (clrmux_pin_self). */
-extern _Atomic int clrmux_evac_asymmetric;
+extern _Atomic int clrmux_evac_asymmetric __attribute__((visibility("hidden")));
 extern __thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_model("initial-exec")));
 
 /* Counts the calling thread into a mux callback. The child-active checks that follow are
