@@ -39,7 +39,7 @@ extern __thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_mode
 /* Counts the calling thread into a mux callback. The child-active checks that follow are
  * ordered after it (sequentially consistent), so a detach that cleared `active` first and
  * then saw this thread outside knows the thread will not call the child. */
-static inline struct clrmux_thread_rec *clrmux_evac_enter(void)
+static inline __attribute__((always_inline)) struct clrmux_thread_rec *clrmux_evac_enter(void)
 {
     struct clrmux_thread_rec *t = clrmux_tls_rec;
     if (__builtin_expect(!t, 0))
@@ -59,7 +59,7 @@ static inline struct clrmux_thread_rec *clrmux_evac_enter(void)
     return t;
 }
 
-static inline void clrmux_evac_leave(struct clrmux_thread_rec *t)
+static inline __attribute__((always_inline)) void clrmux_evac_leave(struct clrmux_thread_rec *t)
 {
     if (t)
         atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) - 1,

@@ -35,6 +35,22 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
 /* Its only subscriber when that child never detaches (else NULL): one acquire load. */
 #define DIRECT(m, N) atomic_load_explicit(&(m)->direct[CLRMUX_ROUTE_##N], memory_order_acquire)
 
+/* mux_one_N: the call of a route's only subscriber, counted in for evacuation (the route is
+ * reloaded after counting in; if it no longer has one subscriber, WALK does the work). */
+#define GEN_ONE(N, P, A, WALK)                                                               \
+    static __attribute__((noinline)) HRESULT mux_one_##N(struct clrmux_mux *m CLRMUX_EXPAND P) \
+    {                                                                                      \
+        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
+        const struct clrmux_route *r = ROUTE(m, N);                                        \
+        HRESULT hr;                                                                        \
+        if (__builtin_expect(r->n == 1, 1))                                                \
+            hr = r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                        \
+        else                                                                               \
+            hr = WALK(m CLRMUX_EXPAND A); /* changed meanwhile */                          \
+        clrmux_evac_leave(t_);                                                             \
+        return hr;                                                                         \
+    }
+
 /* MASK and ALL: the children of the callback's route. A direct route (one subscriber that can
  * never detach) is a tail call: one load, a test, the child's call. Any other goes through
  * mux_one_N (one subscriber) or mux_walk_N, counted in for detach evacuation (detach.h),
@@ -55,18 +71,7 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
         clrmux_evac_leave(t_);                                                             \
         return hr;                                                                         \
     }                                                                                      \
-    static __attribute__((noinline)) HRESULT mux_one_##N(struct clrmux_mux *m CLRMUX_EXPAND P) \
-    {                                                                                      \
-        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
-        const struct clrmux_route *r = ROUTE(m, N);                                        \
-        HRESULT hr;                                                                        \
-        if (__builtin_expect(r->n == 1, 1))                                                \
-            hr = r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                        \
-        else                                                                               \
-            hr = mux_walk_##N(m CLRMUX_EXPAND A); /* changed meanwhile */                  \
-        clrmux_evac_leave(t_);                                                             \
-        return hr;                                                                         \
-    }                                                                                      \
+    GEN_ONE(N, P, A, mux_walk_##N)                                                         \
     static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
     {                                                                                      \
         struct clrmux_mux *m = impl(This);                                                 \
@@ -346,6 +351,8 @@ static __attribute__((noinline)) HRESULT jit_inlining_walk(struct clrmux_mux *m,
 }
 
 /* One subscriber that never detaches and nothing held back: the child answers the runtime. */
+GEN_ONE(JITInlining, (, FunctionID callerId, FunctionID calleeId, BOOL *pfShouldInline), (, callerId, calleeId, pfShouldInline), jit_inlining_walk)
+
 static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
                                                  FunctionID calleeId, BOOL *pfShouldInline)
 {
@@ -353,6 +360,8 @@ static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, F
     ICorProfilerCallback11 *one = DIRECT(m, JITInlining);
     if (__builtin_expect(one != NULL && !compose_busy(m), 1))
         return one->lpVtbl->JITInlining(one, callerId, calleeId, pfShouldInline);
+    if (ROUTE(m, JITInlining)->n == 1 && !compose_busy(m))
+        return mux_one_JITInlining(m, callerId, calleeId, pfShouldInline);
     return jit_inlining_walk(m, callerId, calleeId, pfShouldInline);
 }
 
@@ -370,6 +379,8 @@ static __attribute__((noinline)) HRESULT cache_search_walk(struct clrmux_mux *m,
     return S_OK;
 }
 
+GEN_ONE(JITCachedFunctionSearchStarted, (, FunctionID functionId, BOOL *pbUseCachedFunction), (, functionId, pbUseCachedFunction), cache_search_walk)
+
 static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                                     BOOL *pbUseCachedFunction)
 {
@@ -377,6 +388,8 @@ static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfiler
     ICorProfilerCallback11 *one = DIRECT(m, JITCachedFunctionSearchStarted);
     if (__builtin_expect(one != NULL && !compose_busy(m), 1))
         return one->lpVtbl->JITCachedFunctionSearchStarted(one, functionId, pbUseCachedFunction);
+    if (ROUTE(m, JITCachedFunctionSearchStarted)->n == 1 && !compose_busy(m))
+        return mux_one_JITCachedFunctionSearchStarted(m, functionId, pbUseCachedFunction);
     return cache_search_walk(m, functionId, pbUseCachedFunction);
 }
 
@@ -394,6 +407,8 @@ static __attribute__((noinline)) HRESULT jit_started_walk(struct clrmux_mux *m, 
     return S_OK;
 }
 
+GEN_ONE(JITCompilationStarted, (, FunctionID functionId, BOOL fIsSafeToBlock), (, functionId, fIsSafeToBlock), jit_started_walk)
+
 static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                            BOOL fIsSafeToBlock)
 {
@@ -401,6 +416,8 @@ static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback1
     ICorProfilerCallback11 *one = DIRECT(m, JITCompilationStarted);
     if (__builtin_expect(one != NULL && !compose_busy(m), 1))
         return one->lpVtbl->JITCompilationStarted(one, functionId, fIsSafeToBlock);
+    if (ROUTE(m, JITCompilationStarted)->n == 1 && !compose_busy(m))
+        return mux_one_JITCompilationStarted(m, functionId, fIsSafeToBlock);
     return jit_started_walk(m, functionId, fIsSafeToBlock);
 }
 
@@ -417,6 +434,8 @@ static __attribute__((noinline)) HRESULT jit_finished_walk(struct clrmux_mux *m,
 }
 
 /* (a request held back while the child ran is made by JITCompilationFinished's walk) */
+GEN_ONE(JITCompilationFinished, (, FunctionID functionId, HRESULT hrStatus, BOOL fIsSafeToBlock), (, functionId, hrStatus, fIsSafeToBlock), jit_finished_walk)
+
 static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
                                                             HRESULT hrStatus, BOOL fIsSafeToBlock)
 {
@@ -424,6 +443,8 @@ static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback
     ICorProfilerCallback11 *one = DIRECT(m, JITCompilationFinished);
     if (__builtin_expect(one != NULL && !compose_busy(m), 1))
         return one->lpVtbl->JITCompilationFinished(one, functionId, hrStatus, fIsSafeToBlock);
+    if (ROUTE(m, JITCompilationFinished)->n == 1 && !compose_busy(m))
+        return mux_one_JITCompilationFinished(m, functionId, hrStatus, fIsSafeToBlock);
     return jit_finished_walk(m, functionId, hrStatus, fIsSafeToBlock);
 }
 
