@@ -77,7 +77,8 @@ void clrmux_detach_runtime_succeeded(struct clrmux_mux *mux);
 void clrmux_detach_shutdown(struct clrmux_mux *mux);
 
 /* Keeps libclrmux.so mapped until the process ends (the runtime unloads a profiler after it
- * detached). */
+ * detached), and registers for membarrier(2) on a short-lived thread of its own (the
+ * registration can take milliseconds; evacuation waits for its outcome). */
 void clrmux_pin_self(void);
 
 #endif
