@@ -11,6 +11,7 @@
 #   6. sampler: no profiler vs suspend vs signal sampler vs dotnet-trace's SampleProfiler beside
 #      200 blocked threads: throughput, longest gaps, delivered samples (bench/sampler.sh)
 #   7. elt: ns per enter/leave-hooked call, one ELT child alone vs under clrmux, and three (bench/elt.sh)
+#   8. notify: ns per callback per extra child, clrmux vs CORECLR_NOTIFICATION_PROFILERS (bench/notify.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -93,6 +94,10 @@ echo "== 7. enter/leave hooks (bench/elt.sh)"
 bench/elt.sh --summary "$WORK/elt.sum"
 echo
 
+echo "== 8. clrmux vs the runtime's notification profilers, callback-heavy app (bench/notify.sh)"
+bench/notify.sh --summary "$WORK/notify.sum"
+echo
+
 # ---- summary ----------------------------------------------------------------------------------
 get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
 echo "== summary (ratios are clrmux / direct unless stated)"
@@ -114,8 +119,9 @@ for cb in thread inline; do
 done
 if [ -f "$WORK/startup.sum" ]; then
     s() { awk -v k="$1" '$1 == k {print $2}' "$WORK/startup.sum"; }
-    printf 'hello start-up, median of %s: none %s ms, clrmux %s ms, direct %s ms; clrmux/none %s, clrmux/direct %s\n' \
-        "$(s runs)" "$(s none)" "$(s clrmux)" "$(s direct)" "$(s clrmux/none)" "$(s clrmux/direct)"
+    printf 'hello start-up, median of %s: none %s ms, clrmux %s ms, direct %s ms; clrmux/none %s, clrmux/direct %s (CPU %s); with tracer + profiler %s ms, /direct %s (CPU %s)\n' \
+        "$(s runs)" "$(s none)" "$(s clrmux)" "$(s direct)" "$(s clrmux/none)" "$(s clrmux/direct)" \
+        "$(s cpu_clrmux/direct)" "$(s full)" "$(s full/direct)" "$(s cpu_full/direct)"
 fi
 if [ -f "$WORK/tracer.sum" ]; then
     t() { awk -v k="$1" '$1 == k {print $2}' "$WORK/tracer.sum"; }
@@ -124,4 +130,7 @@ if [ -f "$WORK/tracer.sum" ]; then
 fi
 if [ -f "$WORK/elt.sum" ]; then
     cat "$WORK/elt.sum"
+fi
+if [ -f "$WORK/notify.sum" ]; then
+    awk '$2 ~ /^(clrmux|notify)[24]$/ {printf "%s %s: %s ns/callback, %s ns per callback per extra child\n", $1, $2, $4, $5}' "$WORK/notify.sum"
 fi

@@ -92,11 +92,15 @@ grep -q "1 child profiler(s) active" "$WORK/clrmux.clrmux.log" \
 grep -q "3 child profiler(s) active" "$WORK/clrmux.full.log" \
     || { echo "startup: clrmux did not activate the child, the tracer and the profiler:" >&2; cat "$WORK/clrmux.full.log" >&2; exit 1; }
 
+TIMEFORMAT='%U %S'
 for ((i = 0; i < R; i++)); do
     for c in "${CONFIGS[@]}"; do
         declare -n cfg="cfg_$c"
         t0=$(now_us)
-        env "${cfg[@]}" dotnet "$APP" >/dev/null 2>&1 || { echo "startup: '$c' run $i failed" >&2; exit 1; }
+        # bash's `time`: the process's CPU time (user + sys), far less sensitive than wall time
+        # to other load on the machine
+        { time env "${cfg[@]}" dotnet "$APP" >/dev/null 2>&1 || { echo "startup: '$c' run $i failed" >&2; exit 1; }; } \
+            2>>"$WORK/cpu.$c"
         t1=$(now_us)
         echo $((t1 - t0)) >>"$WORK/t.$c"
         unset -n cfg
@@ -111,17 +115,21 @@ full=$(median_ms "$WORK/t.full")
 r_none=$(awk -v a="$clrmux" -v b="$none" 'BEGIN {printf "%.3f", a / b}')
 r_direct=$(awk -v a="$clrmux" -v b="$direct" 'BEGIN {printf "%.3f", a / b}')
 r_full=$(awk -v a="$full" -v b="$direct" 'BEGIN {printf "%.3f", a / b}')
+cpu_ms() { awk '{print ($1 + $2) * 1000000}' "$1" >"$1.us"; median_ms "$1.us"; }
+for c in "${CONFIGS[@]}"; do declare "cpu_$c=$(cpu_ms "$WORK/cpu.$c")"; done
+c_direct=$(awk -v a="$cpu_clrmux" -v b="$cpu_direct" 'BEGIN {printf "%.3f", a / b}')
+c_full=$(awk -v a="$cpu_full" -v b="$cpu_direct" 'BEGIN {printf "%.3f", a / b}')
 
 range_ms() { sort -n "$1" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo / 1000, hi / 1000}'; }
 echo "startup: dotnet $APP, $R runs per configuration (interleaved), child event mask $MASK"
-printf '  %-40s %8s    %s\n' "" "median" "(min-max)"
-printf '  %-40s %8s ms (%s)\n' "no profiler" "$none" "$(range_ms "$WORK/t.none")" \
-    "clrmux + 1 no-op child (libnoop.so)" "$clrmux" "$(range_ms "$WORK/t.clrmux")" \
-    "clrmux + the child + tracer + profiler" "$full" "$(range_ms "$WORK/t.full")" \
-    "no-op child alone as CORECLR_PROFILER" "$direct" "$(range_ms "$WORK/t.direct")"
-printf '  %-40s %8s\n' "ratio clrmux/none" "$r_none" "ratio clrmux/direct" "$r_direct" \
-    "ratio full (tracer + profiler)/direct" "$r_full"
+printf '  %-40s %8s    %-15s %10s\n' "" "median" "(min-max)" "CPU median"
+printf '  %-40s %8s ms (%-13s) %7s ms\n' "no profiler" "$none" "$(range_ms "$WORK/t.none")" "$cpu_none" \
+    "clrmux + 1 no-op child (libnoop.so)" "$clrmux" "$(range_ms "$WORK/t.clrmux")" "$cpu_clrmux" \
+    "clrmux + the child + tracer + profiler" "$full" "$(range_ms "$WORK/t.full")" "$cpu_full" \
+    "no-op child alone as CORECLR_PROFILER" "$direct" "$(range_ms "$WORK/t.direct")" "$cpu_direct"
+printf '  %-40s %8s   (CPU %s)\n' "ratio clrmux/none" "$r_none" "-" "ratio clrmux/direct" "$r_direct" "$c_direct" \
+    "ratio full (tracer + profiler)/direct" "$r_full" "$c_full"
 if [ -n "$SUMMARY" ]; then
-    printf 'none %s\nclrmux %s\nfull %s\ndirect %s\nclrmux/none %s\nclrmux/direct %s\nfull/direct %s\nruns %s\n' \
-        "$none" "$clrmux" "$full" "$direct" "$r_none" "$r_direct" "$r_full" "$R" >"$SUMMARY"
+    printf 'none %s\nclrmux %s\nfull %s\ndirect %s\nclrmux/none %s\nclrmux/direct %s\nfull/direct %s\ncpu_clrmux/direct %s\ncpu_full/direct %s\nruns %s\n' \
+        "$none" "$clrmux" "$full" "$direct" "$r_none" "$r_direct" "$r_full" "$c_direct" "$c_full" "$R" >"$SUMMARY"
 fi
