@@ -10,9 +10,11 @@
  * harness created and Initialized itself: the ratio is clrmux's dispatch overhead.
  *
  *   dispatch [options] table                        the ns/call table (default)
- *   dispatch [options] one direct|clrmux K thread|inline N
- *                                                   one configuration, N calls (for callgrind:
+ *   dispatch [options] one CONFIG thread|inline N   one configuration, N calls (for callgrind:
  *                                                   the calls are in loop_thread / loop_inline)
+ *   CONFIG: direct | k1 | k1p | k4s1 | k4s1p | k8 | k8p   (see `configs` below: kK = K children,
+ *           sS = only S of them ask for the callback, p = the subscribed ones also ask for an
+ *           immutable flag, so they can never detach and clrmux may call a sole one directly)
  *   dispatch [options] check                        routing sanity check only
  * options: -n MILLIONS (calls per measurement, default 10)   -r ROUNDS (default 5)
  *          --lib PATH (build/libclrmux.so)   --fake-dir DIR (build/fake)   --summary FILE
@@ -245,6 +247,37 @@ static ICorProfilerCallback11 *make_direct(DWORD mask)
     return cb;
 }
 
+/* An immutable flag (in COR_PRF_MONITOR_IMMUTABLE) that allocation profilers set: a child whose
+ * mask holds one can never detach (the runtime would refuse it alone), so clrmux needs no
+ * evacuation counting around its calls. */
+#define PINNED_FLAG ((DWORD)COR_PRF_ENABLE_OBJECT_ALLOCATED)
+
+/* The configurations, in table order. */
+struct config {
+    const char *key, *label;
+    int k, subscribed; /* k = 0: direct */
+    int pinned;
+};
+static const struct config configs[] = {
+    {"direct", "direct (1 child, no clrmux)", 0, 0, 0},
+    {"k1", "clrmux k=1", 1, 1, 0},
+    {"k1p", "clrmux k=1, never detaches", 1, 1, 1},
+    {"k2", "clrmux k=2", 2, 2, 0},
+    {"k4", "clrmux k=4", 4, 4, 0},
+    {"k4s1", "clrmux k=4, 1 subscribed", 4, 1, 0},
+    {"k4s1p", "clrmux k=4, 1 subscr., never det.", 4, 1, 1},
+    {"k8", "clrmux k=8", 8, 8, 0},
+    {"k8p", "clrmux k=8, never detach", 8, 8, 1},
+};
+enum { NCONF = sizeof configs / sizeof configs[0] };
+
+static ICorProfilerCallback11 *make_config(const struct config *c, DWORD mask)
+{
+    if (c->k == 0)
+        return make_direct(mask);
+    return make_clrmux(c->k, c->subscribed, "libnoop.so", mask | (c->pinned ? PINNED_FLAG : 0), NULL);
+}
+
 /* ---- the measured loops (callgrind: --toggle-collect=loop_*) ----------------------------- */
 
 __attribute__((noinline, noclone)) void loop_thread(ICorProfilerCallback11 *cb, unsigned long n)
@@ -359,7 +392,8 @@ static void absolutise(char *p)
 static void usage(void)
 {
     fprintf(stderr, "usage: dispatch [-n MILLIONS] [-r ROUNDS] [--lib PATH] [--fake-dir DIR] [--summary FILE]\n"
-                    "                [table | check | one direct|clrmux K thread|inline N]\n");
+                    "                [table | check | one CONFIG thread|inline N]\n"
+                    "CONFIG: direct k1 k1p k2 k4 k4s1 k4s1p k8 k8p\n");
     exit(2);
 }
 
@@ -396,19 +430,20 @@ int main(int argc, char **argv)
     const DWORD mask = COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_JIT_COMPILATION;
 
     if (!strcmp(mode, "one")) {
-        if (argc - i != 4)
+        if (argc - i != 3)
             usage();
-        const char *which = argv[i], *cbname = argv[i + 2];
-        int k = atoi(argv[i + 1]);
-        unsigned long n = strtoul(argv[i + 3], NULL, 10);
+        const char *which = argv[i], *cbname = argv[i + 1];
+        unsigned long n = strtoul(argv[i + 2], NULL, 10);
         int inl = !strcmp(cbname, "inline");
         if (!inl && strcmp(cbname, "thread"))
             usage();
-        ICorProfilerCallback11 *cb;
-        if (!strcmp(which, "direct")) cb = make_direct(mask);
-        else if (!strcmp(which, "clrmux") && k >= 1) cb = make_clrmux(k, k, "libnoop.so", mask, NULL);
-        else usage();
-        run(cb, inl, n);
+        const struct config *c = NULL;
+        for (int j = 0; j < NCONF; j++)
+            if (!strcmp(configs[j].key, which))
+                c = &configs[j];
+        if (!c)
+            usage();
+        run(make_config(c, mask), inl, n);
         return 0;
     }
     if (!strcmp(mode, "check")) {
@@ -419,17 +454,9 @@ int main(int argc, char **argv)
         usage();
 
     check();
-    /* configurations: direct, clrmux k = 1, 2, 4, 8 (all subscribed), clrmux k = 4 with 1 subscribed */
-    enum { NCONF = 6 };
-    static const int ks[NCONF] = {0, 1, 2, 4, 8, 4};
-    static const int subs[NCONF] = {0, 1, 2, 4, 8, 1};
-    const char *labels[NCONF] = {"direct (1 child, no clrmux)", "clrmux k=1", "clrmux k=2", "clrmux k=4", "clrmux k=8",
-                                 "clrmux k=4, 1 subscribed"};
-    const char *keys[NCONF] = {"direct", "k1", "k2", "k4", "k8", "k4s1"};
     ICorProfilerCallback11 *cbs[NCONF];
     for (int c = 0; c < NCONF; c++)
-        cbs[c] = c == 0 ? make_direct(mask) : make_clrmux(ks[c], subs[c], "libnoop.so", mask, NULL);
-
+        cbs[c] = make_config(&configs[c], mask);
     unsigned long n = (unsigned long)(millions * 1e6);
     double *t = calloc((size_t)(2 * NCONF * rounds), sizeof *t);
     if (!t)
@@ -446,16 +473,16 @@ int main(int argc, char **argv)
     FILE *sum = summary ? fopen(summary, "w") : NULL;
     printf("dispatch: %.0f M calls per measurement, median of %d interleaved rounds; children: libnoop.so "
            "(returns S_OK, counts nothing)\n", millions, rounds);
-    printf("%-14s %-30s %9s %16s\n", "callback", "configuration", "ns/call", "ratio vs direct");
+    printf("%-14s %-34s %9s %16s\n", "callback", "configuration", "ns/call", "ratio vs direct");
     for (int inl = 0; inl < 2; inl++) {
         const char *name = inl ? "JITInlining" : "ThreadCreated";
         double med[NCONF];
         for (int c = 0; c < NCONF; c++)
             med[c] = median(&t[(inl * NCONF + c) * rounds], rounds);
         for (int c = 0; c < NCONF; c++) {
-            printf("%-14s %-30s %9.2f %16.2f\n", name, labels[c], med[c], med[c] / med[0]);
+            printf("%-14s %-34s %9.2f %16.2f\n", name, configs[c].label, med[c], med[c] / med[0]);
             if (sum)
-                fprintf(sum, "%s %s %.2f %.2f\n", inl ? "inline" : "thread", keys[c], med[c], med[c] / med[0]);
+                fprintf(sum, "%s %s %.2f %.2f\n", inl ? "inline" : "thread", configs[c].key, med[c], med[c] / med[0]);
         }
     }
     if (sum)

@@ -12,6 +12,7 @@
 #      200 blocked threads: throughput, longest gaps, delivered samples (bench/sampler.sh)
 #   7. elt: ns per enter/leave-hooked call, one ELT child alone vs under clrmux, and three (bench/elt.sh)
 #   8. otel: ns per traced call with/without Activity.Current, sample_ratio 1.0 vs 0.01 (bench/otel.sh)
+#   9. notify: ns per callback per extra child, clrmux vs CORECLR_NOTIFICATION_PROFILERS (bench/notify.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -40,27 +41,32 @@ echo "== 2. instructions per dispatched callback (callgrind)"
 if command -v valgrind >/dev/null 2>&1; then
     # Ir counted only inside loop_thread / loop_inline (--toggle-collect), for N calls minus
     # the same run with 0 calls, divided by N.
-    ir() { # ir MODE K CB CALLS
-        local out="$WORK/cg.$1.$2.$3.$4"
-        valgrind --tool=callgrind --toggle-collect="loop_$3" --callgrind-out-file="$out" \
-            "$BIN" one "$1" "$2" "$3" "$4" >/dev/null 2>"$out.err" \
+    ir() { # ir CONFIG CB CALLS
+        local out="$WORK/cg.$1.$2.$3"
+        valgrind --tool=callgrind --toggle-collect="loop_$2" --callgrind-out-file="$out" \
+            "$BIN" one "$1" "$2" "$3" >/dev/null 2>"$out.err" \
             || { echo "bench: callgrind run failed:" >&2; cat "$out.err" >&2; exit 1; }
         awk '/^(summary|totals):/ {print $2; exit}' "$out"
     }
-    printf '%-14s %-14s %14s %16s\n' callback configuration "instr/call" "ratio vs direct"
+    # k1/k4s1/k8: children that may detach (clrmux counts each call in for evacuation);
+    # k1p/k4s1p/k8p: the subscribed children also ask for an immutable flag, so they can never
+    # detach and a sole subscriber is called directly (a tail call)
+    printf '%-14s %-34s %11s %12s %16s\n' callback configuration "instr/call" "vs direct" "ratio vs direct"
     for cb in thread inline; do
         name=$([ "$cb" = thread ] && echo ThreadCreated || echo JITInlining)
         base=
-        for cfg in "direct 1" "clrmux 1" "clrmux 4"; do
-            set -- $cfg
-            a=$(ir "$1" "$2" "$cb" 0)
-            b=$(ir "$1" "$2" "$cb" "$CG_N")
+        for cfg in direct:"direct (1 child, no clrmux)" k1:"clrmux k=1" k1p:"clrmux k=1, never detaches" \
+                   k4s1:"clrmux k=4, 1 subscribed" k4s1p:"clrmux k=4, 1 subscr., never det." \
+                   k8:"clrmux k=8" k8p:"clrmux k=8, never detach"; do
+            key=${cfg%%:*} label=${cfg#*:}
+            a=$(ir "$key" "$cb" 0)
+            b=$(ir "$key" "$cb" "$CG_N")
             per=$(awk -v a="$a" -v b="$b" -v n="$CG_N" 'BEGIN {printf "%.1f", (b - a) / n}')
             [ -z "$base" ] && base=$per
+            extra=$(awk -v p="$per" -v d="$base" 'BEGIN {printf "%+.1f", p - d}')
             ratio=$(awk -v p="$per" -v d="$base" 'BEGIN {printf "%.2f", p / d}')
-            label=$([ "$1" = direct ] && echo direct || echo "clrmux k=$2")
-            printf '%-14s %-14s %14s %16s\n' "$name" "$label" "$per" "$ratio"
-            echo "$cb ${label// /_} $per $ratio" >>"$WORK/cg.sum"
+            printf '%-14s %-34s %11s %12s %16s\n' "$name" "$label" "$per" "$extra" "$ratio"
+            echo "$cb $key $per $ratio $extra" >>"$WORK/cg.sum"
         done
     done
     echo "(N = $CG_N calls per run; Ir(N) - Ir(0) inside the dispatch loop, / N)"
@@ -92,6 +98,10 @@ echo "== 8. traced calls with/without a current Activity, sampling 1.0 / 0.01 (b
 bench/otel.sh
 echo
 
+echo "== 9. clrmux vs the runtime's notification profilers, callback-heavy app (bench/notify.sh)"
+bench/notify.sh --summary "$WORK/notify.sum"
+echo
+
 # ---- summary ----------------------------------------------------------------------------------
 get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
 echo "== summary (ratios are clrmux / direct unless stated)"
@@ -105,16 +115,17 @@ for cb in thread inline; do
     printf '%-34s %12s %12s %12s %12s\n' "$name ratio" "1.00" \
         "$(get "$WORK/dispatch.sum" $cb k1 4)" "$(get "$WORK/dispatch.sum" $cb k2 4)" "$(get "$WORK/dispatch.sum" $cb k4 4)"
     if [ -f "$WORK/cg.sum" ]; then
-        printf '%-34s %12s %12s %12s %12s\n' "$name instr/call" "$(get "$WORK/cg.sum" $cb direct 3)" \
-            "$(get "$WORK/cg.sum" $cb clrmux_k=1 3)" "-" "$(get "$WORK/cg.sum" $cb clrmux_k=4 3)"
-        printf '%-34s %12s %12s %12s %12s\n' "$name instr ratio" "1.00" \
-            "$(get "$WORK/cg.sum" $cb clrmux_k=1 4)" "-" "$(get "$WORK/cg.sum" $cb clrmux_k=4 4)"
+        printf '%-34s %12s %12s %12s %12s   (k=1 never detaching: %s, %s; k=4 with 1 subscribed: %s; k=8: %s)\n' \
+            "$name instr/call" "$(get "$WORK/cg.sum" $cb direct 3)" "$(get "$WORK/cg.sum" $cb k1 3)" "-" "-" \
+            "$(get "$WORK/cg.sum" $cb k1p 3)" "$(get "$WORK/cg.sum" $cb k1p 5)" "$(get "$WORK/cg.sum" $cb k4s1 3)" \
+            "$(get "$WORK/cg.sum" $cb k8 3)"
     fi
 done
 if [ -f "$WORK/startup.sum" ]; then
     s() { awk -v k="$1" '$1 == k {print $2}' "$WORK/startup.sum"; }
-    printf 'hello start-up, median of %s: none %s ms, clrmux %s ms, direct %s ms; clrmux/none %s, clrmux/direct %s\n' \
-        "$(s runs)" "$(s none)" "$(s clrmux)" "$(s direct)" "$(s clrmux/none)" "$(s clrmux/direct)"
+    printf 'hello start-up, median of %s: none %s ms, clrmux %s ms, direct %s ms; clrmux/none %s, clrmux/direct %s (CPU %s); with tracer + profiler %s ms, /direct %s (CPU %s)\n' \
+        "$(s runs)" "$(s none)" "$(s clrmux)" "$(s direct)" "$(s clrmux/none)" "$(s clrmux/direct)" \
+        "$(s cpu_clrmux/direct)" "$(s full)" "$(s full/direct)" "$(s cpu_full/direct)"
 fi
 if [ -f "$WORK/tracer.sum" ]; then
     t() { awk -v k="$1" '$1 == k {print $2}' "$WORK/tracer.sum"; }
@@ -123,4 +134,7 @@ if [ -f "$WORK/tracer.sum" ]; then
 fi
 if [ -f "$WORK/elt.sum" ]; then
     cat "$WORK/elt.sum"
+fi
+if [ -f "$WORK/notify.sum" ]; then
+    awk '$2 ~ /^(clrmux|notify)[24]$/ {printf "%s %s: %s ns/callback, %s ns per callback per extra child\n", $1, $2, $4, $5}' "$WORK/notify.sum"
 fi

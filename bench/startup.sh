@@ -4,9 +4,12 @@
 # Runs build/clr/hello/hello.dll R times (default 10, or BENCH_STARTUP_RUNS) in each of
 #   none    no profiler
 #   clrmux  clrmux with one no-op child (build/fake/libnoop.so) in its loader.conf
+#   full    clrmux with the same child, the built-in tracer (tracing the app's Main, spans to a
+#           file) and the built-in profiler (its default cpu and wall sampling, pprof at exit)
 #   direct  the same no-op child loaded directly as CORECLR_PROFILER
-# interleaved (none, clrmux, direct, none, ...) so that drift hits all three alike, and prints
-# the median wall time of each and the ratios clrmux/none and clrmux/direct. The child asks
+# interleaved (none, clrmux, full, direct, none, ...) so that drift hits all alike, and prints
+# the median wall time of each and the ratios clrmux/none, clrmux/direct and full/direct
+# (issue 12's goal: full/direct <= 1.01). The child asks
 # for BENCH_STARTUP_MASK (hex low event mask, default 0x224: module loads, JIT, threads) in
 # both profiled configurations, so the runtime delivers the same callbacks to it either way.
 set -euo pipefail
@@ -40,6 +43,16 @@ log_level = warn
 path = $NOOP
 clsid = $NOOP_CLSID
 EOF
+cp "$WORK/loader.conf" "$WORK/full.conf"
+cat >>"$WORK/full.conf" <<EOF
+[child tracer]
+builtin = tracer
+output = $WORK/spans-%p.otlp.jsonl
+trace = hello!Program::<Main>\$
+[child profiler]
+builtin = profiler
+output_dir = $WORK/profiles
+EOF
 
 # The three configurations as env(1) arguments; every run goes through env(1) alike.
 CLEAN=(-u CORECLR_ENABLE_PROFILING -u CORECLR_PROFILER -u CORECLR_PROFILER_PATH -u CLRMUX_CONFIG
@@ -47,9 +60,11 @@ CLEAN=(-u CORECLR_ENABLE_PROFILING -u CORECLR_PROFILER -u CORECLR_PROFILER_PATH 
 cfg_none=("${CLEAN[@]}")
 cfg_clrmux=("${CLEAN[@]}" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLRMUX_CLSID" CORECLR_PROFILER_PATH="$LIB"
             CLRMUX_CONFIG="$WORK/loader.conf" RECORDER_MASK="$MASK")
+cfg_full=("${CLEAN[@]}" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLRMUX_CLSID" CORECLR_PROFILER_PATH="$LIB"
+          CLRMUX_CONFIG="$WORK/full.conf" RECORDER_MASK="$MASK")
 cfg_direct=("${CLEAN[@]}" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$NOOP_CLSID" CORECLR_PROFILER_PATH="$NOOP"
             RECORDER_MASK="$MASK")
-CONFIGS=(none clrmux direct)
+CONFIGS=(none clrmux full direct)
 
 # Microseconds since the epoch, without forking (bash 5's EPOCHREALTIME), else date(1).
 now_us() {
@@ -74,12 +89,18 @@ for c in "${CONFIGS[@]}"; do
 done
 grep -q "1 child profiler(s) active" "$WORK/clrmux.clrmux.log" \
     || { echo "startup: clrmux did not activate its child:" >&2; cat "$WORK/clrmux.clrmux.log" >&2; exit 1; }
+grep -q "3 child profiler(s) active" "$WORK/clrmux.full.log" \
+    || { echo "startup: clrmux did not activate the child, the tracer and the profiler:" >&2; cat "$WORK/clrmux.full.log" >&2; exit 1; }
 
+TIMEFORMAT='%U %S'
 for ((i = 0; i < R; i++)); do
     for c in "${CONFIGS[@]}"; do
         declare -n cfg="cfg_$c"
         t0=$(now_us)
-        env "${cfg[@]}" dotnet "$APP" >/dev/null 2>&1 || { echo "startup: '$c' run $i failed" >&2; exit 1; }
+        # bash's `time`: the process's CPU time (user + sys), far less sensitive than wall time
+        # to other load on the machine
+        { time env "${cfg[@]}" dotnet "$APP" >/dev/null 2>&1 || { echo "startup: '$c' run $i failed" >&2; exit 1; }; } \
+            2>>"$WORK/cpu.$c"
         t1=$(now_us)
         echo $((t1 - t0)) >>"$WORK/t.$c"
         unset -n cfg
@@ -90,17 +111,25 @@ median_ms() { sort -n "$1" | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2]
 none=$(median_ms "$WORK/t.none")
 clrmux=$(median_ms "$WORK/t.clrmux")
 direct=$(median_ms "$WORK/t.direct")
+full=$(median_ms "$WORK/t.full")
 r_none=$(awk -v a="$clrmux" -v b="$none" 'BEGIN {printf "%.3f", a / b}')
 r_direct=$(awk -v a="$clrmux" -v b="$direct" 'BEGIN {printf "%.3f", a / b}')
+r_full=$(awk -v a="$full" -v b="$direct" 'BEGIN {printf "%.3f", a / b}')
+cpu_ms() { awk '{print ($1 + $2) * 1000000}' "$1" >"$1.us"; median_ms "$1.us"; }
+for c in "${CONFIGS[@]}"; do declare "cpu_$c=$(cpu_ms "$WORK/cpu.$c")"; done
+c_direct=$(awk -v a="$cpu_clrmux" -v b="$cpu_direct" 'BEGIN {printf "%.3f", a / b}')
+c_full=$(awk -v a="$cpu_full" -v b="$cpu_direct" 'BEGIN {printf "%.3f", a / b}')
 
 range_ms() { sort -n "$1" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1f-%.1f", lo / 1000, hi / 1000}'; }
 echo "startup: dotnet $APP, $R runs per configuration (interleaved), child event mask $MASK"
-printf '  %-40s %8s    %s\n' "" "median" "(min-max)"
-printf '  %-40s %8s ms (%s)\n' "no profiler" "$none" "$(range_ms "$WORK/t.none")" \
-    "clrmux + 1 no-op child (libnoop.so)" "$clrmux" "$(range_ms "$WORK/t.clrmux")" \
-    "no-op child alone as CORECLR_PROFILER" "$direct" "$(range_ms "$WORK/t.direct")"
-printf '  %-40s %8s\n' "ratio clrmux/none" "$r_none" "ratio clrmux/direct" "$r_direct"
+printf '  %-40s %8s    %-15s %10s\n' "" "median" "(min-max)" "CPU median"
+printf '  %-40s %8s ms (%-13s) %7s ms\n' "no profiler" "$none" "$(range_ms "$WORK/t.none")" "$cpu_none" \
+    "clrmux + 1 no-op child (libnoop.so)" "$clrmux" "$(range_ms "$WORK/t.clrmux")" "$cpu_clrmux" \
+    "clrmux + the child + tracer + profiler" "$full" "$(range_ms "$WORK/t.full")" "$cpu_full" \
+    "no-op child alone as CORECLR_PROFILER" "$direct" "$(range_ms "$WORK/t.direct")" "$cpu_direct"
+printf '  %-40s %8s   (CPU %s)\n' "ratio clrmux/none" "$r_none" "-" "ratio clrmux/direct" "$r_direct" "$c_direct" \
+    "ratio full (tracer + profiler)/direct" "$r_full" "$c_full"
 if [ -n "$SUMMARY" ]; then
-    printf 'none %s\nclrmux %s\ndirect %s\nclrmux/none %s\nclrmux/direct %s\nruns %s\n' \
-        "$none" "$clrmux" "$direct" "$r_none" "$r_direct" "$R" >"$SUMMARY"
+    printf 'none %s\nclrmux %s\nfull %s\ndirect %s\nclrmux/none %s\nclrmux/direct %s\nfull/direct %s\ncpu_clrmux/direct %s\ncpu_full/direct %s\nruns %s\n' \
+        "$none" "$clrmux" "$full" "$direct" "$r_none" "$r_direct" "$r_full" "$c_direct" "$c_full" "$R" >"$SUMMARY"
 fi

@@ -275,6 +275,17 @@ static void fk_write(struct fake *f)
     fclose(o);
 }
 
+/* RECORDER_NOTIFICATION_ONLY=1: answers TRUE, as a profiler listed in
+ * CORECLR_NOTIFICATION_PROFILERS must (the benchmarks load libnoop.so that way). */
+static HRESULT STDMETHODCALLTYPE fk_LoadAsNotificationOnly(ICorProfilerCallback11 *This, BOOL *pbNotificationOnly)
+{
+    fk_hit(This, CB_LoadAsNotificationOnly);
+    const char *v = fk_env(fk_impl(This), "RECORDER_NOTIFICATION_ONLY");
+    if (pbNotificationOnly)
+        *pbNotificationOnly = v && strcmp(v, "1") == 0;
+    return S_OK;
+}
+
 #define VT(I, D, R, N, P, A, ROUTE) .N = fkg_##N,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverride-init"
@@ -289,6 +300,7 @@ static const ICorProfilerCallback11Vtbl fk_vtbl = {
     .ProfilerDetachSucceeded = fk_ProfilerDetachSucceeded,
     .ModuleLoadFinished = fk_ModuleLoadFinished,
     .JITInlining = fk_JITInlining,
+    .LoadAsNotificationOnly = fk_LoadAsNotificationOnly,
 #ifdef FAKE_EVENTPIPE_DELIVERED
     .EventPipeEventDelivered = FAKE_EVENTPIPE_DELIVERED,
 #endif

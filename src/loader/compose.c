@@ -870,3 +870,5 @@ void clrmux_compose_child_gone(struct clrmux_mux *m, struct clrmux_child *child)
         }
     pthread_mutex_unlock(&cs->lock);
 }
+
+const _Atomic int *clrmux_compose_pending(struct clrmux_compose *cs) { return &cs->npending; }

@@ -40,6 +40,7 @@
 #ifndef CLRMUX_COMPOSE_H
 #define CLRMUX_COMPOSE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "clrmux/corprof.h"
@@ -97,6 +98,11 @@ int clrmux_compose_cache_search(struct clrmux_mux *mux, FunctionID function);
 /* 0 when `callee` must not be inlined: its ReJIT request is held back (the runtime does not
  * inline a method whose ReJIT was requested). */
 int clrmux_compose_may_inline(struct clrmux_mux *mux, FunctionID callee);
+
+/* The number of methods whose ReJIT request is held back (read without a lock: while it is 0
+ * the JIT callbacks need no composition work and go straight to the children). Lives as long
+ * as cs. */
+const _Atomic int *clrmux_compose_pending(struct clrmux_compose *cs);
 
 /* A child leaves (detach): its ownership and held-back requests are dropped. Methods it
  * rewrote keep their current code until another owner's request rebuilds them. */

@@ -54,10 +54,34 @@ struct clrmux_thread_rec *clrmux_evac_register(void)
     return t;
 }
 
-void clrmux_pin_self(void)
+/* membarrier registration: 0 not asked, 1 under way (on its own thread), 2 over. The
+ * registration waits for an RCU grace period when the process has threads (0.1 to several ms
+ * measured here), so it runs beside start-up rather than in it; until it is over, callbacks
+ * count themselves in with a full fence (clrmux_evac_enter), which is always correct. */
+static _Atomic int membarrier_state;
+
+static void *register_membarrier(void *arg)
 {
+    (void)arg;
     if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
         atomic_store(&clrmux_evac_asymmetric, 1);
+    atomic_store(&membarrier_state, 2);
+    return NULL;
+}
+
+void clrmux_pin_self(void)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&membarrier_state, &expected, 1)) {
+        pthread_attr_t attr;
+        pthread_t tid;
+        int started = pthread_attr_init(&attr) == 0 &&
+                      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                      pthread_create(&tid, &attr, register_membarrier, NULL) == 0;
+        pthread_attr_destroy(&attr);
+        if (!started)
+            register_membarrier(NULL);
+    }
     char self[4096];
     if (clrmux_module_path_of((const void *)&clrmux_pin_self, self, sizeof self) != 0 ||
         !dlopen(self, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
@@ -80,6 +104,13 @@ static void sleep_ms(long ms)
 /* Waits until no thread is inside a callback it was in when this started. */
 static void evacuate(struct clrmux_mux *m)
 {
+    /* a thread that saw clrmux_evac_asymmetric set counts itself in without a fence: the
+     * registration must be over (and its outcome final) before it is read here */
+    while (atomic_load(&membarrier_state) == 1 && !atomic_load(&m->shut_down))
+        sleep_ms(1);
+    /* a full barrier (a sequentially consistent read-modify-write; ThreadSanitizer takes no
+     * fences): the routes without the child are stored before the counters are read */
+    (void)atomic_fetch_add(&membarrier_state, 0);
     /* every thread runs a full barrier: a callback that counted itself in before the child
      * was made inactive is seen below, one that counts itself in later sees it inactive */
     if (atomic_load(&clrmux_evac_asymmetric) &&
@@ -172,6 +203,7 @@ HRESULT clrmux_detach_request(struct clrmux_mux *m, struct clrmux_child *c, DWOR
     } else {
         atomic_store(&c->detach_state, 1);
         atomic_store(&c->active, 0); /* no new callback reaches it (seq_cst: before the evacuation) */
+        clrmux_dispatch_rebuild(m);   /* its routes go before the evacuation starts */
     }
     pthread_mutex_unlock(&m->mask_lock);
     if (FAILED(hr)) {

@@ -33,13 +33,13 @@ struct clrmux_thread_rec {
 
 struct clrmux_thread_rec *clrmux_evac_register(void);
 /* 1 once membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is registered (clrmux_pin_self). */
-extern _Atomic int clrmux_evac_asymmetric;
+extern _Atomic int clrmux_evac_asymmetric __attribute__((visibility("hidden")));
 extern __thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_model("initial-exec")));
 
 /* Counts the calling thread into a mux callback. The child-active checks that follow are
  * ordered after it (sequentially consistent), so a detach that cleared `active` first and
  * then saw this thread outside knows the thread will not call the child. */
-static inline struct clrmux_thread_rec *clrmux_evac_enter(void)
+static inline __attribute__((always_inline)) struct clrmux_thread_rec *clrmux_evac_enter(void)
 {
     struct clrmux_thread_rec *t = clrmux_tls_rec;
     if (__builtin_expect(!t, 0))
@@ -59,7 +59,7 @@ static inline struct clrmux_thread_rec *clrmux_evac_enter(void)
     return t;
 }
 
-static inline void clrmux_evac_leave(struct clrmux_thread_rec *t)
+static inline __attribute__((always_inline)) void clrmux_evac_leave(struct clrmux_thread_rec *t)
 {
     if (t)
         atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) - 1,
@@ -77,7 +77,8 @@ void clrmux_detach_runtime_succeeded(struct clrmux_mux *mux);
 void clrmux_detach_shutdown(struct clrmux_mux *mux);
 
 /* Keeps libclrmux.so mapped until the process ends (the runtime unloads a profiler after it
- * detached). */
+ * detached), and registers for membarrier(2) on a short-lived thread of its own (the
+ * registration can take milliseconds; evacuation waits for its outcome). */
 void clrmux_pin_self(void);
 
 #endif

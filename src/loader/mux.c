@@ -30,32 +30,60 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
 
 /* ---- generated fan-out ---------------------------------------------------------------- */
 
-/* MASK: every live child whose own mask has one of the route's bits. */
+/* The route of callback N (dispatch.h): one acquire load. */
+#define ROUTE(m, N) atomic_load_explicit(&(m)->routes[CLRMUX_ROUTE_##N], memory_order_acquire)
+/* Its only subscriber when that child never detaches (else NULL): one acquire load. */
+#define DIRECT(m, N) atomic_load_explicit(&(m)->direct[CLRMUX_ROUTE_##N], memory_order_acquire)
+
+/* mux_one_N: the call of a route's only subscriber, counted in for evacuation (the route is
+ * reloaded after counting in; if it no longer has one subscriber, WALK does the work). */
+#define GEN_ONE(N, P, A, WALK)                                                               \
+    static __attribute__((noinline)) HRESULT mux_one_##N(struct clrmux_mux *m CLRMUX_EXPAND P) \
+    {                                                                                      \
+        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
+        const struct clrmux_route *r = ROUTE(m, N);                                        \
+        HRESULT hr;                                                                        \
+        if (__builtin_expect(r->n == 1, 1))                                                \
+            hr = r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                        \
+        else                                                                               \
+            hr = WALK(m CLRMUX_EXPAND A); /* changed meanwhile */                          \
+        clrmux_evac_leave(t_);                                                             \
+        return hr;                                                                         \
+    }
+
+/* MASK and ALL: the children of the callback's route. A direct route (one subscriber that can
+ * never detach) is a tail call: one load, a test, the child's call. Any other goes through
+ * mux_one_N (one subscriber) or mux_walk_N, counted in for detach evacuation (detach.h),
+ * which reload the route after counting themselves in. One subscriber's HRESULT reaches the
+ * runtime, as it would alone (e.g. an error from ObjectReferences ends that heap walk); with
+ * several, S_OK. */
 #define GEN_MASK(I, D, R, N, P, A, L, H)                                                     \
+    static __attribute__((noinline)) HRESULT mux_walk_##N(struct clrmux_mux *m CLRMUX_EXPAND P) \
+    {                                                                                      \
+        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
+        const struct clrmux_route *r = ROUTE(m, N);                                        \
+        HRESULT hr = S_OK;                                                                 \
+        if (r->n == 1)                                                                     \
+            hr = r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                        \
+        else                                                                               \
+            for (uint32_t i = 0; i < r->n; i++)                                            \
+                r->e[i].cb->lpVtbl->N(r->e[i].cb CLRMUX_EXPAND A);                         \
+        clrmux_evac_leave(t_);                                                             \
+        return hr;                                                                         \
+    }                                                                                      \
+    GEN_ONE(N, P, A, mux_walk_##N)                                                         \
     static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
     {                                                                                      \
         struct clrmux_mux *m = impl(This);                                                 \
-        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
-        for (int i = 0; i < m->nchildren; i++) {                                           \
-            struct clrmux_child *c = &m->children[i];                                      \
-            if (child_live(c, CLRMUX_VER_##D) && clrmux_route_match(c, (DWORD)(L), (DWORD)(H))) \
-                c->cb->lpVtbl->N(c->cb CLRMUX_EXPAND A);                                   \
-        }                                                                                  \
-        clrmux_evac_leave(t_);                                                             \
-        return S_OK;                                                                       \
+        ICorProfilerCallback11 *one = DIRECT(m, N);                                        \
+        if (__builtin_expect(one != NULL, 1))                                              \
+            return one->lpVtbl->N(one CLRMUX_EXPAND A);                                    \
+        if (ROUTE(m, N)->n == 1)                                                           \
+            return mux_one_##N(m CLRMUX_EXPAND A);                                         \
+        return mux_walk_##N(m CLRMUX_EXPAND A);                                            \
     }
-/* ALL: every live child (attach/detach notifications). */
-#define GEN_ALL(I, D, R, N, P, A, L, H)                                                      \
-    static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
-    {                                                                                      \
-        struct clrmux_mux *m = impl(This);                                                 \
-        struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
-        for (int i = 0; i < m->nchildren; i++)                                             \
-            if (child_live(&m->children[i], CLRMUX_VER_##D))                               \
-                m->children[i].cb->lpVtbl->N(m->children[i].cb CLRMUX_EXPAND A);           \
-        clrmux_evac_leave(t_);                                                             \
-        return S_OK;                                                                       \
-    }
+/* ALL: every live child (attach/detach notifications): the route says which. */
+#define GEN_ALL GEN_MASK
 /* The other kinds are written by hand below. */
 #define GEN_NONE(I, D, R, N, P, A, L, H)
 #define GEN_SELF(I, D, R, N, P, A, L, H)
@@ -222,6 +250,7 @@ static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *p
     clrmux_ep_commit(m);   /* one EventPipe session for the children's sessions so far */
     clrmux_loop_leave();
     atomic_store(&m->initializing, 0);
+    clrmux_dispatch_update(m); /* immutable flags are fixed now: more routes may be direct */
     if (n == 0) {
         LOG_WARN("no child profiler could be loaded; the application runs unprofiled");
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
@@ -286,22 +315,33 @@ static HRESULT STDMETHODCALLTYPE mux_LoadAsNotificationOnly(ICorProfilerCallback
 
 /* ---- out-parameter merges ------------------------------------------------------------- */
 
-static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
-                                                 FunctionID calleeId, BOOL *pfShouldInline)
+/* Whether a ReJIT request is held back somewhere (compose.c): the JIT callbacks then do
+ * composition work besides the children's calls. */
+static inline int compose_busy(const struct clrmux_mux *m)
+{
+    return atomic_load_explicit(m->compose_pending, memory_order_acquire) != 0;
+}
+
+/* The merge of a BOOL out-parameter: each child answers as if it were alone (from the
+ * incoming value); the answer is TRUE only if every child's is. */
+#define MERGE_WALK(m, N, out, ...)                                                            \
+    do {                                                                                      \
+        const struct clrmux_route *r = ROUTE(m, N);                                           \
+        const BOOL incoming = result;                                                         \
+        for (uint32_t i = 0; i < r->n; i++) {                                                 \
+            BOOL mine = incoming;                                                             \
+            r->e[i].cb->lpVtbl->N(r->e[i].cb, __VA_ARGS__, &mine);                            \
+            if (!mine)                                                                        \
+                result = FALSE;                                                               \
+        }                                                                                     \
+    } while (0)
+
+static __attribute__((noinline)) HRESULT jit_inlining_walk(struct clrmux_mux *m, FunctionID callerId,
+                                                           FunctionID calleeId, BOOL *pfShouldInline)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
-    struct clrmux_mux *m = impl(This);
     BOOL result = pfShouldInline ? *pfShouldInline : TRUE;
-    const BOOL incoming = result;
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if (!child_live(c, 1) || !clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
-            continue;
-        BOOL mine = incoming; /* each child answers as if it were alone */
-        c->cb->lpVtbl->JITInlining(c->cb, callerId, calleeId, &mine);
-        if (!mine)
-            result = FALSE; /* inline only if every child allows it */
-    }
+    MERGE_WALK(m, JITInlining, result, callerId, calleeId); /* inline only if every child allows it */
     if (result && !clrmux_compose_may_inline(m, calleeId))
         result = FALSE; /* its ReJIT request is held back until its first compilation */
     if (pfShouldInline)
@@ -310,22 +350,27 @@ static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, F
     return S_OK;
 }
 
-static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID functionId,
-                                                                    BOOL *pbUseCachedFunction)
+/* One subscriber that never detaches and nothing held back: the child answers the runtime. */
+GEN_ONE(JITInlining, (, FunctionID callerId, FunctionID calleeId, BOOL *pfShouldInline), (, callerId, calleeId, pfShouldInline), jit_inlining_walk)
+
+static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
+                                                 FunctionID calleeId, BOOL *pfShouldInline)
+{
+    struct clrmux_mux *m = impl(This);
+    ICorProfilerCallback11 *one = DIRECT(m, JITInlining);
+    if (__builtin_expect(one != NULL && !compose_busy(m), 1))
+        return one->lpVtbl->JITInlining(one, callerId, calleeId, pfShouldInline);
+    if (ROUTE(m, JITInlining)->n == 1 && !compose_busy(m))
+        return mux_one_JITInlining(m, callerId, calleeId, pfShouldInline);
+    return jit_inlining_walk(m, callerId, calleeId, pfShouldInline);
+}
+
+static __attribute__((noinline)) HRESULT cache_search_walk(struct clrmux_mux *m, FunctionID functionId,
+                                                           BOOL *pbUseCachedFunction)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
-    struct clrmux_mux *m = impl(This);
     BOOL result = pbUseCachedFunction ? *pbUseCachedFunction : TRUE;
-    const BOOL incoming = result;
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if (!child_live(c, 1) || !clrmux_route_match(c, COR_PRF_MONITOR_CACHE_SEARCHES, 0))
-            continue;
-        BOOL mine = incoming;
-        c->cb->lpVtbl->JITCachedFunctionSearchStarted(c->cb, functionId, &mine);
-        if (!mine)
-            result = FALSE; /* use precompiled code only if every child agrees */
-    }
+    MERGE_WALK(m, JITCachedFunctionSearchStarted, result, functionId); /* precompiled code only if every child agrees */
     if (result && !clrmux_compose_cache_search(m, functionId))
         result = FALSE; /* a held-back ReJIT waits for this method's first JIT compilation */
     if (pbUseCachedFunction)
@@ -334,36 +379,73 @@ static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfiler
     return S_OK;
 }
 
+GEN_ONE(JITCachedFunctionSearchStarted, (, FunctionID functionId, BOOL *pbUseCachedFunction), (, functionId, pbUseCachedFunction), cache_search_walk)
+
+static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                                    BOOL *pbUseCachedFunction)
+{
+    struct clrmux_mux *m = impl(This);
+    ICorProfilerCallback11 *one = DIRECT(m, JITCachedFunctionSearchStarted);
+    if (__builtin_expect(one != NULL && !compose_busy(m), 1))
+        return one->lpVtbl->JITCachedFunctionSearchStarted(one, functionId, pbUseCachedFunction);
+    if (ROUTE(m, JITCachedFunctionSearchStarted)->n == 1 && !compose_busy(m))
+        return mux_one_JITCachedFunctionSearchStarted(m, functionId, pbUseCachedFunction);
+    return cache_search_walk(m, functionId, pbUseCachedFunction);
+}
+
 /* ---- JIT compilation: routed by mask; held-back ReJIT requests are made at the end ----- */
 
-static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
-                                                           BOOL fIsSafeToBlock)
+static __attribute__((noinline)) HRESULT jit_started_walk(struct clrmux_mux *m, FunctionID functionId,
+                                                          BOOL fIsSafeToBlock)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
-    struct clrmux_mux *m = impl(This);
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if (child_live(c, 1) && clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
-            c->cb->lpVtbl->JITCompilationStarted(c->cb, functionId, fIsSafeToBlock);
-    }
+    const struct clrmux_route *r = ROUTE(m, JITCompilationStarted);
+    for (uint32_t i = 0; i < r->n; i++)
+        r->e[i].cb->lpVtbl->JITCompilationStarted(r->e[i].cb, functionId, fIsSafeToBlock);
     clrmux_compose_jit_started(m, functionId); /* after the JIT-time children: held-back owners */
     clrmux_evac_leave(t_);
     return S_OK;
 }
 
-static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
-                                                            HRESULT hrStatus, BOOL fIsSafeToBlock)
+GEN_ONE(JITCompilationStarted, (, FunctionID functionId, BOOL fIsSafeToBlock), (, functionId, fIsSafeToBlock), jit_started_walk)
+
+static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                           BOOL fIsSafeToBlock)
+{
+    struct clrmux_mux *m = impl(This);
+    ICorProfilerCallback11 *one = DIRECT(m, JITCompilationStarted);
+    if (__builtin_expect(one != NULL && !compose_busy(m), 1))
+        return one->lpVtbl->JITCompilationStarted(one, functionId, fIsSafeToBlock);
+    if (ROUTE(m, JITCompilationStarted)->n == 1 && !compose_busy(m))
+        return mux_one_JITCompilationStarted(m, functionId, fIsSafeToBlock);
+    return jit_started_walk(m, functionId, fIsSafeToBlock);
+}
+
+static __attribute__((noinline)) HRESULT jit_finished_walk(struct clrmux_mux *m, FunctionID functionId,
+                                                           HRESULT hrStatus, BOOL fIsSafeToBlock)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
-    struct clrmux_mux *m = impl(This);
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if (child_live(c, 1) && clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
-            c->cb->lpVtbl->JITCompilationFinished(c->cb, functionId, hrStatus, fIsSafeToBlock);
-    }
+    const struct clrmux_route *r = ROUTE(m, JITCompilationFinished);
+    for (uint32_t i = 0; i < r->n; i++)
+        r->e[i].cb->lpVtbl->JITCompilationFinished(r->e[i].cb, functionId, hrStatus, fIsSafeToBlock);
     clrmux_compose_jit_finished(m, functionId);
     clrmux_evac_leave(t_);
     return S_OK;
+}
+
+/* (a request held back while the child ran is made by JITCompilationFinished's walk) */
+GEN_ONE(JITCompilationFinished, (, FunctionID functionId, HRESULT hrStatus, BOOL fIsSafeToBlock), (, functionId, hrStatus, fIsSafeToBlock), jit_finished_walk)
+
+static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
+                                                            HRESULT hrStatus, BOOL fIsSafeToBlock)
+{
+    struct clrmux_mux *m = impl(This);
+    ICorProfilerCallback11 *one = DIRECT(m, JITCompilationFinished);
+    if (__builtin_expect(one != NULL && !compose_busy(m), 1))
+        return one->lpVtbl->JITCompilationFinished(one, functionId, hrStatus, fIsSafeToBlock);
+    if (ROUTE(m, JITCompilationFinished)->n == 1 && !compose_busy(m))
+        return mux_one_JITCompilationFinished(m, functionId, hrStatus, fIsSafeToBlock);
+    return jit_finished_walk(m, functionId, hrStatus, fIsSafeToBlock);
 }
 
 /* ---- ReJIT: only the children that asked for ReJIT of the method ---------------------- */
@@ -378,20 +460,23 @@ static uint64_t owners_of_function(struct clrmux_mux *m, FunctionID fid)
     return clrmux_compose_owners(m, mod, tok);
 }
 
-#define FOR_OWNERS(m, owners, c)                                                 \
-    for (int i_ = 0; i_ < (m)->nchildren; i_++)                                  \
-        for (struct clrmux_child *c = &(m)->children[i_]; c; c = NULL)           \
-            if (((owners) >> (i_ & 63) & 1) && child_live(c, 4))
+/* The entries of route N (its subscribers, see dispatch.c) that own the method. */
+#define FOR_OWNERS(m, N, owners, cb)                                                       \
+    for (const struct clrmux_route *r_ = ROUTE(m, N); r_; r_ = NULL)                       \
+        for (uint32_t i_ = 0; i_ < r_->n; i_++)                                            \
+            for (ICorProfilerCallback11 *cb = r_->e[i_].cb; cb; cb = NULL)                  \
+                if ((owners) >> (r_->e[i_].child->index & 63) & 1)
 
 static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                              ReJITID rejitId, BOOL fIsSafeToBlock)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
-    uint64_t owners = owners_of_function(m, functionId);
-    /* the runtime raises these only for a profiler that monitors JIT compilation */
-    FOR_OWNERS(m, owners, c) if (clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
-        c->cb->lpVtbl->ReJITCompilationStarted(c->cb, functionId, rejitId, fIsSafeToBlock);
+    if (ROUTE(m, ReJITCompilationStarted)->n) {
+        uint64_t owners = owners_of_function(m, functionId);
+        FOR_OWNERS(m, ReJITCompilationStarted, owners, cb)
+            cb->lpVtbl->ReJITCompilationStarted(cb, functionId, rejitId, fIsSafeToBlock);
+    }
     clrmux_evac_leave(t_);
     return S_OK;
 }
@@ -410,9 +495,11 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationFinished(ICorProfilerCallba
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
-    uint64_t owners = owners_of_function(m, functionId);
-    FOR_OWNERS(m, owners, c) if (clrmux_route_match(c, COR_PRF_MONITOR_JIT_COMPILATION, 0))
-        c->cb->lpVtbl->ReJITCompilationFinished(c->cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
+    if (ROUTE(m, ReJITCompilationFinished)->n) {
+        uint64_t owners = owners_of_function(m, functionId);
+        FOR_OWNERS(m, ReJITCompilationFinished, owners, cb)
+            cb->lpVtbl->ReJITCompilationFinished(cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
+    }
     clrmux_evac_leave(t_);
     return S_OK;
 }
@@ -423,7 +510,7 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITError(ICorProfilerCallback11 *This, Mo
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     uint64_t owners = clrmux_compose_owners(m, moduleId, methodId);
-    FOR_OWNERS(m, owners, c) c->cb->lpVtbl->ReJITError(c->cb, moduleId, methodId, functionId, hrStatus);
+    FOR_OWNERS(m, ReJITError, owners, cb) cb->lpVtbl->ReJITError(cb, moduleId, methodId, functionId, hrStatus);
     clrmux_evac_leave(t_);
     return S_OK;
 }
@@ -459,6 +546,9 @@ struct clrmux_mux *clrmux_mux_create(void)
     }
     m->iface.lpVtbl = &mux_vtbl;
     atomic_store(&m->refs, 1);
+    for (int i = 0; i < CLRMUX_NROUTES; i++)
+        atomic_init(&m->routes[i], &clrmux_route_empty);
+    m->compose_pending = clrmux_compose_pending(m->compose);
     pthread_mutex_init(&m->mask_lock, NULL);
     m->cfg.log_level = -1;
     if (!clrmux_the_mux) /* a nested instance never replaces the first (CreateInstance runs on one thread) */
@@ -524,6 +614,7 @@ HRESULT clrmux_set_child_mask(struct clrmux_mux *m, struct clrmux_child *child, 
         if (SUCCEEDED(hr)) {
             atomic_store(&child->mask_low, low);
             atomic_store(&child->mask_high, high);
+            clrmux_dispatch_rebuild(m);
             LOG_DEBUG("child '%s': event mask low=0x%08X high=0x%08X (union low=0x%08X high=0x%08X)", child->name,
                       (unsigned)low, (unsigned)high, (unsigned)m->applied_low, (unsigned)m->applied_high);
         } else {
@@ -541,6 +632,7 @@ HRESULT clrmux_apply_union(struct clrmux_mux *m)
     DWORD ul, uh;
     union_masks(m, NULL, &ul, &uh);
     HRESULT hr = set_runtime_mask(m, ul, uh);
+    clrmux_dispatch_rebuild(m); /* e.g. a child left: its routes go */
     pthread_mutex_unlock(&m->mask_lock);
     return hr;
 }

@@ -5,8 +5,8 @@
  *                                              \-> forwards everything else to the runtime
  *
  * Threads: the child array is written only during the mux's Initialize and is read-only
- * afterwards; each child's mask is an atomic read on the callback path, which takes no
- * lock. Mask changes are serialised by mux->mask_lock. */
+ * afterwards. The callback path reads each callback's route (dispatch.h: the children that
+ * receive it), rebuilt under mux->mask_lock, which serialises mask changes; it takes no lock. */
 #ifndef CLRMUX_MUX_H
 #define CLRMUX_MUX_H
 
@@ -17,6 +17,7 @@
 #include "loader/compose.h"
 #include "loader/config.h"
 #include "loader/detach.h"
+#include "loader/dispatch.h"
 #include "loader/runtime_version.h"
 
 struct clrmux_mux;
@@ -48,6 +49,13 @@ struct clrmux_child {
 struct clrmux_mux {
     ICorProfilerCallback11 iface;
     _Atomic LONG refs;
+    /* each callback's subscribers (dispatch.h): written under mask_lock, read with one
+     * acquire load per callback; never NULL (clrmux_route_empty) */
+    _Atomic(const struct clrmux_route *) routes[CLRMUX_NROUTES];
+    /* routes[i]->one, one load nearer: the callback's only subscriber when it never detaches */
+    _Atomic(ICorProfilerCallback11 *) direct[CLRMUX_NROUTES];
+    struct clrmux_route *route_pool; /* every route ever built (interned; under mask_lock) */
+    const _Atomic int *compose_pending; /* held-back ReJIT requests (compose.c): non-zero sends JIT callbacks the long way */
     ICorProfilerInfo15 *info; /* the runtime's Info, highest version answered */
     int info_version;         /* 0 until Initialize; 1..15 */
     int runtime_major;        /* the runtime's major version (runtime_version.h); 0 = unknown */

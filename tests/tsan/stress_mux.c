@@ -18,6 +18,9 @@
 struct sc {
     ICorProfilerCallback11 iface;
     _Atomic unsigned long calls, ep_events;
+    _Atomic unsigned long threads, exceptions; /* ThreadCreated, ExceptionThrown: routes rebuilt as masks toggle */
+    _Atomic int detached;                      /* its ProfilerDetachSucceeded came */
+    _Atomic unsigned long late;                /* callbacks after that (must stay 0) */
 };
 static struct sc *sc_of(ICorProfilerCallback11 *i) { return (struct sc *)i; }
 
@@ -27,6 +30,8 @@ static struct sc *sc_of(ICorProfilerCallback11 *i) { return (struct sc *)i; }
     static HRESULT STDMETHODCALLTYPE scg_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
     {                                                                                  \
         atomic_fetch_add(&sc_of(This)->calls, 1);                                      \
+        if (atomic_load(&sc_of(This)->detached))                                       \
+            atomic_fetch_add(&sc_of(This)->late, 1);                                   \
         return S_OK;                                                                   \
     }
 CLRMUX_METHODS_ICorProfilerCallback(SC_FN, x)
@@ -61,8 +66,31 @@ static HRESULT STDMETHODCALLTYPE scg_QueryInterface(ICorProfilerCallback11 *This
 static ULONG STDMETHODCALLTYPE scg_AddRef(ICorProfilerCallback11 *This) { return 2; }
 static ULONG STDMETHODCALLTYPE scg_Release(ICorProfilerCallback11 *This) { return 1; }
 #pragma GCC diagnostic pop
+static HRESULT STDMETHODCALLTYPE sc_ThreadCreated(ICorProfilerCallback11 *This, ThreadID t)
+{
+    atomic_fetch_add(&sc_of(This)->threads, 1);
+    return scg_ThreadCreated(This, t);
+}
+static HRESULT STDMETHODCALLTYPE sc_ExceptionThrown(ICorProfilerCallback11 *This, ObjectID o)
+{
+    atomic_fetch_add(&sc_of(This)->exceptions, 1);
+    return scg_ExceptionThrown(This, o);
+}
+static HRESULT STDMETHODCALLTYPE sc_ProfilerDetachSucceeded(ICorProfilerCallback11 *This)
+{
+    atomic_store(&sc_of(This)->detached, 1);
+    return S_OK;
+}
 #define SC_VT(I, D, R, N, P, A, ROUTE) .N = scg_##N,
-static const ICorProfilerCallback11Vtbl sc_vtbl = {CLRMUX_ALL_ICorProfilerCallback11(SC_VT, x)};
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+static const ICorProfilerCallback11Vtbl sc_vtbl = {
+    CLRMUX_ALL_ICorProfilerCallback11(SC_VT, x)
+    .ThreadCreated = sc_ThreadCreated,
+    .ExceptionThrown = sc_ExceptionThrown,
+    .ProfilerDetachSucceeded = sc_ProfilerDetachSucceeded,
+};
+#pragma GCC diagnostic pop
 
 /* ---- the stress -------------------------------------------------------------------------- */
 #define NCHILD 3
@@ -83,6 +111,10 @@ static void *callbacks(void *arg)
     while (!atomic_load(&g_stop)) {
         k++;
         cb->lpVtbl->ModuleLoadFinished(cb, 0x7000 + (k & 7), S_OK);
+        /* routed through tables the masks thread keeps rebuilding (and the detach) */
+        cb->lpVtbl->ThreadCreated(cb, (ThreadID)k);
+        cb->lpVtbl->ExceptionThrown(cb, (ObjectID)k);
+        cb->lpVtbl->ThreadDestroyed(cb, (ThreadID)k);
         cb->lpVtbl->JITCompilationStarted(cb, 0x100 + (k & 3), TRUE);
         cb->lpVtbl->JITCompilationFinished(cb, 0x100 + (k & 3), S_OK, TRUE);
         BOOL inl = TRUE, cached = TRUE;
@@ -228,9 +260,18 @@ int main(void)
     int sessions = g_rt.sessions_started; /* runtime sessions clrmux started for the views */
     printf("stress_mux: %ld ms, %d children: %lu callbacks and %lu EventPipe events delivered, %d sessions, "
            "%d mask changes accepted by the runtime\n", ms, NCHILD, calls, ep, sessions, g_rt.set_mask_accepted);
-    int ok = calls > 0 && ep > 0 && sessions > 0 && detached;
+    unsigned long threads = atomic_load(&g_sc[1].threads), exceptions = atomic_load(&g_sc[2].exceptions);
+    unsigned long strays = atomic_load(&g_sc[0].threads) + atomic_load(&g_sc[0].exceptions) +
+                           atomic_load(&g_sc[1].exceptions) + atomic_load(&g_sc[2].threads);
+    unsigned long late = atomic_load(&g_sc[NCHILD].late);
+    printf("stress_mux: dispatch tables: %lu ThreadCreated and %lu ExceptionThrown reached the children that toggle "
+           "them, %lu reached one that never asked, %lu reached the detached child after its ProfilerDetachSucceeded\n",
+           threads, exceptions, strays, late);
+    int ok = calls > 0 && ep > 0 && sessions > 0 && detached && threads > 0 && exceptions > 0 && strays == 0 &&
+             late == 0 && atomic_load(&g_sc[NCHILD].threads) > 0;
     printf("%s - the mux under ThreadSanitizer: no data race, callbacks delivered, a child detached under load "
-           "(ReJIT requests, reverts and held-back requests going on)\n", ok ? "ok  " : "FAIL");
+           "(ReJIT requests, reverts and held-back requests going on), dispatch tables rebuilt while callbacks "
+           "run\n", ok ? "ok  " : "FAIL");
     fake_mux_free(g_m);
     return ok ? 0 : 1;
 }

@@ -804,6 +804,7 @@ static inline void fake_mux_end_init(struct clrmux_mux *m)
     clrmux_elt_install(m); /* as mux_Initialize does after the children's Initialize */
     clrmux_ep_commit(m);
     atomic_store(&m->initializing, 0);
+    clrmux_dispatch_update(m); /* as mux_Initialize does: immutable flags are fixed now */
 }
 
 /* The mux's own callback interface (what the runtime calls). */
@@ -824,6 +825,7 @@ static inline void fake_mux_free(struct clrmux_mux *m)
         clrmux_the_mux = NULL;
     clrmux_config_free(&m->cfg);
     clrmux_elt_free(m);
+    clrmux_dispatch_free(m);
     pthread_mutex_destroy(&m->mask_lock);
     clrmux_ep_free(m);
     free(m->children);

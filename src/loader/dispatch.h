@@ -1,0 +1,76 @@
+/* Dispatch tables: for each ICorProfilerCallback method, the children that receive it.
+ *
+ * A route is the array of a callback's subscribers (live children that answered the method's
+ * interface version and whose own mask asks for it, in loader.conf order). Every route of a
+ * mux is rebuilt under mux->mask_lock whenever a child's mask, activity (Initialize failed,
+ * detach) or detachability changes, and each route that changed is published with one
+ * release store of its pointer in mux->routes[] (and of its `one` in mux->direct[]). The callback path is one acquire load, a
+ * loop over the subscribers and each child's call: a child that did not ask for a callback
+ * is not in its route and costs nothing.
+ *
+ * Direct routes: a route with exactly one subscriber that can never detach (see
+ * clrmux_dispatch_rebuild) has `one` set, also published in mux->direct[]; the mux then
+ * loads that pointer and calls the child as a tail call
+ * without counting itself in for detach evacuation (detach.h), so the child's HRESULT reaches
+ * the runtime as it would alone. Any other route is walked inside clrmux_evac_enter/leave.
+ *
+ * Lifetime: routes are interned per mux (one object per distinct subscriber set and `one`
+ * flag) and never freed while the mux lives, so a callback may hold a route it loaded for
+ * as long as it likes. A rebuild that yields an existing set reuses its object: memory is
+ * bounded by the distinct subscriber sets a process ever routes (typically a handful; at most
+ * 2 per subset of children), not by the number of mask changes. */
+#ifndef CLRMUX_DISPATCH_H
+#define CLRMUX_DISPATCH_H
+
+#include <stdint.h>
+
+#include "clrmux/corprof.h"
+#include "loader/versions.h"
+
+struct clrmux_mux;
+struct clrmux_child;
+
+/* Route ids: CLRMUX_ROUTE_<Method> for every method of ICorProfilerCallback11 (with IUnknown's). */
+enum clrmux_route_id {
+#define CLRMUX_ROUTE_ID(I, D, R, N, P, A, ROUTE) CLRMUX_ROUTE_##N,
+    CLRMUX_ALL_ICorProfilerCallback11(CLRMUX_ROUTE_ID, x)
+#undef CLRMUX_ROUTE_ID
+    CLRMUX_NROUTES
+};
+
+struct clrmux_route_entry {
+    ICorProfilerCallback11 *cb;   /* the child's callback interface */
+    struct clrmux_child *child;   /* for ownership filters (ReJIT) */
+};
+
+struct clrmux_route {
+    /* the only subscriber, when it can never detach: called directly (tail call, not counted
+     * for evacuation); NULL otherwise */
+    ICorProfilerCallback11 *one;
+    uint32_t n;                   /* subscribers in e[] */
+    uint64_t set;                 /* bit per child index */
+    struct clrmux_route *next;    /* the mux's intern list */
+    struct clrmux_route_entry e[];
+};
+
+/* The route with no subscriber (every route of a mux before its first rebuild). */
+extern const struct clrmux_route clrmux_route_empty;
+
+/* Recomputes every route of `mux` from its children and publishes those that changed. The
+ * caller holds mux->mask_lock. A child is a route's subscriber when it is active, answered
+ * the method's interface version and its own mask has one of the route's bits (ALL routes:
+ * every active child of that version; REJIT routes: JIT compilation monitors, ReJITError:
+ * every child answering ICorProfilerCallback4). A child can never detach (so a route whose
+ * only subscriber it is may be direct) when the runtime would refuse its detach for good:
+ * it lacks ICorProfilerCallback3, or after Initialize its mask holds an immutable flag, or it
+ * set IL at JIT time or requested ReJIT. On OOM the old routes stay (logged). */
+void clrmux_dispatch_rebuild(struct clrmux_mux *mux);
+
+/* clrmux_dispatch_rebuild under mux->mask_lock (e.g. after Initialize, when immutable flags
+ * are fixed and more routes may become direct). */
+void clrmux_dispatch_update(struct clrmux_mux *mux);
+
+/* Frees every route of a mux that no thread uses any more (tests; the live mux is never freed). */
+void clrmux_dispatch_free(struct clrmux_mux *mux);
+
+#endif

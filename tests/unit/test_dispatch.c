@@ -1,0 +1,246 @@
+/* Dispatch tables (src/loader/dispatch.c) against the fake runtime: each callback's route
+ * holds exactly its subscribers, is rebuilt when a child's mask changes or a child detaches
+ * or fails, a child that did not ask gets nothing, routes are interned (a mask toggled back
+ * reuses the earlier route object), and only a sole subscriber that can never detach is
+ * called directly (without evacuation counting). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "common/log.h"
+#include "fake_runtime.h"
+
+static const struct clrmux_route *route(struct clrmux_mux *m, enum clrmux_route_id id)
+{
+    return atomic_load(&m->routes[id]);
+}
+
+static ICorProfilerCallback11 *direct(struct clrmux_mux *m, enum clrmux_route_id id)
+{
+    return atomic_load(&m->direct[id]);
+}
+
+static HRESULT set_mask(struct clrmux_child *c, DWORD low, DWORD high)
+{
+    ICorProfilerInfo15 *p = fake_child_info(c);
+    return p->lpVtbl->SetEventMask2(p, low, high);
+}
+
+static void test_table_rebuilt_on_set_event_mask(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child a, b;
+    fake_child_init(&a, 11, COR_PRF_MONITOR_THREADS, 0);
+    fake_child_init(&b, 11, COR_PRF_MONITOR_MODULE_LOADS, 0);
+    struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
+    struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
+    fake_mux_end_init(m);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+
+    const struct clrmux_route *r1 = route(m, CLRMUX_ROUTE_ThreadCreated);
+    assert_int_equal(r1->n, 1);
+    assert_ptr_equal(r1->e[0].child, ca);
+    assert_int_equal(route(m, CLRMUX_ROUTE_ModuleLoadFinished)->n, 1);
+    assert_ptr_equal(route(m, CLRMUX_ROUTE_ModuleLoadFinished)->e[0].child, cb);
+    assert_int_equal(route(m, CLRMUX_ROUTE_GarbageCollectionStarted)->n, 0);
+    mux->lpVtbl->ThreadCreated(mux, 1);
+    assert_int_equal(FC_CALLS(&a, ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(&b, ThreadCreated), 0);
+
+    /* b asks for threads too: a new table, both receive */
+    assert_int_equal(set_mask(cb, COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_MONITOR_THREADS, 0), S_OK);
+    const struct clrmux_route *r2 = route(m, CLRMUX_ROUTE_ThreadCreated);
+    assert_ptr_not_equal(r2, r1);
+    assert_int_equal(r2->n, 2);
+    assert_ptr_equal(r2->e[0].child, ca); /* loader.conf order */
+    assert_ptr_equal(r2->e[1].child, cb);
+    assert_ptr_equal(route(m, CLRMUX_ROUTE_ThreadDestroyed), r2); /* same subscribers: one object */
+    mux->lpVtbl->ThreadCreated(mux, 2);
+    assert_int_equal(FC_CALLS(&a, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(&b, ThreadCreated), 1);
+
+    /* a leaves threads: only b */
+    assert_int_equal(set_mask(ca, 0, 0), S_OK);
+    const struct clrmux_route *r3 = route(m, CLRMUX_ROUTE_ThreadCreated);
+    assert_int_equal(r3->n, 1);
+    assert_ptr_equal(r3->e[0].child, cb);
+    mux->lpVtbl->ThreadCreated(mux, 3);
+    mux->lpVtbl->ThreadDestroyed(mux, 3);
+    assert_int_equal(FC_CALLS(&a, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(&a, ThreadDestroyed), 0);
+    assert_int_equal(FC_CALLS(&b, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(&b, ThreadDestroyed), 1);
+
+    /* toggled back: the interned tables are reused, nothing new is built */
+    assert_int_equal(set_mask(ca, COR_PRF_MONITOR_THREADS, 0), S_OK);
+    assert_ptr_equal(route(m, CLRMUX_ROUTE_ThreadCreated), r2);
+    assert_int_equal(set_mask(ca, 0, 0), S_OK);
+    assert_ptr_equal(route(m, CLRMUX_ROUTE_ThreadCreated), r3);
+    int pooled = 0;
+    for (struct clrmux_route *r = m->route_pool; r; r = r->next)
+        pooled++;
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(set_mask(ca, i & 1 ? COR_PRF_MONITOR_THREADS : 0, 0), S_OK);
+        assert_int_equal(set_mask(cb, COR_PRF_MONITOR_MODULE_LOADS | (i & 2 ? COR_PRF_MONITOR_THREADS : 0), 0), S_OK);
+    }
+    int after = 0;
+    for (struct clrmux_route *r = m->route_pool; r; r = r->next)
+        after++;
+    assert_true(after <= pooled + 1); /* at most the one set not seen before ({a} alone after b left) */
+    mux->lpVtbl->Shutdown(mux);
+    fake_mux_free(m);
+}
+
+static void test_unsubscribed_child_gets_nothing(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    fake_runtime_add_function(&rt, 0x500, 0x7000, 0x06000001);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child k[4];
+    fake_child_init(&k[0], 11, 0, 0);
+    fake_child_init(&k[1], 11, COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_JIT_COMPILATION, 0);
+    fake_child_init(&k[2], 11, 0, 0);
+    fake_child_init(&k[3], 11, 0, 0);
+    struct clrmux_child *c[4];
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "k%d", i);
+        c[i] = fake_mux_add_child(m, &k[i], name);
+    }
+    fake_mux_end_init(m);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    for (int id = 0; id < CLRMUX_NROUTES; id++) {
+        const struct clrmux_route *r = route(m, (enum clrmux_route_id)id);
+        for (uint32_t i = 0; i < r->n; i++)
+            if (id != CLRMUX_ROUTE_ProfilerAttachComplete && id != CLRMUX_ROUTE_ReJITError)
+                assert_ptr_equal(r->e[i].child, c[1]); /* the only subscriber anywhere */
+    }
+    for (int i = 0; i < 50; i++) {
+        mux->lpVtbl->ThreadCreated(mux, (ThreadID)i);
+        BOOL inl = TRUE;
+        mux->lpVtbl->JITInlining(mux, 0x500, 0x501, &inl);
+        assert_true(inl);
+        mux->lpVtbl->JITCompilationStarted(mux, 0x500, TRUE);
+        mux->lpVtbl->JITCompilationFinished(mux, 0x500, S_OK, TRUE);
+        mux->lpVtbl->ModuleLoadFinished(mux, 0x7000, S_OK);
+        mux->lpVtbl->ExceptionThrown(mux, 0x1234);
+    }
+    assert_int_equal(FC_CALLS(&k[1], ThreadCreated), 50);
+    assert_int_equal(FC_CALLS(&k[1], JITInlining), 50);
+    assert_int_equal(FC_CALLS(&k[1], JITCompilationStarted), 50);
+    assert_int_equal(FC_CALLS(&k[1], JITCompilationFinished), 50);
+    assert_int_equal(fake_child_total_calls(&k[1]), 200);
+    assert_int_equal(fake_child_total_calls(&k[0]) + fake_child_total_calls(&k[2]) + fake_child_total_calls(&k[3]), 0);
+    mux->lpVtbl->Shutdown(mux);
+    fake_mux_free(m);
+}
+
+static void wait_for(const unsigned long *counter, unsigned long want)
+{
+    for (int i = 0; i < 2000 && __atomic_load_n(counter, __ATOMIC_ACQUIRE) < want; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void test_table_rebuilt_on_detach(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child a, b;
+    fake_child_init(&a, 11, COR_PRF_MONITOR_THREADS | COR_PRF_ENABLE_OBJECT_ALLOCATED, 0); /* never detaches */
+    fake_child_init(&b, 11, COR_PRF_MONITOR_THREADS, 0);
+    struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
+    struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
+    fake_mux_end_init(m);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    assert_int_equal(route(m, CLRMUX_ROUTE_ThreadCreated)->n, 2);
+    assert_null(direct(m, CLRMUX_ROUTE_ThreadCreated));
+    assert_int_equal(route(m, CLRMUX_ROUTE_ProfilerAttachComplete)->n, 2);
+    mux->lpVtbl->ThreadCreated(mux, 1);
+    assert_int_equal(FC_CALLS(&b, ThreadCreated), 1);
+
+    ICorProfilerInfo15 *pb = fake_child_info(cb);
+    assert_int_equal(pb->lpVtbl->RequestProfilerDetach(pb, 100), S_OK);
+    /* the tables are rebuilt before the request returns: b is in no route any more, and a
+     * (whose immutable flag means it can never detach) is now called directly */
+    const struct clrmux_route *r = route(m, CLRMUX_ROUTE_ThreadCreated);
+    assert_int_equal(r->n, 1);
+    assert_ptr_equal(r->e[0].child, ca);
+    assert_ptr_equal(direct(m, CLRMUX_ROUTE_ThreadCreated), ca->cb);
+    assert_int_equal(route(m, CLRMUX_ROUTE_ProfilerAttachComplete)->n, 1);
+    mux->lpVtbl->ThreadCreated(mux, 2);
+    mux->lpVtbl->ProfilerAttachComplete(mux);
+    assert_int_equal(FC_CALLS(&b, ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(&b, ProfilerAttachComplete), 0);
+    assert_int_equal(FC_CALLS(&a, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(&a, ProfilerAttachComplete), 1);
+    wait_for(&b.counts[FC_ProfilerDetachSucceeded], 1);
+    assert_int_equal(FC_CALLS(&b, ProfilerDetachSucceeded), 1);
+    mux->lpVtbl->Shutdown(mux);
+    assert_int_equal(FC_CALLS(&b, Shutdown), 0);
+    fake_mux_free(m);
+}
+
+static void test_direct_only_for_children_that_never_detach(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child imm, old, plain;
+    fake_child_init(&imm, 11, COR_PRF_MONITOR_THREADS | COR_PRF_ENABLE_OBJECT_ALLOCATED, 0);
+    fake_child_init(&old, 2, COR_PRF_MONITOR_MODULE_LOADS, 0); /* no ICorProfilerCallback3: cannot detach */
+    fake_child_init(&plain, 11, COR_PRF_MONITOR_EXCEPTIONS, 0);
+    struct clrmux_child *ci = fake_mux_add_child(m, &imm, "imm");
+    struct clrmux_child *co = fake_mux_add_child(m, &old, "old");
+    fake_mux_add_child(m, &plain, "plain");
+    /* during Initialize an immutable flag may still go: not direct yet */
+    assert_null(direct(m, CLRMUX_ROUTE_ThreadCreated));
+    assert_int_equal(route(m, CLRMUX_ROUTE_ThreadCreated)->n, 1);
+    assert_ptr_equal(direct(m, CLRMUX_ROUTE_ModuleLoadFinished), co->cb);
+    fake_mux_end_init(m);
+    assert_ptr_equal(direct(m, CLRMUX_ROUTE_ThreadCreated), ci->cb);
+    assert_ptr_equal(direct(m, CLRMUX_ROUTE_ModuleLoadFinished), co->cb);
+    /* a child that may still detach is counted in: no direct route */
+    assert_null(direct(m, CLRMUX_ROUTE_ExceptionThrown));
+    assert_int_equal(route(m, CLRMUX_ROUTE_ExceptionThrown)->n, 1);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    mux->lpVtbl->ThreadCreated(mux, 1);
+    mux->lpVtbl->ModuleLoadFinished(mux, 0x7000, S_OK);
+    mux->lpVtbl->ExceptionThrown(mux, 0x1234);
+    assert_int_equal(FC_CALLS(&imm, ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(&old, ModuleLoadFinished), 1);
+    assert_int_equal(FC_CALLS(&plain, ExceptionThrown), 1);
+    assert_int_equal(fake_child_total_calls(&imm) + fake_child_total_calls(&old) + fake_child_total_calls(&plain), 3);
+    /* two subscribers: never direct */
+    assert_int_equal(set_mask(co, COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_MONITOR_THREADS, 0), S_OK);
+    assert_null(direct(m, CLRMUX_ROUTE_ThreadCreated));
+    mux->lpVtbl->ThreadCreated(mux, 2);
+    assert_int_equal(FC_CALLS(&imm, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(&old, ThreadCreated), 1);
+    mux->lpVtbl->Shutdown(mux);
+    fake_mux_free(m);
+}
+
+int main(void)
+{
+    if (!getenv("CLRMUX_TEST_VERBOSE"))
+        clrmux_log_set_level(CLRMUX_LOG_ERROR);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_rebuilt_on_set_event_mask),
+        cmocka_unit_test(test_unsubscribed_child_gets_nothing),
+        cmocka_unit_test(test_table_rebuilt_on_detach),
+        cmocka_unit_test(test_direct_only_for_children_that_never_detach),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
