@@ -657,18 +657,7 @@ static void prof_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, in
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->wake_lock);
     }
-    int64_t left_ns = deadline_ns - mono_ns();
-    struct timespec abs;
-    clock_gettime(CLOCK_REALTIME, &abs);
-    if (left_ns > 0) {
-        abs.tv_sec += left_ns / 1000000000;
-        abs.tv_nsec += left_ns % 1000000000;
-        if (abs.tv_nsec >= 1000000000) {
-            abs.tv_sec++;
-            abs.tv_nsec -= 1000000000;
-        }
-    }
-    if (pthread_mutex_timedlock(&p->work_lock, &abs) != 0) {
+    if (clrmux_lastgasp_lock(&p->work_lock, deadline_ns) != 0) {
         LOG_ERROR("profiler '%s': last gasp (%s): the sampler did not finish its tick in time; the current period "
                   "(%.1f s) is lost", p->name, cause, (double)(mono_ns() - p->period_start_mono) / 1e9);
         return;

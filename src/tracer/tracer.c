@@ -1192,18 +1192,7 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
 static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final)
 {
     struct tracer *t = ctx;
-    int64_t left_ns = deadline_ns - clrmux_mono_ns();
-    struct timespec abs;
-    clock_gettime(CLOCK_REALTIME, &abs);
-    if (left_ns > 0) {
-        abs.tv_sec += left_ns / 1000000000;
-        abs.tv_nsec += left_ns % 1000000000;
-        if (abs.tv_nsec >= 1000000000) {
-            abs.tv_sec++;
-            abs.tv_nsec -= 1000000000;
-        }
-    }
-    if (pthread_mutex_timedlock(&t->wr_lock, &abs) != 0) {
+    if (clrmux_lastgasp_lock(&t->wr_lock, deadline_ns) != 0) {
         LOG_ERROR("tracer: last gasp (%s): the export thread did not finish its write in time; the spans not yet "
                   "written (%llu written so far) are lost", cause, (unsigned long long)t->written);
         return;
