@@ -91,6 +91,7 @@ static __thread struct {
     FunctionID outer; /* the thread's outermost managed function; 0: not known */
     int walks;        /* walks tried to learn it */
     int reported;     /* this thread's exception was called unhandled */
+    int outer_catch;  /* a catch block of tls.outer runs (ExceptionCatcherEnter, not yet Leave) */
     struct exc_dispatch d;
     struct exc_dispatch saved[MAX_FILTER_NESTING]; /* the dispatches whose filter runs */
     int nsaved, lost; /* filters entered beyond MAX_FILTER_NESTING */
@@ -158,7 +159,7 @@ int clrmux_unhandled_exception_event(ICorProfilerInfo2 *info, enum clrmux_exc_ev
         if (d->active && !d->first_done) {
             d->last = fid;
             d->n_outer += fid == tls.outer;
-            if (fid && fid == tls.outer && !d->caught)
+            if (fid && fid == tls.outer && !d->caught && tls.outer_catch)
                 return CLRMUX_EXC_AT_OUTERMOST;
         }
         return 0;
@@ -190,6 +191,10 @@ int clrmux_unhandled_exception_event(ICorProfilerInfo2 *info, enum clrmux_exc_ev
         break;
     case CLRMUX_EXC_CATCHER_ENTER:
         d->active = 0;
+        tls.outer_catch = fid && fid == tls.outer;
+        return 0;
+    case CLRMUX_EXC_CATCHER_LEAVE:
+        tls.outer_catch = 0;
         return 0;
     default:
         return 0;

@@ -67,7 +67,8 @@ enum clrmux_exc_event {
     CLRMUX_EXC_FILTER_LEAVE,   /* ExceptionSearchFilterLeave */
     CLRMUX_EXC_CATCHER_FOUND,  /* ExceptionSearchCatcherFound */
     CLRMUX_EXC_UNWIND,         /* ExceptionUnwindFunctionEnter / ExceptionUnwindFunctionLeave */
-    CLRMUX_EXC_CATCHER_ENTER,  /* ExceptionCatcherEnter: the dispatch is over */
+    CLRMUX_EXC_CATCHER_ENTER,  /* ExceptionCatcherEnter(fid): the dispatch is over */
+    CLRMUX_EXC_CATCHER_LEAVE,  /* ExceptionCatcherLeave */
 };
 
 /* What clrmux_unhandled_exception_event found. */
@@ -75,11 +76,12 @@ enum clrmux_exc_finding {
     CLRMUX_EXC_NOTHING = 0,
     CLRMUX_EXC_UNHANDLED = 1,     /* the exception is being dispatched unhandled: the runtime
                                      reports it and aborts once the callback returns */
-    CLRMUX_EXC_AT_OUTERMOST = 2,  /* the first pass entered the thread's outermost function
-                                     without a catcher so far: caught there, or unhandled.
-                                     .NET 10 raises no further exception callback when the
-                                     exception was thrown from a catch block of that very
-                                     frame; only AppContext.OnUnhandledException follows */
+    CLRMUX_EXC_AT_OUTERMOST = 2,  /* an exception thrown while a catch block of the thread's
+                                     outermost function runs (the "throw;" or wrap of Main's
+                                     catch) reached that function in its first pass: caught
+                                     there, or unhandled. .NET 10 then raises no further
+                                     exception callback; only AppContext.OnUnhandledException
+                                     follows */
 };
 
 /* Feeds one exception callback, on the thread that raised it (the state is per thread).

@@ -83,11 +83,11 @@ static HRESULT set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high);
 
 /* .NET 10 raises no exception callback after the first pass enters the thread's outermost
  * frame when the exception was thrown from a catch block of that frame and goes unhandled;
- * the runtime then calls AppContext.OnUnhandledException. While an exception is at that
+ * the runtime then calls AppContext.OnUnhandledException. While such an exception is at that
  * frame, the loader takes the JIT and ReadyToRun-lookup callbacks (mutable flags) and looks
  * for that method's first call (common/unhandled.h); the window closes as soon as the
- * dispatch goes on (caught there, or left). Rare: the exceptions that reach a thread's
- * outermost frame. */
+ * dispatch goes on (caught there, or left). Rare: exceptions thrown from a catch block of
+ * Main (or of a thread's outermost method) that reach it again. */
 #define WINDOW_LOW (COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES)
 static __thread int t_window; /* this thread holds a window open */
 
@@ -154,6 +154,7 @@ WATCHED(ExceptionSearchCatcherFound, CLRMUX_EXC_CATCHER_FOUND, f, (, FunctionID 
 WATCHED(ExceptionUnwindFunctionEnter, CLRMUX_EXC_UNWIND, f, (, FunctionID f), (, f))
 WATCHED(ExceptionUnwindFunctionLeave, CLRMUX_EXC_UNWIND, 0, (), ())
 WATCHED(ExceptionCatcherEnter, CLRMUX_EXC_CATCHER_ENTER, f, (, FunctionID f, ObjectID o), (, f, o))
+WATCHED(ExceptionCatcherLeave, CLRMUX_EXC_CATCHER_LEAVE, 0, (), ())
 
 /* After the children's Initialize: watch when some child registered a last gasp. */
 static void start_watch(struct clrmux_mux *m)
@@ -561,6 +562,7 @@ static const ICorProfilerCallback11Vtbl mux_vtbl = {
     .ExceptionUnwindFunctionEnter = watch_ExceptionUnwindFunctionEnter,
     .ExceptionUnwindFunctionLeave = watch_ExceptionUnwindFunctionLeave,
     .ExceptionCatcherEnter = watch_ExceptionCatcherEnter,
+    .ExceptionCatcherLeave = watch_ExceptionCatcherLeave,
 };
 #pragma GCC diagnostic pop
 
