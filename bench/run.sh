@@ -11,6 +11,8 @@
 #   6. sampler: no profiler vs suspend vs signal sampler vs dotnet-trace's SampleProfiler beside
 #      200 blocked threads: throughput, longest gaps, delivered samples (bench/sampler.sh)
 #   7. elt: ns per enter/leave-hooked call, one ELT child alone vs under clrmux, and three (bench/elt.sh)
+#   8. exceptions: CPU per caught exception with the loader's unhandled-exception watch
+#      (bench/exceptions.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -88,6 +90,10 @@ echo "== 7. enter/leave hooks (bench/elt.sh)"
 bench/elt.sh --summary "$WORK/elt.sum"
 echo
 
+echo "== 8. caught exceptions under the unhandled-exception watch (bench/exceptions.sh)"
+bench/exceptions.sh --summary "$WORK/exc.sum"
+echo
+
 # ---- summary ----------------------------------------------------------------------------------
 get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
 echo "== summary (ratios are clrmux / direct unless stated)"
@@ -119,4 +125,7 @@ if [ -f "$WORK/tracer.sum" ]; then
 fi
 if [ -f "$WORK/elt.sum" ]; then
     cat "$WORK/elt.sum"
+fi
+if [ -f "$WORK/exc.sum" ]; then
+    cat "$WORK/exc.sum"
 fi
