@@ -134,6 +134,7 @@ static int left_outermost(ICorProfilerInfo2 *info)
         return 0;
     if (w.outer != tls.outer) {
         tls.outer = w.outer;
+        tls.d.n_outer = 0; /* the outermost frame comes last: not entered yet */
         return 0;
     }
     return w.outer == tls.d.last && w.count == tls.d.n_outer;
