@@ -13,6 +13,8 @@
 #   7. elt: ns per enter/leave-hooked call, one ELT child alone vs under clrmux, and three (bench/elt.sh)
 #   8. otel: ns per traced call with/without Activity.Current, sample_ratio 1.0 vs 0.01 (bench/otel.sh)
 #   9. notify: ns per callback per extra child, clrmux vs CORECLR_NOTIFICATION_PROFILERS (bench/notify.sh)
+#  10. exceptions: CPU per caught exception with the loader's unhandled-exception watch
+#      (bench/exceptions.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -102,6 +104,10 @@ echo "== 9. clrmux vs the runtime's notification profilers, callback-heavy app (
 bench/notify.sh --summary "$WORK/notify.sum"
 echo
 
+echo "== 10. caught exceptions under the unhandled-exception watch (bench/exceptions.sh)"
+bench/exceptions.sh --summary "$WORK/exc.sum"
+echo
+
 # ---- summary ----------------------------------------------------------------------------------
 get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
 echo "== summary (ratios are clrmux / direct unless stated)"
@@ -137,4 +143,7 @@ if [ -f "$WORK/elt.sum" ]; then
 fi
 if [ -f "$WORK/notify.sum" ]; then
     awk '$2 ~ /^(clrmux|notify)[24]$/ {printf "%s %s: %s ns/callback, %s ns per callback per extra child\n", $1, $2, $4, $5}' "$WORK/notify.sum"
+fi
+if [ -f "$WORK/exc.sum" ]; then
+    cat "$WORK/exc.sum"
 fi

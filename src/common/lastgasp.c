@@ -203,11 +203,22 @@ static void at_exit(void)
         trigger_and_wait(CAUSE_EXIT);
 }
 
+int clrmux_lastgasp_registered(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
+        n += g_fns[i].fn != NULL;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
 void clrmux_lastgasp_now(void)
 {
-    static _Atomic int once; /* the tracer and the profiler both see the same unhandled exception */
-    if (!g_started || atomic_exchange(&once, 1))
+    static __thread int seen; /* this thread's exception was seen already (another hook) */
+    if (!g_started || seen)
         return;
+    seen = 1;
     trigger_and_wait(CAUSE_UNHANDLED);
     int done = 2;
     if (atomic_load(&g_cause) == CAUSE_UNHANDLED) /* not final: a later end can flush again */

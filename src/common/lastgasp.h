@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <time.h>
 
 /* How long a signal handler waits for the flush, and the flush functions' deadline. */
 #define CLRMUX_LASTGASP_WAIT_MS 3000
@@ -45,11 +46,16 @@ int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx);
 /* Removes fn(ctx) (at Shutdown, before its data goes away); waits while a flush runs. */
 void clrmux_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx);
 
+/* How many flush functions are registered (the loader watches for unhandled exceptions
+ * only when some child has something to flush). */
+int clrmux_lastgasp_registered(void);
+
 /* The process is about to end in a way no handler sees (an unhandled managed exception:
  * common/unhandled.h): runs the flush functions now (cause "unhandled exception", final 0),
  * waits for them at most CLRMUX_LASTGASP_WAIT_MS, and leaves them registered. Once per
- * process (the hook sees the method's first compilation only); later calls return at once.
- * Ordinary thread context. */
+ * thread: the loader's exception callbacks and the tracer's AppContext.OnUnhandledException
+ * hook may both see the same exception (.NET 10), and a thread dies of one exception only;
+ * a later call from the same thread returns at once. Ordinary thread context. */
 void clrmux_lastgasp_now(void);
 
 /* Runs the flush now as a signal `cause` would (tests). Returns 1 if it finished in time. */
@@ -57,6 +63,28 @@ int clrmux_lastgasp_fire(const char *cause);
 
 /* CLOCK_MONOTONIC nanoseconds. */
 int64_t clrmux_mono_ns(void);
+
+/* Locks `m` for a flush function: waits at most until deadline_ns (CLOCK_MONOTONIC, the
+ * deadline the flush functions get; pthread_mutex_timedlock counts in CLOCK_REALTIME, which
+ * may jump). Returns 0 when locked; otherwise `m` is not locked and the result is
+ * pthread_mutex_timedlock's error (ETIMEDOUT: the holder did not let go in time). A deadline
+ * already past still takes a free lock. */
+static inline int clrmux_lastgasp_lock(pthread_mutex_t *m, int64_t deadline_ns)
+{
+    struct timespec now, abs;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t left_ns = deadline_ns - ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+    clock_gettime(CLOCK_REALTIME, &abs);
+    if (left_ns > 0) {
+        abs.tv_sec += (time_t)(left_ns / 1000000000);
+        abs.tv_nsec += (long)(left_ns % 1000000000);
+        if (abs.tv_nsec >= 1000000000) {
+            abs.tv_sec++;
+            abs.tv_nsec -= 1000000000;
+        }
+    }
+    return pthread_mutex_timedlock(m, &abs);
+}
 
 /* Blocks the termination signals a process receives from outside (SIGTERM, SIGINT,
  * SIGQUIT, SIGHUP) in the calling thread, so that the kernel delivers them to an

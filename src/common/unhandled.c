@@ -72,3 +72,136 @@ int clrmux_unhandled_is_hook(struct clrmux_unhandled_hook *h, ICorProfilerInfo *
     uint32_t want = atomic_load_explicit(&h->token, memory_order_relaxed);
     return want && (uintptr_t)mod == core && (uint32_t)tok == want;
 }
+
+/* ---- the exception callbacks ---------------------------------------------------------- */
+
+/* One exception's dispatch, as the callbacks of its thread show it. */
+struct exc_dispatch {
+    int active;      /* from ExceptionThrown to ExceptionCatcherEnter */
+    int caught;      /* ExceptionSearchCatcherFound seen */
+    int first_done;  /* the second pass began */
+    FunctionID last; /* the frame the first pass entered last */
+    unsigned n_outer; /* first-pass entries of the thread's outermost function */
+};
+
+#define MAX_FILTER_NESTING 4
+#define MAX_WALK_TRIES 3
+
+static __thread struct {
+    FunctionID outer; /* the thread's outermost managed function; 0: not known */
+    int walks;        /* walks tried to learn it */
+    int reported;     /* this thread's exception was called unhandled */
+    int outer_catch;  /* a catch block of tls.outer runs (ExceptionCatcherEnter, not yet Leave) */
+    struct exc_dispatch d;
+    struct exc_dispatch saved[MAX_FILTER_NESTING]; /* the dispatches whose filter runs */
+    int nsaved, lost; /* filters entered beyond MAX_FILTER_NESTING */
+} tls;
+
+struct walk {
+    FunctionID outer; /* the last managed frame seen: the outermost at the end */
+    FunctionID count_of;
+    unsigned count;   /* frames of count_of */
+};
+
+static HRESULT STDMETHODCALLTYPE walk_frame(FunctionID fid, UINT_PTR ip, COR_PRF_FRAME_INFO fi, ULONG32 cs,
+                                            BYTE ctx[], void *data)
+{
+    (void)ip, (void)fi, (void)cs, (void)ctx;
+    struct walk *w = data;
+    if (fid) { /* 0: native code */
+        w->outer = fid;
+        w->count += fid == w->count_of;
+    }
+    return S_OK;
+}
+
+static int walk(ICorProfilerInfo2 *info, FunctionID count_of, struct walk *w)
+{
+    memset(w, 0, sizeof *w);
+    w->count_of = count_of;
+    return info && SUCCEEDED(ICorProfilerInfo2_DoStackSnapshot(info, 0, walk_frame, COR_PRF_SNAPSHOT_DEFAULT, w,
+                                                                NULL, 0)) && w->outer;
+}
+
+/* The first pass ended at tls.d.last without a catcher: unhandled if that frame is the
+ * thread's outermost managed frame (the outermost function, and as many of its frames on
+ * the stack as the first pass entered). A stale tls.outer (a thread whose outermost frame
+ * changed) is corrected. */
+static int left_outermost(ICorProfilerInfo2 *info)
+{
+    struct walk w;
+    if (!walk(info, tls.d.last, &w))
+        return 0;
+    if (w.outer != tls.outer) {
+        tls.outer = w.outer;
+        tls.d.n_outer = 0; /* the outermost frame comes last: not entered yet */
+        return 0;
+    }
+    return w.outer == tls.d.last && w.count == tls.d.n_outer;
+}
+
+int clrmux_unhandled_exception_event(ICorProfilerInfo2 *info, enum clrmux_exc_event ev, FunctionID fid)
+{
+    if (tls.reported)
+        return 0;
+    struct exc_dispatch *d = &tls.d;
+    switch (ev) {
+    case CLRMUX_EXC_THROWN:
+        memset(d, 0, sizeof *d);
+        d->active = 1;
+        if (!tls.outer && tls.walks < MAX_WALK_TRIES) { /* the thread's first exception */
+            struct walk w;
+            tls.walks++;
+            if (walk(info, 0, &w))
+                tls.outer = w.outer;
+        }
+        return 0;
+    case CLRMUX_EXC_SEARCH_ENTER:
+        if (d->active && !d->first_done) {
+            d->last = fid;
+            d->n_outer += fid == tls.outer;
+            if (fid && fid == tls.outer && !d->caught && tls.outer_catch)
+                return CLRMUX_EXC_AT_OUTERMOST;
+        }
+        return 0;
+    case CLRMUX_EXC_SEARCH_LEAVE: /* .NET 8: the last callback of an unhandled exception */
+        if (!d->active || d->caught || d->first_done || !d->last || d->last != tls.outer)
+            return 0;
+        break;
+    case CLRMUX_EXC_FILTER_ENTER:
+        if (tls.nsaved < MAX_FILTER_NESTING)
+            tls.saved[tls.nsaved++] = *d;
+        else
+            tls.lost++;
+        return 0;
+    case CLRMUX_EXC_FILTER_LEAVE:
+        if (tls.lost)
+            tls.lost--, d->active = 0; /* that dispatch is not followed any more */
+        else if (tls.nsaved)
+            *d = tls.saved[--tls.nsaved];
+        return 0;
+    case CLRMUX_EXC_CATCHER_FOUND:
+        d->caught = 1;
+        return 0;
+    case CLRMUX_EXC_UNWIND: /* .NET 9, 10: the second pass begins, after the report */
+        if (!d->active || d->first_done)
+            return 0;
+        d->first_done = 1;
+        if (d->caught || !d->last || d->last != tls.outer)
+            return 0;
+        break;
+    case CLRMUX_EXC_CATCHER_ENTER:
+        d->active = 0;
+        tls.outer_catch = fid && fid == tls.outer;
+        return 0;
+    case CLRMUX_EXC_CATCHER_LEAVE:
+        tls.outer_catch = 0;
+        return 0;
+    default:
+        return 0;
+    }
+    if (!left_outermost(info))
+        return 0;
+    tls.reported = 1;
+    return CLRMUX_EXC_UNHANDLED;
+}

@@ -8,10 +8,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/guid.h"
+#include "common/hresult.h"
+#include "common/lastgasp.h"
 #include "common/log.h"
 #include "common/platform.h"
+#include "common/unhandled.h"
 #include "common/utf16.h"
 #include "loader/child_base.h"
 #include "loader/loop.h"
@@ -93,6 +98,102 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
 #define GEN_EVENTPIPE(I, D, R, N, P, A, L, H)
 #define GEN(I, D, R, N, P, A, ROUTE) CLRMUX_ROUTE_APPLY(GEN_, I, D, R, N, P, A, ROUTE)
 CLRMUX_ALL_ICorProfilerCallback11(GEN, ICorProfilerCallback11)
+
+/* ---- exception callbacks: an unhandled exception seen before the abort ---------------- */
+
+/* Every built-in child that buffers data (the tracer's spans, the profiler's current period)
+ * registers a last gasp (common/lastgasp.h); the loader watches the exception callbacks once
+ * for all of them (common/unhandled.h), so that a child alone, whatever it monitors, has its
+ * data written when an unhandled exception ends the process. The children get the callbacks
+ * they asked for as before (the generated fan-out), after the watch. */
+static void union_masks(struct clrmux_mux *m, struct clrmux_child *except, DWORD *low, DWORD *high);
+static HRESULT set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high);
+
+/* .NET 10 raises no exception callback after the first pass enters the thread's outermost
+ * frame when the exception was thrown from a catch block of that frame and goes unhandled;
+ * the runtime then calls AppContext.OnUnhandledException. While such an exception is at that
+ * frame, the loader takes the JIT and ReadyToRun-lookup callbacks (mutable flags) and looks
+ * for that method's first call (common/unhandled.h); the window closes as soon as the
+ * dispatch goes on (caught there, or left). Rare: exceptions thrown from a catch block of
+ * Main (or of a thread's outermost method) that reach it again. */
+#define WINDOW_LOW (COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES)
+static __thread int t_window; /* this thread holds a window open */
+
+static void set_window(struct clrmux_mux *m, int open)
+{
+    if (t_window == open)
+        return;
+    t_window = open;
+    int before = open ? atomic_fetch_add(&m->windows, 1) : atomic_fetch_sub(&m->windows, 1);
+    if (before != (open ? 0 : 1))
+        return;
+    pthread_mutex_lock(&m->mask_lock); /* the last to get here sees the final count */
+    atomic_store(&m->window_low, atomic_load(&m->windows) ? (DWORD)WINDOW_LOW : 0);
+    DWORD ul, uh;
+    union_masks(m, NULL, &ul, &uh);
+    HRESULT hr = set_runtime_mask(m, ul, uh);
+    pthread_mutex_unlock(&m->mask_lock);
+    if (FAILED(hr))
+        LOG_DEBUG("JIT callbacks for an exception at a thread's outermost frame: HRESULT %s", HR_STR(hr));
+}
+
+static void watch_exception(struct clrmux_mux *m, enum clrmux_exc_event ev, FunctionID fid)
+{
+    if (!atomic_load_explicit(&m->watch_unhandled, memory_order_relaxed))
+        return;
+    int found = clrmux_unhandled_exception_event((ICorProfilerInfo2 *)m->info, ev, fid);
+    if (found == CLRMUX_EXC_UNHANDLED) {
+        LOG_DEBUG("exception callbacks: an unhandled managed exception on thread %ld", (long)syscall(SYS_gettid));
+        clrmux_lastgasp_now();
+    }
+    if (m->runtime_major >= 10 && !m->attaching) {
+        if (found == CLRMUX_EXC_AT_OUTERMOST)
+            set_window(m, 1);
+        else if (t_window && ev != CLRMUX_EXC_FILTER_ENTER && ev != CLRMUX_EXC_FILTER_LEAVE &&
+                 ev != CLRMUX_EXC_THROWN && ev != CLRMUX_EXC_SEARCH_ENTER)
+            set_window(m, 0);
+    }
+}
+
+/* In the JIT and ReadyToRun-lookup callbacks: the first call of AppContext.OnUnhandledException
+ * while a window is open. */
+static inline void watch_jit(struct clrmux_mux *m, FunctionID fid)
+{
+    if (atomic_load_explicit(&m->windows, memory_order_relaxed) &&
+        clrmux_unhandled_is_hook(&m->hook, (ICorProfilerInfo *)m->info, fid)) {
+        LOG_DEBUG("AppContext.OnUnhandledException: an unhandled managed exception on thread %ld",
+                  (long)syscall(SYS_gettid));
+        clrmux_lastgasp_now();
+    }
+}
+
+#define WATCHED(N, EV, FID, P, A)                                                              \
+    static HRESULT STDMETHODCALLTYPE watch_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
+    {                                                                                        \
+        watch_exception(impl(This), EV, FID);                                                \
+        return mux_##N(This CLRMUX_EXPAND A);                                                \
+    }
+WATCHED(ExceptionThrown, CLRMUX_EXC_THROWN, 0, (, ObjectID o), (, o))
+WATCHED(ExceptionSearchFunctionEnter, CLRMUX_EXC_SEARCH_ENTER, f, (, FunctionID f), (, f))
+WATCHED(ExceptionSearchFunctionLeave, CLRMUX_EXC_SEARCH_LEAVE, 0, (), ())
+WATCHED(ExceptionSearchFilterEnter, CLRMUX_EXC_FILTER_ENTER, f, (, FunctionID f), (, f))
+WATCHED(ExceptionSearchFilterLeave, CLRMUX_EXC_FILTER_LEAVE, 0, (), ())
+WATCHED(ExceptionSearchCatcherFound, CLRMUX_EXC_CATCHER_FOUND, f, (, FunctionID f), (, f))
+WATCHED(ExceptionUnwindFunctionEnter, CLRMUX_EXC_UNWIND, f, (, FunctionID f), (, f))
+WATCHED(ExceptionUnwindFunctionLeave, CLRMUX_EXC_UNWIND, 0, (), ())
+WATCHED(ExceptionCatcherEnter, CLRMUX_EXC_CATCHER_ENTER, f, (, FunctionID f, ObjectID o), (, f, o))
+WATCHED(ExceptionCatcherLeave, CLRMUX_EXC_CATCHER_LEAVE, 0, (), ())
+
+/* After the children's Initialize: watch when some child registered a last gasp. */
+static void start_watch(struct clrmux_mux *m)
+{
+    if (m->info_version < 2 || clrmux_lastgasp_registered() == 0)
+        return;
+    if (SUCCEEDED(clrmux_add_own_mask(m, COR_PRF_MONITOR_EXCEPTIONS | COR_PRF_ENABLE_STACK_SNAPSHOT)))
+        atomic_store(&m->watch_unhandled, 1);
+    else
+        LOG_WARN("no watch for unhandled exceptions: the data the children hold is lost if one ends the process");
+}
 
 /* ---- IUnknown ------------------------------------------------------------------------- */
 
@@ -247,6 +348,7 @@ static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *p
     clrmux_loop_enter();
     int n = clrmux_load_children(m);
     clrmux_elt_install(m); /* the runtime takes ELT hooks only during Initialize */
+    start_watch(m);        /* COR_PRF_ENABLE_STACK_SNAPSHOT is taken only during Initialize */
     clrmux_ep_commit(m);   /* one EventPipe session for the children's sessions so far */
     clrmux_loop_leave();
     atomic_store(&m->initializing, 0);
@@ -385,6 +487,7 @@ static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfiler
                                                                     BOOL *pbUseCachedFunction)
 {
     struct clrmux_mux *m = impl(This);
+    watch_jit(m, functionId); /* one relaxed load unless an unhandled-exception window is open */
     ICorProfilerCallback11 *one = DIRECT(m, JITCachedFunctionSearchStarted);
     if (__builtin_expect(one != NULL && !compose_busy(m), 1))
         return one->lpVtbl->JITCachedFunctionSearchStarted(one, functionId, pbUseCachedFunction);
@@ -413,6 +516,7 @@ static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback1
                                                            BOOL fIsSafeToBlock)
 {
     struct clrmux_mux *m = impl(This);
+    watch_jit(m, functionId); /* one relaxed load unless an unhandled-exception window is open */
     ICorProfilerCallback11 *one = DIRECT(m, JITCompilationStarted);
     if (__builtin_expect(one != NULL && !compose_busy(m), 1))
         return one->lpVtbl->JITCompilationStarted(one, functionId, fIsSafeToBlock);
@@ -532,7 +636,22 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
 /* ---- vtable --------------------------------------------------------------------------- */
 
 #define VT(I, D, R, N, P, A, ROUTE) .N = mux_##N,
-static const ICorProfilerCallback11Vtbl mux_vtbl = {CLRMUX_ALL_ICorProfilerCallback11(VT, ICorProfilerCallback11)};
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init" /* the watched exception callbacks replace the fan-out */
+static const ICorProfilerCallback11Vtbl mux_vtbl = {
+    CLRMUX_ALL_ICorProfilerCallback11(VT, ICorProfilerCallback11)
+    .ExceptionThrown = watch_ExceptionThrown,
+    .ExceptionSearchFunctionEnter = watch_ExceptionSearchFunctionEnter,
+    .ExceptionSearchFunctionLeave = watch_ExceptionSearchFunctionLeave,
+    .ExceptionSearchFilterEnter = watch_ExceptionSearchFilterEnter,
+    .ExceptionSearchFilterLeave = watch_ExceptionSearchFilterLeave,
+    .ExceptionSearchCatcherFound = watch_ExceptionSearchCatcherFound,
+    .ExceptionUnwindFunctionEnter = watch_ExceptionUnwindFunctionEnter,
+    .ExceptionUnwindFunctionLeave = watch_ExceptionUnwindFunctionLeave,
+    .ExceptionCatcherEnter = watch_ExceptionCatcherEnter,
+    .ExceptionCatcherLeave = watch_ExceptionCatcherLeave,
+};
+#pragma GCC diagnostic pop
 
 struct clrmux_mux *clrmux_mux_create(void)
 {
@@ -578,7 +697,7 @@ static HRESULT set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high)
 
 static void union_masks(struct clrmux_mux *m, struct clrmux_child *except, DWORD *low, DWORD *high)
 {
-    *low = atomic_load(&m->own_low);
+    *low = atomic_load(&m->own_low) | atomic_load(&m->window_low);
     *high = 0;
     for (int i = 0; i < m->nchildren; i++) {
         struct clrmux_child *c = &m->children[i];

@@ -19,6 +19,7 @@
 #include "loader/detach.h"
 #include "loader/dispatch.h"
 #include "loader/runtime_version.h"
+#include "common/unhandled.h"
 
 struct clrmux_mux;
 
@@ -72,6 +73,12 @@ struct clrmux_mux {
     DWORD immutable_low, immutable_high;
     struct clrmux_compose *compose;              /* ReJIT owners and compositions (compose.h) */
     _Atomic DWORD own_low;    /* flags clrmux itself needs on the runtime (beside the children's) */
+    _Atomic int watch_unhandled; /* 1: the exception callbacks feed common/unhandled.h */
+    /* .NET 10: JIT and ReadyToRun-lookup callbacks while an exception is at a thread's
+     * outermost frame (mux.c, watch_exception) */
+    _Atomic int windows;         /* threads with such an exception */
+    _Atomic DWORD window_low;    /* the flags they add to the union (0 when none) */
+    struct clrmux_unhandled_hook hook; /* AppContext.OnUnhandledException (common/unhandled.h) */
     _Atomic(struct clrmux_elt *) elt;            /* enter/leave hooks (loader/elt.c); NULL until a child sets some */
     _Atomic(struct clrmux_ep *) ep;              /* EventPipe views (loader/eventpipe.c); NULL until a child starts one */
     struct clrmux_config cfg;

@@ -978,19 +978,8 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
 static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final)
 {
     struct tracer *t = ctx;
-    int64_t left_ns = deadline_ns - clrmux_mono_ns();
-    struct timespec abs;
-    clock_gettime(CLOCK_REALTIME, &abs);
-    if (left_ns > 0) {
-        abs.tv_sec += left_ns / 1000000000;
-        abs.tv_nsec += left_ns % 1000000000;
-        if (abs.tv_nsec >= 1000000000) {
-            abs.tv_sec++;
-            abs.tv_nsec -= 1000000000;
-        }
-    }
-    atomic_store(&t->gasp_waiting, 1);
-    int locked = pthread_mutex_timedlock(&t->wr_lock, &abs);
+    atomic_store(&t->gasp_waiting, 1); /* the export thread lets go of wr_lock */
+    int locked = clrmux_lastgasp_lock(&t->wr_lock, deadline_ns);
     atomic_store(&t->gasp_waiting, 0);
     if (locked != 0) {
         LOG_ERROR("tracer: last gasp (%s): the export thread did not finish its write in time; the spans not yet "

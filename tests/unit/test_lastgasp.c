@@ -29,6 +29,13 @@ static void flush_fn(void *ctx, const char *cause, int64_t deadline_ns, int fina
     snprintf(last_cause, sizeof last_cause, "%s", cause);
 }
 
+static void *now_on_thread(void *arg)
+{
+    (void)arg;
+    clrmux_lastgasp_now();
+    return NULL;
+}
+
 static void test_fire_and_unregister(void **state)
 {
     (void)state;
@@ -40,8 +47,13 @@ static void test_fire_and_unregister(void **state)
     assert_int_equal(calls, 1);
     assert_int_equal(last_final, 0);
     assert_string_equal(last_cause, "unhandled exception");
-    clrmux_lastgasp_now(); /* once per process */
+    clrmux_lastgasp_now(); /* once per thread: a second hook saw the same exception */
     assert_int_equal(calls, 1);
+    pthread_t th; /* another thread's unhandled exception: written again */
+    assert_int_equal(pthread_create(&th, NULL, now_on_thread, NULL), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(calls, 2);
+    assert_int_equal(last_final, 0);
     calls = 0;
     assert_int_equal(clrmux_lastgasp_fire("SIGTERM"), 1);
     assert_int_equal(calls, 1);

@@ -19,6 +19,22 @@
 //   deep       Ending.Work.Recurse(n): n nested calls, prints "deep <n>", returns
 //   flood      4 threads call Step in a loop until killed, after printing "ready"
 //   burst      4 threads call Step n times each, then returns
+//   throw-deep    the unhandled exception is thrown 5 calls deep, through finally blocks and
+//                 a filter that declines it
+//   throw-thread  an unhandled exception on a thread started with new Thread (Main waits)
+//   throw-pool    an unhandled exception in a thread-pool work item (Main waits)
+//   throw-wrap    Main catches an exception and throws a new one from its catch block
+//   throw-rethrow Main catches an exception and rethrows it (throw;)
+//   throw-wrap-deep  a method 3 calls deep catches an exception and throws a new one from its
+//                 catch block
+//   throw-async   an exception in an async method, awaited in Main with GetAwaiter().GetResult()
+//   caught     n exceptions thrown 5 calls deep and caught: in Main, through reflection
+//              (TargetInvocationException), in a static constructor (TypeInitialization-
+//              Exception), in a thread's outermost method, in an async method; prints
+//              "caught <count>", returns (no unhandled exception: nothing must look like one)
+//   throws     n exceptions thrown 5 calls deep (through finally blocks and a declining
+//              filter) and caught in Main, twice (the first round warms up); prints
+//              "throws <n> <ms of the second round> <CPU ms of the thread in it>", returns
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
@@ -44,10 +60,74 @@ public static class Work
     }
 }
 
+public static class Thrower
+{
+    public static int Finallies;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Deep(int depth, string what)
+    {
+        try
+        {
+            if (depth <= 1)
+                throw new InvalidOperationException(what);
+            Deep(depth - 1, what);
+        }
+        catch (ArgumentException) when (depth < 0)
+        {
+        }
+        finally
+        {
+            Finallies++;
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Wrap(int depth)
+    {
+        if (depth > 1)
+        {
+            Wrap(depth - 1);
+            return;
+        }
+        try { Deep(2, "ending: the inner exception"); }
+        catch (InvalidOperationException e) { throw new ApplicationException("ending: wrapped 3 calls deep, unhandled", e); }
+    }
+
+    public static async Task DeepAsync(string what)
+    {
+        await Task.Yield();
+        Deep(5, what);
+    }
+}
+
+public static class BadInit
+{
+    public static readonly int V = Fail();
+
+    private static int Fail()
+    {
+        Thrower.Deep(2, "ending: a static constructor throws");
+        return 1;
+    }
+}
+
 public static class Program
 {
     [DllImport("libc", EntryPoint = "strlen")]
     private static extern nint StrLen(nint p);
+
+    [DllImport("libc", EntryPoint = "clock_gettime")]
+    private static extern int ClockGetTime(int clock, long[] ts);
+
+    // this thread's CPU time (CLOCK_THREAD_CPUTIME_ID), in ms: what a busy machine's other
+    // processes do not change
+    private static double ThreadCpuMs()
+    {
+        var ts = new long[2];
+        ClockGetTime(3, ts);
+        return ts[0] * 1e3 + ts[1] / 1e6;
+    }
 
     private class Box { public int V; }
 
@@ -88,6 +168,78 @@ public static class Program
                 break;
             case "throw":
                 throw new InvalidOperationException("ending: unhandled on purpose");
+            case "throw-deep":
+                Thrower.Deep(5, "ending: unhandled on purpose, 5 calls deep");
+                break;
+            case "throw-thread":
+            {
+                var th = new Thread(() => Thrower.Deep(5, "ending: unhandled on a thread"));
+                th.Start();
+                th.Join();
+                Thread.Sleep(Timeout.Infinite);
+                break;
+            }
+            case "throw-pool":
+                ThreadPool.QueueUserWorkItem(_ => Thrower.Deep(5, "ending: unhandled in a work item"));
+                Thread.Sleep(Timeout.Infinite);
+                break;
+            case "throw-wrap":
+                try { Thrower.Deep(3, "ending: the inner exception"); }
+                catch (InvalidOperationException e) { throw new ApplicationException("ending: wrapped, unhandled", e); }
+                break;
+            case "throw-wrap-deep":
+                Thrower.Wrap(3);
+                break;
+            case "throw-rethrow":
+                try { Thrower.Deep(3, "ending: rethrown, unhandled"); }
+                catch (InvalidOperationException) { Console.WriteLine("rethrowing"); throw; }
+                break;
+            case "throw-async":
+                Thrower.DeepAsync("ending: unhandled from an async method").GetAwaiter().GetResult();
+                break;
+            case "throws":
+            {
+                double ms = 0, cpu = 0;
+                for (int round = 0; round < 2; round++)
+                {
+                    var sw = System.Diagnostics.Stopwatch.StartNew();
+                    double cpu0 = ThreadCpuMs();
+                    for (int i = 0; i < n; i++)
+                    {
+                        try { Thrower.Deep(5, "thrown"); }
+                        catch (InvalidOperationException) { }
+                    }
+                    ms = sw.Elapsed.TotalMilliseconds;
+                    cpu = ThreadCpuMs() - cpu0;
+                }
+                Console.WriteLine($"throws {n} {ms:F1} {cpu:F1}");
+                break;
+            }
+            case "caught":
+            {
+                int caught = 0;
+                var deep = typeof(Thrower).GetMethod("Deep");
+                for (int i = 0; i < n; i++)
+                {
+                    try { Thrower.Deep(5, "caught"); }
+                    catch (InvalidOperationException) { caught++; }
+                    try { deep.Invoke(null, new object[] { 3, "caught through reflection" }); }
+                    catch (System.Reflection.TargetInvocationException) { caught++; }
+                    try { Thrower.DeepAsync("caught async").GetAwaiter().GetResult(); }
+                    catch (InvalidOperationException) { caught++; }
+                }
+                try { sum += BadInit.V; }
+                catch (TypeInitializationException) { caught++; }
+                var th = new Thread(() =>
+                {
+                    try { Thrower.Deep(3, "caught on a thread"); }
+                    catch (InvalidOperationException) { Interlocked.Increment(ref caught); }
+                });
+                th.Start();
+                th.Join();
+                Console.WriteLine($"caught {caught}");
+                break;
+            }
             case "raise":
             {
                 // .NET 10+; the apps target net8.0, so through reflection
