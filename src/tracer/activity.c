@@ -39,7 +39,7 @@ size_t clrmux_sig_typedef_or_ref(mdToken tok, unsigned char *out)
     return 4;
 }
 
-static mdAssemblyRef find_assembly_ref(IMetaDataAssemblyImport *ai, const char *name)
+mdAssemblyRef clrmux_find_assembly_ref(IMetaDataAssemblyImport *ai, const char *name)
 {
     HCORENUM e = NULL;
     mdAssemblyRef refs[64];
@@ -74,7 +74,7 @@ int clrmux_activity_refs(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, mdMemberRe
         snprintf(why, whylen, "no IMetaDataAssemblyImport (HRESULT 0x%08X)", (unsigned)hr);
         goto out;
     }
-    mdAssemblyRef ar = find_assembly_ref(ai, CLRMUX_DIAGNOSTICSOURCE);
+    mdAssemblyRef ar = clrmux_find_assembly_ref(ai, CLRMUX_DIAGNOSTICSOURCE);
     if (!ar) {
         hr = IMetaDataEmit2_QueryInterface(emit, &IID_IMetaDataAssemblyEmit, (void **)&ae);
         if (FAILED(hr) || !ae) {

@@ -29,4 +29,7 @@ int clrmux_activity_refs(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, mdMemberRe
  * (at least 4 bytes). Returns its length, or 0 if the token cannot be encoded. */
 size_t clrmux_sig_typedef_or_ref(mdToken tok, unsigned char *out);
 
+/* The module's AssemblyRef whose name is `name` (ASCII, case-insensitive), or 0. */
+mdAssemblyRef clrmux_find_assembly_ref(IMetaDataAssemblyImport *ai, const char *name);
+
 #endif

@@ -114,6 +114,7 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->metrics_ms = METRICS_MS_DEFAULT;
     t->sample_ratio = 1.0;
     t->join_activity = 1;
+    t->suppress_gc = 1;
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
     snprintf(t->protocol, sizeof t->protocol, "http/protobuf"); /* OTLP's default */
     otel_env(t);
@@ -179,14 +180,15 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
                           kv->line, cc->name, kv->value);
             else
                 snprintf(t->protocol, sizeof t->protocol, "%s", kv->value);
-        } else if (strcmp(kv->key, "join_activity") == 0) {
+        } else if (strcmp(kv->key, "join_activity") == 0 || strcmp(kv->key, "suppress_gc_transition") == 0) {
+            int *flag = kv->key[0] == 'j' ? &t->join_activity : &t->suppress_gc;
             if (!strcasecmp(kv->value, "true") || !strcmp(kv->value, "1"))
-                t->join_activity = 1;
+                *flag = 1;
             else if (!strcasecmp(kv->value, "false") || !strcmp(kv->value, "0"))
-                t->join_activity = 0;
+                *flag = 0;
             else
-                LOG_ERROR("%s:%d: [child %s]: join_activity = '%s' is not true or false; default kept", file, kv->line,
-                          cc->name, kv->value);
+                LOG_ERROR("%s:%d: [child %s]: %s = '%s' is not true or false; default kept", file, kv->line,
+                          cc->name, kv->key, kv->value);
         } else if (strcmp(kv->key, "headers") == 0) {
             snprintf(t->headers, sizeof t->headers, "%s", kv->value);
         } else if (strcmp(kv->key, "buffer_spans") == 0 || strcmp(kv->key, "flush_interval_ms") == 0) {

@@ -1204,7 +1204,7 @@ static void splice(clrmux_il_instr *dst, clrmux_il_body *snip, uint32_t base)
 int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, size_t errlen)
 {
     if (!b || !s || (!s->entry && s->entry_len) || (!s->exit && s->exit_len) ||
-        (!s->filter && s->filter_len))
+        (!s->filter && s->filter_len) || (!s->exit_normal && s->exit_normal_len))
         return fail(err, errlen, CLRMUX_IL_E_ARG, "invalid argument");
     if (!b->n_instrs)
         return fail(err, errlen, CLRMUX_IL_E_ARG, "method body has no code");
@@ -1225,7 +1225,7 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
     }
 
     static const uint8_t default_filter[] = {CLRMUX_IL_OP_POP, CLRMUX_IL_OP_LDC_I4_0};
-    clrmux_il_body en = {0}, ex = {0}, fi = {0}, w = {0};
+    clrmux_il_body en = {0}, ex = {0}, fi = {0}, xn = {0}, w = {0};
     clrmux_il_instr *tail = NULL;
     int rc = parse_snippet("entry", s->entry, s->entry_len, &en, err, errlen);
     if (!rc)
@@ -1234,6 +1234,9 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         rc = s->filter_len ? parse_snippet("filter", s->filter, s->filter_len, &fi, err, errlen)
                            : parse_snippet("filter", default_filter, sizeof default_filter, &fi,
                                            err, errlen);
+    int fault = s->exit_normal_len != 0;
+    if (!rc && fault)
+        rc = parse_snippet("exit_normal", s->exit_normal, s->exit_normal_len, &xn, err, errlen);
     if (!rc && (rc = clrmux_il_body_clone(b, &w)))
         fail(err, errlen, rc, "out of memory");
 
@@ -1244,9 +1247,10 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         else
             i++;
 
-    /* 2. append: FILTER endfilter | pop rethrow | EXIT endfinally | END: [ldloc] ret */
+    /* 2. append: FILTER endfilter | pop rethrow | EXIT endfinally | END: [EXIT_NORMAL] [ldloc] ret */
     int has_ret = s->ret_local != CLRMUX_IL_NO_LOCAL;
-    uint32_t nf = fi.n_instrs, nx = ex.n_instrs, nt = nf + 1 + 2 + nx + 1 + 1 + (uint32_t)has_ret;
+    uint32_t nf = fi.n_instrs, nx = ex.n_instrs, nn = xn.n_instrs;
+    uint32_t nt = nf + 1 + 2 + nx + 1 + nn + 1 + (uint32_t)has_ret;
     uint32_t body_n = w.n_instrs;
     if (!rc && !(tail = calloc(nt, sizeof *tail)))
         rc = fail(err, errlen, CLRMUX_IL_E_NOMEM, "out of memory");
@@ -1259,7 +1263,9 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         tail[k++] = clrmux_il_make(CLRMUX_IL_OP_RETHROW, 0);
         splice(tail + k, &ex, k);
         k += nx;
-        tail[k++] = clrmux_il_make(CLRMUX_IL_OP_ENDFINALLY, 0);
+        tail[k++] = clrmux_il_make(CLRMUX_IL_OP_ENDFINALLY, 0); /* endfault: the same opcode */
+        splice(tail + k, &xn, k);
+        k += nn;
         if (has_ret)
             clrmux_il_make_var(CLRMUX_IL_LDLOC, s->ret_local, &tail[k++]);
         tail[k++] = clrmux_il_make(CLRMUX_IL_OP_RET, 0);
@@ -1267,7 +1273,7 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
     }
 
     /* 3. each ret of the body -> [stloc ret_local] leave.s END (widened by layout). */
-    uint32_t end_idx = body_n + nt - 1 - (uint32_t)has_ret;
+    uint32_t end_idx = body_n + nt - 1 - (uint32_t)has_ret - nn;
     for (uint32_t i = 0; !rc && i < body_n;) {
         if (w.instrs[i].opcode != CLRMUX_IL_OP_RET) {
             i++;
@@ -1304,12 +1310,12 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         }
     }
 
-    /* 5. clauses: filter (inner) then finally (outer), after the existing ones. */
+    /* 5. clauses: filter (inner) then finally or fault (outer), after the existing ones. */
     if (!rc) {
         uint32_t ne = en.n_instrs, fstart = w.n_instrs - nt, hstart = fstart + nf + 1;
         uint32_t fin = hstart + 2;
         clrmux_il_eh filt = {CLRMUX_IL_EH_FILTER, ne, fstart, hstart, fin, fstart, 0};
-        clrmux_il_eh outer = {CLRMUX_IL_EH_FINALLY, ne, fin, fin, fin + nx + 1, 0, 0};
+        clrmux_il_eh outer = {fault ? CLRMUX_IL_EH_FAULT : CLRMUX_IL_EH_FINALLY, ne, fin, fin, fin + nx + 1, 0, 0};
         rc = clrmux_il_add_eh(&w, &filt, err, errlen);
         if (!rc)
             rc = clrmux_il_add_eh(&w, &outer, err, errlen);
@@ -1330,6 +1336,7 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
     clrmux_il_body_free(&en);
     clrmux_il_body_free(&ex);
     clrmux_il_body_free(&fi);
+    clrmux_il_body_free(&xn);
     if (rc) {
         clrmux_il_body_free(&w);
         return rc;

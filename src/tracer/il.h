@@ -89,6 +89,7 @@ enum {
     CLRMUX_IL_OP_DUP = 0x25, CLRMUX_IL_OP_POP = 0x26, CLRMUX_IL_OP_JMP = 0x27,
     CLRMUX_IL_OP_CALL = 0x28, CLRMUX_IL_OP_CALLI = 0x29, CLRMUX_IL_OP_RET = 0x2A,
     CLRMUX_IL_OP_BR_S = 0x2B, CLRMUX_IL_OP_BRFALSE_S = 0x2C, CLRMUX_IL_OP_BRTRUE_S = 0x2D,
+    CLRMUX_IL_OP_BGE_S = 0x2F,
     CLRMUX_IL_OP_BR = 0x38, CLRMUX_IL_OP_BRFALSE = 0x39, CLRMUX_IL_OP_BRTRUE = 0x3A,
     CLRMUX_IL_OP_SWITCH = 0x45, CLRMUX_IL_OP_CONV_I8 = 0x6A, CLRMUX_IL_OP_CALLVIRT = 0x6F,
     CLRMUX_IL_OP_LDSTR = 0x72, CLRMUX_IL_OP_NEWOBJ = 0x73, CLRMUX_IL_OP_THROW = 0x7A,
@@ -353,11 +354,17 @@ typedef struct clrmux_il_wrap_spec {
     uint32_t ret_local;      /* local receiving the return value, CLRMUX_IL_NO_LOCAL if void */
     uint32_t local_sig_tok;  /* token of the new LocalVarSig (see clrmux_il_locals_append) */
     uint16_t extra_max_stack; /* stack depth the snippets need (beyond their entry state) */
+    const uint8_t *exit_normal; size_t exit_normal_len; /* optional: see below */
 } clrmux_il_wrap_spec;
 
 /* Rewrite `b` in place into
  *     entry; .try { .try { BODY } filter { FILTER endfilter } { pop rethrow } }
  *     finally { EXIT endfinally }  END: [ldloc ret_local] ret
+ * or, when the spec has an exit_normal snippet (stack-neutral like EXIT),
+ *     entry; .try { .try { BODY } filter { ... } { pop rethrow } }
+ *     fault { EXIT endfault }  END: EXIT_NORMAL [ldloc ret_local] ret
+ * (the same exits, but the normal one runs outside every EH region, where the JIT can
+ * inline an unmanaged calli: it never inlines one in a handler or, on 64-bit, in a try);
  * where in BODY each `ret` becomes (in place, keeping branches to it)
  * `stloc ret_local` (non-void) + `leave END`, and `tail.` prefixes are
  * removed. Existing EH clauses are kept first (remapped), then the filter

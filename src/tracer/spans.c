@@ -149,7 +149,9 @@ static struct ring {
     _Alignas(64) uint32_t deq;
 } ring;
 
-static _Atomic uint64_t st_finished, st_dropped, st_too_deep, st_unsampled;
+/* finished = drained + in the ring + dropped: no counter of its own on the probes' path */
+static _Atomic uint64_t st_dropped, st_too_deep, st_unsampled;
+static uint64_t deq_total; /* spans drained since init (consumer) */
 
 /* high-water wake: the consumer sleeps on `wake_word` (futex) with `sleeping` set */
 static _Atomic uint32_t wake_word, sleeping;
@@ -284,7 +286,7 @@ int clrmux_spans_init(size_t capacity)
     ring.mask = (uint32_t)(cap - 1);
     atomic_store(&ring.enq, 0);
     ring.deq = 0;
-    atomic_store(&st_finished, 0);
+    deq_total = 0;
     atomic_store(&st_dropped, 0);
     atomic_store(&st_too_deep, 0);
     atomic_store(&st_unsampled, 0);
@@ -318,7 +320,6 @@ void clrmux_spans_fini(void)
  * The caller fills it and publishes it with cell_publish. */
 static struct cell *cell_claim(uint32_t *pos_out)
 {
-    atomic_fetch_add_explicit(&st_finished, 1, memory_order_relaxed);
     struct cell *cells = ring.cells;
     if (!cells) {
         atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed);
@@ -375,6 +376,7 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
         atomic_store_explicit(&c->seq, ring.deq + ring.mask + 1, memory_order_release);
         ring.deq++;
     }
+    deq_total += n;
     /* every span drained ended before this point: it is interpolated, never extrapolated */
     cal_add(cal_sample());
     for (size_t i = 0; i < n; i++) {
@@ -388,8 +390,8 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
 
 void clrmux_spans_stats(struct clrmux_span_stats *s)
 {
-    s->finished = atomic_load(&st_finished);
     s->dropped = atomic_load(&st_dropped);
+    s->finished = deq_total + clrmux_spans_pending() + s->dropped;
     s->too_deep = atomic_load(&st_too_deep);
     s->unsampled = atomic_load(&st_unsampled) + threads_unsampled();
 }
@@ -684,17 +686,8 @@ __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_c
     return &t->ctx;
 }
 
-int64_t clrmux_span_enter(int32_t method)
+static inline int64_t span_open(struct tstate *t, int32_t method)
 {
-    struct tstate *t = tls;
-    if (__builtin_expect(!t, 0) && !(t = tstate_new()))
-        return -1;
-    if (__builtin_expect(t->depth >= t->cap, 0) && tstate_grow(t) != 0) {
-        atomic_fetch_add_explicit(&st_too_deep, 1, memory_order_relaxed);
-        if (metrics && (uint32_t)method < CLRMUX_SPAN_MAX_METHODS)
-            atomic_fetch_add_explicit(&metrics[method].calls, 1, memory_order_relaxed);
-        return -1;
-    }
     if (t->depth == 0) {
         uint64_t a = rnd(t), b = rnd(t);
         memcpy(t->trace_id, &a, 8);
@@ -713,6 +706,28 @@ int64_t clrmux_span_enter(int32_t method)
     t->depth++;
     ctx_update(t);
     return t->depth - 1;
+}
+
+int64_t clrmux_span_enter_fast(int32_t method)
+{
+    struct tstate *t = tls;
+    if (__builtin_expect(!t || t->depth >= t->cap, 0))
+        return CLRMUX_SPAN_SLOW;
+    return span_open(t, method);
+}
+
+int64_t clrmux_span_enter(int32_t method)
+{
+    struct tstate *t = tls;
+    if (__builtin_expect(!t, 0) && !(t = tstate_new()))
+        return -1;
+    if (__builtin_expect(t->depth >= t->cap, 0) && tstate_grow(t) != 0) {
+        atomic_fetch_add_explicit(&st_too_deep, 1, memory_order_relaxed);
+        if (metrics && (uint32_t)method < CLRMUX_SPAN_MAX_METHODS)
+            atomic_fetch_add_explicit(&metrics[method].calls, 1, memory_order_relaxed);
+        return -1;
+    }
+    return span_open(t, method);
 }
 
 void clrmux_span_exit(int64_t slot)

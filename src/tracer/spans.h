@@ -67,6 +67,15 @@ void clrmux_spans_fini(void);
  * or no memory to grow the thread's stack or create its state);
  * exit and exception ignore it. */
 int64_t clrmux_span_enter(int32_t method);
+/* The entry probe's fast path, which the rewritten IL calls without a GC transition
+ * (SuppressGCTransition: it must not block, allocate, lock or call the runtime): the same as
+ * clrmux_span_enter, but it returns CLRMUX_SPAN_SLOW instead of creating the thread's state
+ * (its first span) or growing its stack (a deep recursion); the IL then calls
+ * clrmux_span_enter, with a GC transition. Every other probe never blocks or allocates:
+ * clrmux_span_exit, clrmux_span_exception and clrmux_span_join (at most a FUTEX_WAKE,
+ * which does not block, when a span crosses the ring's high-water mark). */
+#define CLRMUX_SPAN_SLOW (-2)
+int64_t clrmux_span_enter_fast(int32_t method);
 void clrmux_span_exit(int64_t slot);
 void clrmux_span_exception(int64_t slot);
 

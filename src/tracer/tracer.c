@@ -327,9 +327,10 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     IMetaDataEmit2 *emit = NULL;
     IMetaDataImport2 *imp = NULL;
     uint8_t *newsig = NULL, *code = NULL;
-    clrmux_il_builder be, bx, bf;
+    clrmux_il_builder be, bx, bn, bf;
     clrmux_il_b_init(&be);
     clrmux_il_b_init(&bx);
+    clrmux_il_b_init(&bn);
     clrmux_il_b_init(&bf);
     int result = -1;
     pthread_mutex_lock(&t->rw_lock);
@@ -399,24 +400,35 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         snprintf(why, whylen, "cannot extend its locals: %s", err);
         goto out;
     }
-    mdSignature local_tok = 0, sig_enter = 0, sig_void = 0, sig_join = 0;
-    /* unmanaged cdecl StandAloneMethodSigs: int64(int32) and void(int64) */
-    static const uint8_t enter_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_I8, CLRMUX_ELEMENT_TYPE_I4};
-    static const uint8_t void_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_VOID, CLRMUX_ELEMENT_TYPE_I8};
-    static const uint8_t join_sig[] = {0x01, 0x01, CLRMUX_ELEMENT_TYPE_VOID, 0x18 /* ELEMENT_TYPE_I */};
-    if (FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, newsig, (ULONG)newsig_len, &local_tok)) ||
-        FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, enter_sig, sizeof enter_sig, &sig_enter)) ||
-        FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, void_sig, sizeof void_sig, &sig_void)) ||
-        (join && FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, join_sig, sizeof join_sig, &sig_join)))) {
+    mdSignature local_tok = 0;
+    if (FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, newsig, (ULONG)newsig_len, &local_tok))) {
         snprintf(why, whylen, "GetTokenFromSig failed with HRESULT %s", HR_STR(hr));
         goto out;
     }
+    struct clrmux_probe_sigs ps;
+    char swhy[256];
+    if (clrmux_probe_sigs_get(emit, imp, t->suppress_gc, &ps, swhy, sizeof swhy) != 0) {
+        snprintf(why, whylen, "%s", swhy);
+        goto out;
+    }
+    if (t->suppress_gc && !ps.suppressed)
+        LOG_WARN("tracer: %s: the probes keep their GC transition: %s", t->methods[idx].name, swhy);
     uint32_t slot = first_new;
-    /* entry: slot = enter(idx) */
+    /* entry: slot = enter_fast(idx); if (slot < -1) slot = enter(idx) (the thread's first
+     * span, or a deep recursion: the slow path allocates, with a GC transition) */
+    uint32_t entered = clrmux_il_b_label(&be);
+    clrmux_il_b_ldc_i4(&be, (int32_t)idx);
+    b_fnptr(&be, (void *)clrmux_span_enter_fast);
+    clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.enter_fast);
+    clrmux_il_b_op(&be, CLRMUX_IL_OP_DUP);
+    clrmux_il_b_var(&be, CLRMUX_IL_STLOC, slot);
+    clrmux_il_b_ldc_i8(&be, -1);
+    clrmux_il_b_branch(&be, CLRMUX_IL_OP_BGE_S, entered);
     clrmux_il_b_ldc_i4(&be, (int32_t)idx);
     b_fnptr(&be, (void *)clrmux_span_enter);
-    clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)sig_enter);
+    clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.enter);
     clrmux_il_b_var(&be, CLRMUX_IL_STLOC, slot);
+    clrmux_il_b_mark(&be, entered);
     if (join) {
         /* if (slot == 0) { var a = Activity.Current; if (a != null) { pinned string s = a.Id;
          *                  join((native int)s); s = null; } } */
@@ -432,7 +444,7 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, pinned);
         clrmux_il_b_op(&be, CONV_I);
         b_fnptr(&be, (void *)clrmux_span_join);
-        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)sig_join);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.join);
         clrmux_il_b_op(&be, CLRMUX_IL_OP_LDNULL);
         clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
         clrmux_il_b_branch(&be, CLRMUX_IL_OP_BR_S, end);
@@ -441,18 +453,23 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         clrmux_il_b_mark(&be, end);
         atomic_store(&t->methods[idx].joins, 1);
     }
-    /* exit: exit(slot) */
+    /* exit: exit(slot), in the fault handler (an exception) and, without a GC transition,
+     * on the normal path after the protected region (the JIT inlines an unmanaged calli
+     * only outside every EH region) */
     clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, slot);
     b_fnptr(&bx, (void *)clrmux_span_exit);
-    clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)sig_void);
+    clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
+    clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+    b_fnptr(&bn, (void *)clrmux_span_exit);
+    clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit_fast);
     /* filter: [exception] pop; exception(slot); 0 (keep searching: the exception propagates) */
     clrmux_il_b_op(&bf, CLRMUX_IL_OP_POP);
     clrmux_il_b_var(&bf, CLRMUX_IL_LDLOC, slot);
     b_fnptr(&bf, (void *)clrmux_span_exception);
-    clrmux_il_b_token(&bf, CLRMUX_IL_OP_CALLI, (uint32_t)sig_void);
+    clrmux_il_b_token(&bf, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
     clrmux_il_b_ldc_i4(&bf, 0);
     if (clrmux_il_b_finish(&be, err, sizeof err) || clrmux_il_b_finish(&bx, err, sizeof err) ||
-        clrmux_il_b_finish(&bf, err, sizeof err)) {
+        clrmux_il_b_finish(&bn, err, sizeof err) || clrmux_il_b_finish(&bf, err, sizeof err)) {
         snprintf(why, whylen, "cannot build the probes: %s", err);
         goto out;
     }
@@ -463,6 +480,7 @@ static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         .ret_local = ms.returns_void ? CLRMUX_IL_NO_LOCAL : first_new + 1,
         .local_sig_tok = (uint32_t)local_tok,
         .extra_max_stack = 2,
+        .exit_normal = bn.data, .exit_normal_len = bn.len,
     };
     if ((rc = clrmux_il_wrap(&body, &spec, err, sizeof err))) {
         snprintf(why, whylen, "cannot wrap its IL: %s", err);
@@ -489,6 +507,7 @@ out:
     free(code);
     clrmux_il_b_free(&be);
     clrmux_il_b_free(&bx);
+    clrmux_il_b_free(&bn);
     clrmux_il_b_free(&bf);
     clrmux_il_body_free(&body);
     return result;
@@ -648,6 +667,14 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     if (FAILED(hr)) {
         LOG_ERROR("child '%s': SetEventMask2 failed with HRESULT %s; tracer disabled", t->child, HR_STR(hr));
         return hr;
+    }
+    USHORT major = 0;
+    COR_PRF_RUNTIME_TYPE rt = 0;
+    if (t->suppress_gc &&
+        (FAILED(ICorProfilerInfo5_GetRuntimeInformation(t->info, NULL, &rt, &major, NULL, NULL, NULL, 0, NULL, NULL)) ||
+         rt != COR_PRF_CORE_CLR || major < 6)) {
+        LOG_INFO("tracer: the probes keep their GC transition (SuppressGCTransition on calli needs .NET 6 or later)");
+        t->suppress_gc = 0;
     }
     if (clrmux_spans_init(t->buffer_spans) != 0)
         return E_OUTOFMEMORY;

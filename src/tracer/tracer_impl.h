@@ -29,6 +29,7 @@
 #include "common/utf16.h"
 #include "loader/child_base.h"
 #include "tracer/activity.h"
+#include "tracer/probesig.h"
 #include "tracer/il.h"
 #include "tracer/otlp.h"
 #include "tracer/otlp_http.h"
@@ -111,6 +112,7 @@ struct tracer {
     long flush_ms;
     double sample_ratio;
     int join_activity;   /* join_activity = true (default) */
+    int suppress_gc;     /* suppress_gc_transition = true (default; off before .NET 6): tracer/probesig.h */
     char protocol[16];   /* http/protobuf (default) | http/json, for the endpoints */
     const struct clrmux_otlp_pb_api *pb; /* libclrmux_otlp.so when http/protobuf */
     char headers[4096];  /* OTEL_EXPORTER_OTLP_HEADERS */
