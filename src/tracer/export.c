@@ -34,7 +34,7 @@ static const char *thread_name_cb(void *ctx, uint32_t tid)
     if (!t->tnames || !tid)
         return NULL;
     struct thread_name *e = &t->tnames[(tid * 2654435761u) & (THREAD_NAMES - 1)];
-    int64_t now = clrmux_now_ns();
+    int64_t now = t->batch_now_ns;
     if (e->tid != tid || now - e->read_ns > 1000000000) {
         char path[64], name[64] = "";
         snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
@@ -134,6 +134,7 @@ static void write_batch(struct tracer *t, const struct clrmux_span *spans, size_
 {
     if (!n)
         return;
+    t->batch_now_ns = clrmux_now_ns();
     struct clrmux_otlp_names names = names_of(t);
     int to_file = t->out && !t->write_failed;
     if (t->http && t->pb) {
@@ -197,8 +198,16 @@ static void stage_fill(struct tracer *t)
  * worth of spans: threads that produce spans faster than they can be written must not keep
  * the caller here forever (it holds wr_lock, which the last gasp and Shutdown wait for);
  * what is left stays in the ring or the stage for the next call. Export thread (or Shutdown). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void tracer_export_pending(struct tracer *t, int flush)
 {
+    uint64_t cpu0 = thread_cpu_ns();
     stage_fill(t);
     size_t hw = t->stage_cap / 4;
     size_t budget = 2 * t->stage_cap, written = 0;
@@ -210,6 +219,10 @@ void tracer_export_pending(struct tracer *t, int flush)
         written += n;
         if (written < budget && (t->shead == t->nstage || clrmux_spans_pending() > hw))
             stage_fill(t);
+    }
+    if (written) {
+        t->encoded += written;
+        t->encode_cpu_ns += thread_cpu_ns() - cpu0;
     }
     struct clrmux_span_stats st;
     clrmux_spans_stats(&st);

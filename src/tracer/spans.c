@@ -620,12 +620,16 @@ static uint64_t splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-static uint64_t rnd(struct tstate *t)
+/* Ids on the probes' path: wyrand (one 64x64->128 multiply per id; the per-thread state is
+ * seeded from getrandom), never 0 (an invalid id in W3C Trace Context). */
+static inline uint64_t rnd(struct tstate *t)
 {
     uint64_t v;
-    do
-        v = splitmix(&t->rng);
-    while (!v);
+    do {
+        t->rng += 0xa0761d6478bd642full;
+        __uint128_t m = (__uint128_t)t->rng * (t->rng ^ 0xe7037ed1a0b428dbull);
+        v = (uint64_t)(m >> 64) ^ (uint64_t)m;
+    } while (__builtin_expect(!v, 0));
     return v;
 }
 
@@ -641,7 +645,7 @@ static struct tstate *tstate_new(void)
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
         seed = (uint64_t)clrmux_now_ns() ^ ((uint64_t)t->tid << 32) ^ (uint64_t)(uintptr_t)t;
-    t->rng = seed;
+    t->rng = splitmix(&seed);
     tname_record(t->tid);
     pthread_mutex_lock(&reg_lock);
     t->next = reg_head;

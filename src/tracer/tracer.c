@@ -989,6 +989,11 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
                  (unsigned)atomic_load(&t->skipped), dest, (unsigned long long)st.dropped,
                  (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH, (unsigned long long)st.unsampled,
                  (unsigned long long)t->metric_lines);
+    if (!cause && t->encoded)
+        LOG_INFO("tracer: export: %llu span(s) drained, encoded and written in %.1f ms of the export thread's CPU "
+                 "time (%.0f spans/s)",
+                 (unsigned long long)t->encoded, (double)t->encode_cpu_ns / 1e6,
+                 t->encode_cpu_ns ? (double)t->encoded * 1e9 / (double)t->encode_cpu_ns : 0.0);
     else
         LOG_WARN("tracer: last gasp (%s): every span finished so far is saved (%llu written now); %s, %llu dropped "
                  "(buffer full), %llu not recorded (too deep); lost: the spans of calls still running, which "

@@ -175,6 +175,8 @@ struct tracer {
     struct clrmux_http *mhttp;
     uint64_t metric_lines;
     uint64_t written, lines, dropped_logged;
+    uint64_t encoded, encode_cpu_ns; /* spans the export thread encoded, and its CPU time doing it */
+    int64_t batch_now_ns;            /* the wall clock at the current batch (thread names' cache) */
     struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
     struct linebuf line;                    /* the OTLP JSON line being written */
     /* the writer: the export thread, Shutdown, or the last gasp (common/lastgasp.h), which

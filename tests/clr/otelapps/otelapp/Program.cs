@@ -5,6 +5,7 @@
 //                      Handle(3) is called with no Activity; "request-unsampled" is created
 //                      but not recorded (RecordOnly sampler decision: trace flags 00).
 // (otelweb: the ASP.NET Core request, .NET 10 only: no ASP.NET Core runtime for 8 and 9 here.)
+//   otelapp spans|load|pipeline ...   bench/spans.sh (SpanBench.cs)
 //   otelapp bench N [activity|unrecorded]   N calls of Handle (each calling Inner) with no
 //                      Activity, inside one recorded Activity, or inside one that is not
 //                      recorded (bench/otel.sh).
@@ -40,6 +41,13 @@ public static class Program
     public static int Main(string[] args)
     {
         string mode = args.Length > 0 ? args[0] : "activity";
+        var inv = System.Globalization.CultureInfo.InvariantCulture;
+        if (mode == "spans")
+            return SpanBench.Spans(int.Parse(args[1], inv), int.Parse(args[2], inv));
+        if (mode == "load")
+            return SpanBench.Load(int.Parse(args[1], inv), long.Parse(args[2], inv));
+        if (mode == "pipeline")
+            return SpanBench.Pipeline(int.Parse(args[1], inv), long.Parse(args[2], inv), int.Parse(args[3], inv));
         if (mode == "bench")
             return Bench(args.Length > 1 ? int.Parse(args[1]) : 1000000, args.Length > 2 ? args[2] : "none");
         var printer = new PrintProcessor();
@@ -99,7 +107,8 @@ public static class Program
     struct Timespec { public long Sec, Nsec; }
     [System.Runtime.InteropServices.DllImport("libc", EntryPoint = "clock_gettime")]
     static extern int ClockGettime(int clock, out Timespec ts);
-    static long ThreadCpuNs()
+    public static int Sink;
+    internal static long ThreadCpuNs()
     {
         ClockGettime(3 /* CLOCK_THREAD_CPUTIME_ID */, out var ts);
         return ts.Sec * 1000000000L + ts.Nsec;

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench/spans.sh [--summary FILE]: clrmux's spans beside OpenTelemetry's, side by side (issue 12).
+#
+# 1. Cost of a span. tests/clr/otelapps/otelapp `spans CALLS ROUNDS` times three identical
+#    one-line methods round after round in one process (thread CPU time, median of ROUNDS
+#    after 5 warm-up rounds): Plain (never traced), Traced (traced by clrmux: the probes, the
+#    Activity.Current check of a root span, spans to /dev/null) and Otel, which makes its span by
+#    hand with the OpenTelemetry SDK (ActivitySource.StartActivity + Dispose, AlwaysOn sampler,
+#    batch processor, an exporter that counts). Run twice: the probes without a GC transition
+#    (the default, SuppressGCTransition) and with one (suppress_gc_transition = false).
+#    Prints ns per span (the method's cost minus Plain's) and OpenTelemetry's / clrmux's.
+# 2. Export. `otelapp load CALLS RATE` calls Traced CALLS times at RATE calls/s (0: full speed)
+#    with the default span buffer (65536 spans); from the tracer's shutdown log: spans written
+#    and dropped, and the spans/s of the export thread (spans over its CPU time: drain, OTLP
+#    JSON, write(2)), to /dev/null and to a file. Beside it, `otelapp pipeline CALLS RATE QUEUE`:
+#    the same calls with hand-made OpenTelemetry spans into the SDK's batch processor (default
+#    queue of 2048, and a queue that holds every span: its drain rate).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
+SUMMARY=
+if [ "${1:-}" = "--summary" ]; then SUMMARY=$2; shift 2; fi
+CALLS=${BENCH_SPANS_CALLS:-50000}
+ROUNDS=${BENCH_SPANS_ROUNDS:-21}
+LOAD=${BENCH_SPANS_LOAD:-2000000}
+LIB="$ROOT/build/libclrmux.so"
+CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+command -v dotnet >/dev/null 2>&1 || { echo "spans: dotnet is not on PATH: benchmark skipped"; exit 0; }
+[ -f "$LIB" ] || { echo "spans: build/libclrmux.so missing (make all)" >&2; exit 1; }
+APP=build/clr/otelapp/otelapp.dll
+export DOTNET_ROLL_FORWARD=Major # otelapp targets net8.0: run it on the SDK's runtime
+if [ ! -f "$APP" ] || [ -n "$(find tests/clr/otelapps/otelapp -newer "$APP" -type f -print -quit)" ]; then
+    rm -rf build/clr/otelapp build/clr/obj/otelapp
+    dotnet build tests/clr/otelapps/otelapp/otelapp.csproj -c Release -o build/clr/otelapp \
+        -p:BaseIntermediateOutputPath="$ROOT/build/clr/obj/otelapp/" --disable-build-servers -nodeReuse:false \
+        -p:UseSharedCompilation=false -v:quiet -clp:NoSummary >/dev/null
+fi
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-sbench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+conf() { # conf NAME OUTPUT BUFFER extra...
+    { printf '[loader]\nlog_level = info\n[child tracer]\nbuiltin = tracer\noutput = %s\nmetrics_output = /dev/null\n' "$2"
+      printf 'buffer_spans = %s\ntrace = otelapp!OtelApp.SpanBench::Traced\n' "$3"
+      printf '%s\n' "${@:4}"; } >"$WORK/$1.conf"
+}
+run() { # run CONF args... (stdout: the app's line; the log in $WORK/CONF.log)
+    rm -f "$WORK/$1.log"
+    env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
+        CLRMUX_CONFIG="$WORK/$1.conf" CLRMUX_LOG_FILE="$WORK/$1.log" dotnet "$APP" "${@:2}"
+}
+f() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p"; }
+BUF=$(((5 + ROUNDS) * CALLS * 2))
+conf fast /dev/null "$BUF"
+conf slow /dev/null "$BUF" "suppress_gc_transition = false"
+
+echo "spans: otelapp spans $CALLS $ROUNDS (median of $ROUNDS rounds, thread CPU time, one process per line)"
+printf '  %-44s %9s %9s %9s %10s %10s %8s\n' "probes" "plain ns" "clrmux" "OTel SDK" "clrmux/sp" "OTel/span" "OTel/clrmux"
+for c in fast slow; do
+    out=$(run "$c" spans "$CALLS" "$ROUNDS")
+    p=$(f plain_ns <<<"$out"); tr=$(f traced_ns <<<"$out"); o=$(f otel_ns <<<"$out")
+    [ -n "$p" ] && [ -n "$tr" ] && [ -n "$o" ] || { echo "spans: unexpected output: $out" >&2; cat "$WORK/$c.log" >&2; exit 1; }
+    label=$([ "$c" = fast ] && echo "without GC transition (SuppressGCTransition)" || echo "with GC transition")
+    awk -v l="$label" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "  %-44s %9.2f %9.2f %9.2f %10.2f %10.2f %7.1fx\n", l, p, t, o, t - p, o - p, (o - p) / (t - p) }'
+    [ -n "$SUMMARY" ] && awk -v c="$c" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "span_%s %.2f %.2f %.1f\n", c, t - p, o - p, (o - p) / (t - p) }' >>"$SUMMARY"
+    grep -q 'tracer: 1 method(s) rewritten' "$WORK/$c.log" || { echo "spans: Traced was not rewritten:" >&2; cat "$WORK/$c.log" >&2; exit 1; }
+done
+echo "  (ns per call; clrmux/sp and OTel/span: the method's cost minus Plain's; OTel/clrmux: their ratio)"
+echo
+echo "export: otelapp load $LOAD RATE, tracing Traced, default buffer_spans (65536): one export thread"
+printf '  %-30s %12s %12s %12s %16s\n' "output, rate" "calls/s" "written" "dropped" "export spans/s"
+conf devnull /dev/null 65536
+conf file "$WORK/spans.jsonl" 65536
+for o in devnull file; do
+    for rate in 1000000 0; do
+        rm -f "$WORK/spans.jsonl"
+        out=$(run "$o" load "$LOAD" "$rate")
+        cps=$(f calls_per_s <<<"$out")
+        line=$(grep -o 'span(s) written to .*' "$WORK/$o.log" | head -1)
+        w=$(grep -o 'rewritten.* \([0-9]*\) span(s) written' "$WORK/$o.log" | sed 's/.* \([0-9]*\) span(s) written/\1/')
+        d=$(sed -n 's/.* \([0-9]*\) dropped (buffer full).*/\1/p' "$WORK/$o.log" | head -1)
+        eps=$(sed -n 's/.*CPU time (\([0-9]*\) spans\/s).*/\1/p' "$WORK/$o.log" | head -1)
+        [ -n "$line" ] || { echo "spans: no shutdown line:" >&2; cat "$WORK/$o.log" >&2; exit 1; }
+        label="$([ "$o" = devnull ] && echo /dev/null || echo file), $([ "$rate" = 0 ] && echo "full speed" || echo "1 M/s")"
+        printf '  %-30s %12s %12s %12s %16s\n' "$label" "$cps" "$w" "$d" "$eps"
+        [ -n "$SUMMARY" ] && echo "export_${o}_$rate $cps $w $d $eps" >>"$SUMMARY"
+    done
+done
+echo
+echo "OpenTelemetry SDK: otelapp pipeline $LOAD RATE QUEUE (hand-made spans, batch processor, counting exporter)"
+printf '  %-30s %12s %12s %12s %16s\n' "queue, rate" "calls/s" "exported" "dropped" "exported/s"
+for q in 2048 "$LOAD"; do
+    for rate in 1000000 0; do
+        out=$(dotnet "$APP" pipeline "$LOAD" "$rate" "$q")
+        label="queue $q, $([ "$rate" = 0 ] && echo "full speed" || echo "1 M/s")"
+        printf '  %-30s %12s %12s %12s %16s\n' "$label" "$(f calls_per_s <<<"$out")" "$(f exported <<<"$out")" \
+            "$(f dropped <<<"$out")" "$(f exported_per_s <<<"$out")"
+        [ -n "$SUMMARY" ] && echo "otel_${q}_$rate $(f calls_per_s <<<"$out") $(f exported <<<"$out") $(f dropped <<<"$out") $(f exported_per_s <<<"$out")" >>"$SUMMARY"
+    done
+done
+echo "  (exported/s: spans exported over the time from the first call to the end of ForceFlush)"
