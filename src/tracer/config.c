@@ -107,7 +107,7 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     char exe[256] = "", app[256] = "";
     clrmux_process_names(exe, sizeof exe, app, sizeof app);
     snprintf(t->service, sizeof t->service, "%s", app[0] ? app : exe[0] ? exe : "unknown_service");
-    t->buffer_spans = 65536;
+    t->buffer_spans = 262144; /* a quarter of a second at 1 M spans/s: 16 MB */
     t->flush_ms = 1000;
     t->max_file_bytes = (uint64_t)100 << 20;
     t->max_files = 5;

@@ -68,40 +68,16 @@ static struct clrmux_otlp_names names_of(struct tracer *t)
     return (struct clrmux_otlp_names){tracer_method_name, tracer_exc_name, t, thread_name_cb, exc_msg_cb};
 }
 
-static ssize_t linebuf_write(void *cookie, const char *buf, size_t n)
-{
-    struct linebuf *b = cookie;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + n)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return -1;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, buf, n);
-    b->len += n;
-    return (ssize_t)n;
-}
-
 /* spans[0..n) as one OTLP JSON line, '\n' included, in t->line; 0, or -1 (out of memory). */
 static int render_line(struct tracer *t, const struct clrmux_span *spans, size_t n,
                        const struct clrmux_otlp_names *names)
 {
-    t->line.len = 0;
-    t->line.oom = 0;
-    FILE *m = fopencookie(&t->line, "w", (cookie_io_functions_t){.write = linebuf_write});
-    if (!m)
-        return -1;
-    setvbuf(m, NULL, _IOFBF, 1 << 16);
-    int rc = clrmux_otlp_write_line(m, &t->res, spans, n, names);
-    if (fclose(m) != 0 || t->line.oom || !t->line.len)
-        rc = -1;
-    return rc;
+    struct clrmux_otlp_mem m = {t->line.p, 0, t->line.cap};
+    int rc = clrmux_otlp_render_line(&m, &t->res, spans, n, names);
+    t->line.p = m.p;
+    t->line.cap = m.cap;
+    t->line.len = rc ? 0 : m.len;
+    return rc || !m.len ? -1 : 0;
 }
 
 /* t->line (n spans) to the output file with one write(2) (whole lines only), rotating it at
@@ -179,7 +155,9 @@ static void stage_fill(struct tracer *t)
 {
     if (t->shead == t->nstage) {
         t->shead = t->nstage = 0;
-    } else if (t->shead && t->nstage == t->stage_cap) {
+    } else if (t->shead >= t->stage_cap / 2 && t->nstage == t->stage_cap) {
+        /* compacted once at least half of it is written: a memmove per batch would copy
+         * the whole stage for every EXPORT_BATCH spans */
         memmove(t->stage, t->stage + t->shead, (t->nstage - t->shead) * sizeof *t->stage);
         t->nstage -= t->shead;
         t->shead = 0;

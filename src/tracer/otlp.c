@@ -64,14 +64,26 @@ static void put_hex64(struct buf *b, uint64_t v)
     put_hex(b, x, 8);
 }
 
+/* decimal, two digits per step */
 static void put_u64(struct buf *b, uint64_t v)
 {
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                   "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                   "8081828384858687888990919293949596979899";
     char tmp[20];
     int n = 0;
-    do {
-        tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    while (v >= 100) {
+        unsigned d = (unsigned)(v % 100);
+        v /= 100;
+        n += 2;
+        memcpy(tmp + sizeof tmp - n, pairs + 2 * d, 2);
+    }
+    if (v >= 10) {
+        n += 2;
+        memcpy(tmp + sizeof tmp - n, pairs + 2 * v, 2);
+    } else {
+        tmp[sizeof tmp - ++n] = (char)('0' + v);
+    }
     put(b, tmp + sizeof tmp - n, (size_t)n);
 }
 
@@ -91,7 +103,12 @@ static void put_json(struct buf *b, const char *s)
 {
     static const char digits[] = "0123456789abcdef";
     PUTS(b, "\"");
-    for (const unsigned char *q = (const unsigned char *)(s ? s : ""); *q; q++) {
+    const unsigned char *q = (const unsigned char *)(s ? s : "");
+    const unsigned char *plain = q; /* the run that needs no escape: one copy */
+    while (*plain >= 0x20 && *plain != '"' && *plain != '\\')
+        plain++;
+    put(b, (const char *)q, (size_t)(plain - q));
+    for (q = plain; *q; q++) {
         if (*q >= 0x20 && *q != '"' && *q != '\\') {
             if (b->p == b->end) {
                 b->overflow = 1;
@@ -292,39 +309,108 @@ void clrmux_resource_write_json(FILE *f, const struct clrmux_resource *r)
     fputs("]}", f);
 }
 
+static void put_resource(struct buf *b, const struct clrmux_resource *r)
+{
+    PUTS(b, "{\"attributes\":[");
+    for (size_t i = 0; i < r->n; i++) {
+        if (i)
+            PUTS(b, ",");
+        PUTS(b, "{\"key\":");
+        put_json(b, r->attrs[i].key);
+        if (r->attrs[i].is_int)
+            PUTS(b, ",\"value\":{\"intValue\":");
+        else
+            PUTS(b, ",\"value\":{\"stringValue\":");
+        put_json(b, r->attrs[i].value);
+        PUTS(b, "}}");
+    }
+    PUTS(b, "]}");
+}
+
+/* makes room for `need` more bytes in m; 0, or -1 (out of memory) */
+static int mem_reserve(struct clrmux_otlp_mem *m, size_t need)
+{
+    if (m->cap - m->len >= need)
+        return 0;
+    size_t cap = m->cap ? m->cap : 65536;
+    while (cap - m->len < need)
+        cap *= 2;
+    char *p = realloc(m->p, cap);
+    if (!p)
+        return -1;
+    m->p = p;
+    m->cap = cap;
+    return 0;
+}
+
+/* span i formatted at the end of m: in place when it fits SPAN_ROOM bytes (names are short),
+ * else with the room its names need */
+#define SPAN_ROOM 4096
+static int render_span(struct clrmux_otlp_mem *m, const struct clrmux_span *s, size_t i,
+                       const struct clrmux_otlp_names *names)
+{
+    if (mem_reserve(m, SPAN_ROOM))
+        return -1;
+    struct buf b = {m->p + m->len, m->p + m->cap, 0};
+    put_span(&b, s, i, names);
+    if (!b.overflow) {
+        m->len = (size_t)(b.p - m->p);
+        return 0;
+    }
+    size_t need = 1024;
+    const char *nm = names && names->method ? names->method(names->ctx, s->method) : NULL;
+    const char *ex = names && names->exception ? names->exception(names->ctx, s->exc) : NULL;
+    const char *em = exc_message(names, s->exc);
+    const char *tn = names && names->thread ? names->thread(names->ctx, s->tid) : NULL;
+    need += 6 * (2 * (nm ? strlen(nm) : 0) + 3 * (ex ? strlen(ex) : 0) + (em ? strlen(em) : 0) + (tn ? strlen(tn) : 0));
+    if (mem_reserve(m, need))
+        return -1;
+    b = (struct buf){m->p + m->len, m->p + m->cap, 0};
+    put_span(&b, s, i, names);
+    if (b.overflow)
+        return -1;
+    m->len = (size_t)(b.p - m->p);
+    return 0;
+}
+
+int clrmux_otlp_render_line(struct clrmux_otlp_mem *m, const struct clrmux_resource *res,
+                            const struct clrmux_span *spans, size_t n, const struct clrmux_otlp_names *names)
+{
+    if (!n)
+        return 0;
+    /* the head: the resource (at most 32 attributes of 384 bytes, escaped) */
+    size_t head = 256 + 6 * sizeof res->attrs;
+    if (mem_reserve(m, head))
+        return -1;
+    struct buf b = {m->p + m->len, m->p + m->cap, 0};
+    PUTS(&b, "{\"resourceSpans\":[{\"resource\":");
+    put_resource(&b, res);
+    PUTS(&b, ",\"scopeSpans\":[{\"scope\":{\"name\":\"clrmux\",\"version\":\"" CLRMUX_VERSION "\"},\"spans\":[");
+    if (b.overflow)
+        return -1;
+    m->len = (size_t)(b.p - m->p);
+    for (size_t i = 0; i < n; i++)
+        if (render_span(m, &spans[i], i, names))
+            return -1;
+    static const char tail[] = "]}]}]}\n";
+    if (mem_reserve(m, sizeof tail))
+        return -1;
+    memcpy(m->p + m->len, tail, sizeof tail - 1);
+    m->len += sizeof tail - 1;
+    return 0;
+}
+
 int clrmux_otlp_write_line(FILE *f, const struct clrmux_resource *res, const struct clrmux_span *spans, size_t n,
                            const struct clrmux_otlp_names *names)
 {
     if (!n)
         return 0;
-    fputs("{\"resourceSpans\":[{\"resource\":", f);
-    clrmux_resource_write_json(f, res);
-    fputs(",\"scopeSpans\":[{\"scope\":{\"name\":\"clrmux\",\"version\":\"" CLRMUX_VERSION "\"},\"spans\":[", f);
-    for (size_t i = 0; i < n; i++) {
-        char text[4096];
-        struct buf b = {text, text + sizeof text, 0};
-        put_span(&b, &spans[i], i, names);
-        if (!b.overflow) {
-            fwrite(text, 1, (size_t)(b.p - text), f);
-        } else { /* very long names: a heap buffer of the size they need */
-            size_t need = 1024;
-            const char *nm = names && names->method ? names->method(names->ctx, spans[i].method) : NULL;
-            const char *ex = names && names->exception ? names->exception(names->ctx, spans[i].exc) : NULL;
-            const char *em = exc_message(names, spans[i].exc);
-            const char *tn = names && names->thread ? names->thread(names->ctx, spans[i].tid) : NULL;
-            need += 6 * (2 * (nm ? strlen(nm) : 0) + 3 * (ex ? strlen(ex) : 0) + (em ? strlen(em) : 0) +
-                         (tn ? strlen(tn) : 0));
-            char *heap = malloc(need);
-            if (!heap)
-                return -1;
-            struct buf h = {heap, heap + need, 0};
-            put_span(&h, &spans[i], i, names);
-            fwrite(heap, 1, (size_t)(h.p - heap), f);
-            free(heap);
-        }
-    }
-    fputs("]}]}]}\n", f);
-    return ferror(f) ? -1 : 0;
+    struct clrmux_otlp_mem m = {0};
+    int rc = clrmux_otlp_render_line(&m, res, spans, n, names);
+    if (rc == 0 && fwrite(m.p, 1, m.len, f) != m.len)
+        rc = -1;
+    free(m.p);
+    return rc || ferror(f) ? -1 : 0;
 }
 
 /* ---- metrics ------------------------------------------------------------------------------ */

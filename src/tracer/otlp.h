@@ -55,6 +55,17 @@ void clrmux_resource_write_json(FILE *f, const struct clrmux_resource *r);
 int clrmux_otlp_write_line(FILE *f, const struct clrmux_resource *res, const struct clrmux_span *spans, size_t n,
                            const struct clrmux_otlp_names *names);
 
+/* A growable memory buffer (malloc'd p, owned by the caller; start it zeroed). */
+struct clrmux_otlp_mem {
+    char *p;
+    size_t len, cap;
+};
+/* Appends the line clrmux_otlp_write_line writes to m, formatted in place (no stdio): the
+ * export thread's encoder. Returns 0, or -1 (out of memory; m->len may have grown by a
+ * partial line: reset it). */
+int clrmux_otlp_render_line(struct clrmux_otlp_mem *m, const struct clrmux_resource *res,
+                            const struct clrmux_span *spans, size_t n, const struct clrmux_otlp_names *names);
+
 /* A process-wide counter exported beside the per-method metrics (a monotonic cumulative sum
  * with unit {span}). */
 struct clrmux_otlp_counter {

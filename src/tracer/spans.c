@@ -52,6 +52,7 @@ struct cal_point {
 static struct cal {
     struct cal_point p[CAL_POINTS]; /* ring, oldest at first */
     size_t first, n;
+    double last_slope; /* ns per tick between the last two points */
 } cal;
 
 /* The tightest of a few (tick, clock, tick) readings: a reading the scheduler interrupted
@@ -86,6 +87,10 @@ static void cal_add(struct cal_point p)
         cal.n--;
     }
     *cal_at(cal.n++) = p;
+    if (cal.n >= 2) {
+        const struct cal_point *a = cal_at(cal.n - 2), *b = cal_at(cal.n - 1);
+        cal.last_slope = (double)(b->ns - a->ns) / (double)(b->tick - a->tick);
+    }
 }
 
 static void cal_init(void)
@@ -114,8 +119,9 @@ static int64_t tick_to_ns(uint64_t tick)
     size_t n = cal.n;
     if (n < 2)
         return clrmux_now_ns();
-    if (tick >= cal_at(n - 1)->tick)
-        return seg(cal_at(n - 2), cal_at(n - 1), tick);
+    const struct cal_point *a = cal_at(n - 2);
+    if (tick >= a->tick) /* the last segment (the common case: no division) */
+        return a->ns + (int64_t)((double)(tick - a->tick) * cal.last_slope);
     if (tick < cal_at(0)->tick)
         return seg(cal_at(0), cal_at(1), tick);
     size_t lo = 0, hi = n - 1; /* p[lo].tick <= tick < p[hi].tick */

@@ -1133,7 +1133,7 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     t->exc_msgs = calloc(MAX_EXC_NAMES, sizeof *t->exc_msgs);
     t->tnames = calloc(THREAD_NAMES, sizeof *t->tnames);
     if (!t->methods || !t->slots || !t->exc_names || !t->exc_msgs || !t->tnames || tracer_configure(t, cc, cfg_path, cfg_dir) != 0 ||
-        !(t->stage = calloc((t->stage_cap = t->buffer_spans), sizeof *t->stage))) {
+        !(t->stage = calloc((t->stage_cap = t->buffer_spans < STAGE_MAX ? t->buffer_spans : STAGE_MAX), sizeof *t->stage))) {
         LOG_ERROR("child '%s': tracer setup failed; child skipped", cc->name);
         atomic_store(&the_tracer, NULL);
         free(t->methods), free(t->slots), free(t->exc_names), free(t->exc_msgs), free(t->tnames), free(t->stage);

@@ -49,6 +49,7 @@
 #define THREAD_NAMES 1024 /* cache slots, power of two */
 #define METRICS_MS_DEFAULT 60000 /* OTEL_METRIC_EXPORT_INTERVAL's default */
 #define EXPORT_BATCH 1024
+#define STAGE_MAX 65536 /* spans drained ahead of the encoder (the ring holds the rest) */
 #define POLL_MS 50
 #define REJIT_WAIT_SECONDS 10
 #define CONV_I 0xD3
