@@ -195,6 +195,38 @@ static void test_full_ring_drops(void **state)
     assert_int_equal(clrmux_spans_drain(s, 8), 0);
 }
 
+/* The fast entry probe (no GC transition) never allocates: it sends a thread's first span and
+ * a span beyond its stack's capacity to the slow probe (CLRMUX_SPAN_SLOW), then works again. */
+static void *fast_thread(void *arg)
+{
+    int *ok = arg;
+    *ok = clrmux_span_enter_fast(1) == CLRMUX_SPAN_SLOW && clrmux_span_depth() == 0;
+    *ok = *ok && clrmux_span_enter(1) == 0 && clrmux_span_enter_fast(2) == 1;
+    for (int i = 2; *ok && i < CLRMUX_SPAN_INLINE_DEPTH; i++)
+        *ok = clrmux_span_enter_fast(3) == i;
+    *ok = *ok && clrmux_span_enter_fast(4) == CLRMUX_SPAN_SLOW && clrmux_span_depth() == CLRMUX_SPAN_INLINE_DEPTH;
+    *ok = *ok && clrmux_span_enter(4) == CLRMUX_SPAN_INLINE_DEPTH &&
+          clrmux_span_enter_fast(5) == CLRMUX_SPAN_INLINE_DEPTH + 1;
+    clrmux_span_exit(0);
+    *ok = *ok && clrmux_span_depth() == 0;
+    return NULL;
+}
+
+static void test_enter_fast(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(1024), 0);
+    pthread_t th;
+    int ok = 0;
+    assert_int_equal(pthread_create(&th, NULL, fast_thread, &ok), 0);
+    pthread_join(th, NULL);
+    assert_true(ok);
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    assert_int_equal(st.finished, CLRMUX_SPAN_INLINE_DEPTH + 2);
+    clrmux_spans_fini();
+}
+
 /* A recursion deeper than the inline stack grows it: every call gets its span, each the child
  * of the call around it (2009 nested calls, as tests/clr's deep recursion). */
 static void test_deep_recursion(void **state)
@@ -455,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_time_mapping),
         cmocka_unit_test(test_exception_and_bad_slots),
         cmocka_unit_test(test_full_ring_drops),
+        cmocka_unit_test(test_enter_fast),
         cmocka_unit_test(test_deep_recursion),
         cmocka_unit_test(test_too_deep),
         cmocka_unit_test(test_threads),
