@@ -15,6 +15,8 @@
 #   9. notify: ns per callback per extra child, clrmux vs CORECLR_NOTIFICATION_PROFILERS (bench/notify.sh)
 #  10. exceptions: CPU per caught exception with the loader's unhandled-exception watch
 #      (bench/exceptions.sh)
+#  11. spans: a span beside a hand-made OpenTelemetry SDK span; the exporter's spans/s and drops
+#      at 1 M/s and full speed beside the SDK's batch processor (bench/spans.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -107,6 +109,9 @@ echo
 echo "== 10. caught exceptions under the unhandled-exception watch (bench/exceptions.sh)"
 bench/exceptions.sh --summary "$WORK/exc.sum"
 echo
+echo "== 11. clrmux's spans beside OpenTelemetry's: cost, export, drops (bench/spans.sh)"
+bench/spans.sh --summary "$WORK/spans.sum"
+echo
 
 # ---- summary ----------------------------------------------------------------------------------
 get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
@@ -137,6 +142,16 @@ if [ -f "$WORK/tracer.sum" ]; then
     t() { awk -v k="$1" '$1 == k {print $2}' "$WORK/tracer.sum"; }
     printf 'traced call: %s ns vs %s ns untraced; %s ns per span, ratio %s; IL rewrite %s us per method (%s dropped)\n' \
         "$(t traced)" "$(t plain)" "$(t added)" "$(t ratio)" "$(t rewrite_us)" "$(t dropped)"
+fi
+if [ -f "$WORK/spans.sum" ]; then
+    sp() { awk -v k="$1" '$1 == k {print $'"$2"'}' "$WORK/spans.sum"; }
+    printf 'span: clrmux %s ns, hand-made OpenTelemetry SDK span %s ns: OTel/clrmux %sx (with a GC transition: %s ns, %sx)\n' \
+        "$(sp span_fast 2)" "$(sp span_fast 3)" "$(sp span_fast 4)" "$(sp span_slow 2)" "$(sp span_slow 4)"
+    printf 'export spans/s (export thread CPU): /dev/null %s, file %s; dropped of %s at 1 M/s: /dev/null %s, file %s; at full speed: %s, %s\n' \
+        "$(sp export_devnull_0 5)" "$(sp export_file_0 5)" "${BENCH_SPANS_LOAD:-2000000}" "$(sp export_devnull_1000000 4)" \
+        "$(sp export_file_1000000 4)" "$(sp export_devnull_0 4)" "$(sp export_file_0 4)"
+    printf 'OpenTelemetry batch processor: exported/s %s (queue = all), dropped at 1 M/s %s, at full speed %s (queue 2048)\n' \
+        "$(sp "otel_${BENCH_SPANS_LOAD:-2000000}_0" 5)" "$(sp otel_2048_1000000 4)" "$(sp otel_2048_0 4)"
 fi
 if [ -f "$WORK/elt.sum" ]; then
     cat "$WORK/elt.sum"

@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         must_reparse(out, len, "parse+emit");
         free(out);
     }
-    /* the tracer's wrap: entry/exit probes as calli-like token calls, return local */
+    /* the tracer's wrap: entry/exit probes as calli-like token calls, return local, and (by the
+     * input's last byte) the normal exit after the protected region */
     static const uint8_t entry[] = {0x28, 0x01, 0x00, 0x00, 0x0A};
     static const uint8_t exitp[] = {0x28, 0x02, 0x00, 0x00, 0x0A};
     clrmux_il_wrap_spec s = {0};
@@ -45,6 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s.ret_local = (size > 0 && (data[size - 1] & 1)) ? 0 : CLRMUX_IL_NO_LOCAL;
     s.local_sig_tok = 0x11000001;
     s.extra_max_stack = 2;
+    if (size > 0 && (data[size - 1] & 2)) { /* the tracer's form: fault clause, exit after the region */
+        static const uint8_t normal[] = {0x28, 0x03, 0x00, 0x00, 0x0A};
+        s.exit_normal = normal, s.exit_normal_len = sizeof normal;
+    }
     if (clrmux_il_wrap(&b, &s, err, sizeof err) == 0) {
         out = NULL;
         if (clrmux_il_emit(&b, &out, &len, err, sizeof err) == 0) {
