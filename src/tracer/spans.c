@@ -675,9 +675,13 @@ static inline void ctx_update(struct tstate *t)
     c->depth = d;
     c->span_id = d ? t->stack[d - 1].span_id : 0;
     c->local_root_id = d ? t->stack[0].span_id : 0;
-    if (d == 1)
-        for (int i = 0; i < 16; i++)
-            c->trace_id[i] = t->trace_id[i];
+    if (d == 1) { /* two 8-byte stores, not sixteen byte stores (trace_id is 8-byte aligned) */
+        uint64_t w[2];
+        memcpy(w, t->trace_id, 16);
+        volatile uint64_t *dst = (volatile uint64_t *)(volatile void *)c->trace_id;
+        dst[0] = w[0];
+        dst[1] = w[1];
+    }
     atomic_signal_fence(memory_order_seq_cst);
     c->seq++;
 }

@@ -149,7 +149,7 @@ struct clrmux_span_context {
     volatile uint32_t depth;
     volatile uint64_t span_id;       /* the innermost open span */
     volatile uint64_t local_root_id; /* the thread's outermost open span */
-    volatile uint8_t trace_id[16];
+    volatile uint8_t trace_id[16] __attribute__((aligned(8)));
 };
 /* The calling thread's context (created on first use; NULL without memory). Call it once
  * per thread outside any signal handler and cache the pointer: it stays valid until the

@@ -318,6 +318,33 @@ if same_output small && [ -n "$written" ] && [ "${dropped:-0}" -gt 0 ] && [ $((w
     ok "a full buffer (16 spans, 800 calls on 8 threads): $written written, $dropped dropped, counted and logged"
 else bad "a full buffer drops and counts" "spans in file=$spans; $(grep tracer "$WORK/small.log" | tail -3)"; fi
 
+# ---- the probes run without a GC transition (SuppressGCTransition) ------------------------
+# The JIT's listing of the rewritten TraceBench.Calls::Traced (DOTNET_JitDisasm, .NET 7 and
+# later; tiering off: one optimized compilation): a P/Invoke with a GC transition returns
+# through a check that calls CORINFO_HELP_STOP_FOR_GC; a call without one is followed by a GC
+# poll (CORINFO_HELP_POLL_GC). The fast entry and the normal exit make two transitions fewer
+# than with suppress_gc_transition = false (the slow entry keeps its own).
+for sup in true false; do
+    printf '[child tracer]\nbuiltin = tracer\noutput = /dev/null\nsuppress_gc_transition = %s\ntrace = tracebench!TraceBench.Calls::Traced\n' \
+        "$sup" >"$WORK/sgc-$sup.conf"
+    rm -f "$WORK/sgc-$sup.asm"
+    env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
+        CLRMUX_CONFIG="$WORK/sgc-$sup.conf" CLRMUX_LOG_FILE="$WORK/sgc-$sup.log" DOTNET_TieredCompilation=0 \
+        DOTNET_JitDisasm=Traced DOTNET_JitStdOutFile="$WORK/sgc-$sup.asm" \
+        "${DOTNET[@]}" build/clr/tracebench/tracebench.dll 2000 2 1 >"$WORK/sgc-$sup.out" 2>&1
+    echo $? >"$WORK/sgc-$sup.rc"
+    # the last listing of Traced: the rewritten body
+    awk '/^; Assembly listing for method TraceBench.Calls:Traced/ {buf = ""} {buf = buf $0 "\n"} END {printf "%s", buf}' \
+        "$WORK/sgc-$sup.asm" 2>/dev/null >"$WORK/sgc-$sup.last"
+done
+stop_t=$(grep -c 'CORINFO_HELP_STOP_FOR_GC' "$WORK/sgc-true.last")
+stop_f=$(grep -c 'CORINFO_HELP_STOP_FOR_GC' "$WORK/sgc-false.last")
+poll_t=$(grep -c 'CORINFO_HELP_POLL_GC' "$WORK/sgc-true.last")
+if [ "$(cat "$WORK/sgc-true.rc")" = 0 ] && [ "$(cat "$WORK/sgc-false.rc")" = 0 ] && [ "$poll_t" -ge 2 ] \
+    && [ $((stop_t + 2)) -le "$stop_f" ] && grep -q '1 method(s) rewritten' "$WORK/sgc-true.log"; then
+    ok "the probes are called without a GC transition: $stop_t transition(s) and $poll_t GC poll(s) in Traced's code ($stop_f transitions with suppress_gc_transition = false)"
+else bad "the probes run without a GC transition" "rc=$(cat "$WORK/sgc-true.rc")/$(cat "$WORK/sgc-false.rc") transitions=$stop_t/$stop_f polls=$poll_t; $(tail -3 "$WORK/sgc-true.out"; grep -i 'tracer' "$WORK/sgc-true.log" | tail -3)"; fi
+
 # ---- OTLP/HTTP export (endpoint =): a collector on 127.0.0.1, then none ------------------
 # A tiny collector (python3 http.server on 127.0.0.1, a free port, 120 s at most, killed
 # below): it records each POST (path, Content-Type, the status it answered, the body) as a
