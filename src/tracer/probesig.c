@@ -24,7 +24,9 @@ static mdToken suppress_type(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, char *
         snprintf(why, whylen, "no IMetaDataAssemblyImport (HRESULT 0x%08X)", (unsigned)hr);
         return 0;
     }
-    static const char *const scopes[] = {"System.Runtime", "System.Private.CoreLib", "netstandard", "mscorlib"};
+    /* an assembly that has the type (netstandard and mscorlib facades may not): the runtime
+     * reads the modifier by name, but a resolvable reference is the safe one */
+    static const char *const scopes[] = {"System.Runtime", "System.Private.CoreLib"};
     mdAssemblyRef ar = 0;
     for (size_t i = 0; i < sizeof scopes / sizeof scopes[0] && !ar; i++)
         ar = clrmux_find_assembly_ref(ai, scopes[i]);

@@ -9,8 +9,8 @@
  *     CMOD_OPT System.Runtime.CompilerServices.CallConvSuppressGCTransition, ret, params
  * (the modifier form C# emits for `delegate* unmanaged[SuppressGCTransition]<...>`; the
  * runtime reads the modifier by its namespace and name, .NET 6 and later). The modifier's
- * TypeRef is scoped to the module's AssemblyRef System.Runtime (or System.Private.CoreLib,
- * netstandard, mscorlib), defined when it has none; in System.Private.CoreLib the TypeDef
+ * TypeRef is scoped to the module's AssemblyRef System.Runtime (or System.Private.CoreLib),
+ * and to a new AssemblyRef System.Runtime when it has neither; in System.Private.CoreLib the TypeDef
  * itself is used. The other probes (the slow entry that allocates a thread's state, the exit
  * in the fault handler, the exception filter) keep a plain unmanaged cdecl signature (0x01)
  * with its GC transition. Without the modifier (runtime older than .NET 6, the loader.conf
