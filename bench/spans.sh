@@ -40,7 +40,8 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-sbench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 conf() { # conf NAME OUTPUT BUFFER extra...
     { printf '[loader]\nlog_level = info\n[child tracer]\nbuiltin = tracer\noutput = %s\nmetrics_output = /dev/null\n' "$2"
-      printf 'buffer_spans = %s\ntrace = otelapp!OtelApp.SpanBench::Traced\n' "$3"
+      [ -n "$3" ] && printf 'buffer_spans = %s\n' "$3"
+      printf 'trace = otelapp!OtelApp.SpanBench::Traced\n'
       printf '%s\n' "${@:4}"; } >"$WORK/$1.conf"
 }
 run() { # run CONF args... (stdout: the app's line; the log in $WORK/CONF.log)
@@ -66,10 +67,10 @@ for c in fast slow; do
 done
 echo "  (ns per call; clrmux/sp and OTel/span: the method's cost minus Plain's; OTel/clrmux: their ratio)"
 echo
-echo "export: otelapp load $LOAD RATE, tracing Traced, default buffer_spans (65536): one export thread"
+echo "export: otelapp load $LOAD RATE, tracing Traced, default buffer_spans (262144): one export thread"
 printf '  %-30s %12s %12s %12s %16s\n' "output, rate" "calls/s" "written" "dropped" "export spans/s"
-conf devnull /dev/null 65536
-conf file "$WORK/spans.jsonl" 65536
+conf devnull /dev/null ""
+conf file "$WORK/spans.jsonl" ""
 for o in devnull file; do
     for rate in 1000000 0; do
         rm -f "$WORK/spans.jsonl"
