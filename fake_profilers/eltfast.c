@@ -6,9 +6,12 @@
 
 #if defined(__aarch64__)
 /* arm64: the JIT passes the id in x10 to all three hooks; the stub saves x0-x17 and q0-q7,
- * q16-q31 (the registers a C callee may change) around the C body. */
+ * q16-q31 (the registers a C callee may change) around the C body. The stubs are global and
+ * hidden: the C code takes their addresses through the GOT under -fPIC, and GNU ld gives
+ * GOT references to file-local labels of one section a single entry (the addend is lost). */
 #define ELT_FAKE_STUB(name, body, ARG)                                                              \
-    __asm__(".text\n.p2align 4\n.type " #name ",%function\n" #name ":\n"                      \
+    __asm__(".text\n.p2align 4\n.globl " #name "\n.hidden " #name "\n.type " #name ",%function\n" \
+            #name ":\n"                                                                         \
             "sub sp,sp,#544\nstp x29,x30,[sp]\nmov x29,sp\nstp x0,x1,[sp,#16]\n"              \
             "stp x2,x3,[sp,#32]\nstp x4,x5,[sp,#48]\nstp x6,x7,[sp,#64]\nstp x8,x9,[sp,#80]\n"  \
             "stp x10,x11,[sp,#96]\nstp x12,x13,[sp,#112]\nstp x14,x15,[sp,#128]\n"             \

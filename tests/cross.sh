@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The cross builds in `make test`: Linux arm64 (make arm64; the unit tests under qemu-aarch64)
-# and Windows x64 (make windows; the unit tests under wine). A missing toolchain, emulator or
+# The cross builds in `make test`: Linux arm64 (make arm64; the unit tests, then a real .NET 10
+# runtime with clrmux, tests/clr/arm64.sh, under qemu-aarch64) and Windows x64 (make windows; the unit tests under wine). A missing toolchain, emulator or
 # library is reported loudly and that platform is skipped, except under CI (CI=true), where
 # scripts/setup.sh installs them and a skip is a failure.
 #   tests/cross.sh [arm64|windows]...   (default: both)
@@ -67,6 +67,14 @@ arm64() {
     # the arm64 multiarch libc (libc6:arm64) is used through /lib/ld-linux-aarch64.so.1: no -L
     # (qemu's -L /usr/aarch64-linux-gnu would mix the cross libc with the multiarch libraries)
     run_units "arm64 (qemu-aarch64)" "$BUILD/arm64/unit" "$BUILD/arm64/fake" qemu-aarch64
+    # a real .NET 10 runtime for linux-arm64 (self-contained apps) under qemu-aarch64
+    if ! command -v dotnet >/dev/null 2>&1; then
+        skip_platform "arm64 .NET under qemu: dotnet is not on PATH"
+    elif BUILD=$BUILD tests/clr/arm64.sh; then
+        PASS=$((PASS + 1))
+    else
+        FAIL=$((FAIL + 1))
+    fi
 }
 
 want=${*:-arm64 windows}
