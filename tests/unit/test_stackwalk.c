@@ -355,7 +355,10 @@ static void test_sampler_in_process(void **state)
     /* wall time of the blocker: about the measured span, attributed through libc's
      * frameless nanosleep to block_leaf's caller (the stack scan) */
     assert_true(wall_blocker_ns > (int64_t)(secs * 0.8e9) && wall_blocker_ns < (int64_t)(secs * 1.2e9));
-    assert_true(wall_blocker_in_block * 10 >= wall_blocker * 8);
+    /* (under qemu-user the safe reads fail: a walk made before the stack mapping was known
+     * stops at its first frame there) */
+    size_t unreadable = have_vm_readv() ? 0 : (size_t)st.safe_walks;
+    assert_true((wall_blocker_in_block + unreadable) * 10 >= wall_blocker * 8);
     /* the deaf thread's wall time is kept (without a stack) when its signal is given up */
     assert_true(wall_deaf_ns > (int64_t)(secs * 0.5e9));
     prof_rawbuf_clear(buf);
