@@ -40,7 +40,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 STATIC_LIBS := -Wl,-Bstatic -linih $(EXTRA_STATIC_LIBS) -Wl,-Bdynamic
 LIBS      := -ldl -lpthread -lm
 
-.PHONY: arm64 arm64-parts cross-test attach-tool all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan setup install dist
+.PHONY: arm64 arm64-parts windows cross-test attach-tool all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan setup install dist
 all: $(BUILD)/libclrmux.so $(BUILD)/clrmux $(FAKES)
 
 # What scripts/setup.sh installs depends on the goal: the build's packages, or the test's,
@@ -208,6 +208,18 @@ ARM64_CC ?= aarch64-linux-gnu-gcc
 arm64: | setup
 	@$(MAKE) --no-print-directory NO_SETUP=1 BUILD=$(BUILD)/arm64 CC=$(ARM64_CC) SAN= arm64-parts
 arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/clrmux $(FAKES) $(UNIT_BINS)
+# `make windows`: build/win-x64/ holds the Windows x64 platform layer's test (mingw-w64:
+# x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh. (libclrmux.dll itself is not
+# built yet: README "Platforms".)
+WIN_CC ?= x86_64-w64-mingw32-gcc
+WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g
+windows: $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll
+$(BUILD)/win-x64/test_platform.exe: tests/win/test_platform.c src/common/platform_win.c src/common/platform.h | setup
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -o $@ tests/win/test_platform.c src/common/platform_win.c -lshell32
+$(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
 cross-test:
 	@tests/cross.sh
 

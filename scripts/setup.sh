@@ -32,7 +32,9 @@ BENCH_PKGS="$BUILD_PKGS python3 golang-go:go valgrind"
 # The arm64 libraries come from Debian's multiarch archive (dpkg --add-architecture arm64).
 ARM64_PKGS="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libinih-dev:arm64 libcmocka-dev:arm64
             libprotobuf-c-dev:arm64 zlib1g-dev:arm64"
-CROSS_PKGS="$ARM64_PKGS"
+# Windows x64: mingw-w64 and Wine (tests/cross.sh windows)
+WIN_PKGS="gcc-mingw-w64-x86-64 wine64"
+CROSS_PKGS="$ARM64_PKGS $WIN_PKGS"
 
 list=0
 if [ "${1:-}" = "--list" ]; then list=1; shift; fi

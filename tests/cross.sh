@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The cross builds in `make test`: Linux arm64 (make arm64; the unit tests, then a real .NET 10
-# runtime with clrmux, tests/clr/arm64.sh, under qemu-aarch64) and Windows x64 (make windows; the unit tests under wine). A missing toolchain, emulator or
+# runtime with clrmux, tests/clr/arm64.sh, under qemu-aarch64) and Windows x64 (make windows;
+# the platform layer's test under Wine). A missing toolchain, emulator or
 # library is reported loudly and that platform is skipped, except under CI (CI=true), where
 # scripts/setup.sh installs them and a skip is a failure.
 #   tests/cross.sh [arm64|windows]...   (default: both)
@@ -77,11 +78,44 @@ arm64() {
     fi
 }
 
+windows() {
+    local cc=${WIN_CC:-x86_64-w64-mingw32-gcc} missing="" wine=""
+    command -v "$cc" >/dev/null 2>&1 || missing="$missing $cc (gcc-mingw-w64-x86-64)"
+    # Debian's wine64 package puts its loader in /usr/lib/wine (the wine package adds /usr/bin/wine)
+    for w in wine64 /usr/lib/wine/wine64 wine; do
+        command -v "$w" >/dev/null 2>&1 && { wine=$(command -v "$w"); break; }
+    done
+    [ -n "$wine" ] || missing="$missing wine64"
+    if [ -n "$missing" ]; then
+        skip_platform "Windows x64: missing$missing (scripts/setup.sh installs them)"
+        return
+    fi
+    if ! make -s --no-print-directory NO_SETUP=1 windows >"$BUILD/windows.log" 2>&1; then
+        FAIL=$((FAIL + 1))
+        echo "FAIL - Windows x64: make windows failed (log: $BUILD/windows.log)"
+        grep -aE 'error|Error' "$BUILD/windows.log" | head -20 | sed 's/^/       /'
+        return
+    fi
+    echo "ok   - Windows x64: make windows built $(cd "$BUILD/win-x64" && ls ./*.exe ./*.dll | xargs)"
+    PASS=$((PASS + 1))
+    # a private Wine prefix in the build folder (its first start takes ~30 s)
+    local prefix="$ROOT/$BUILD/win-x64/wineprefix" log="$BUILD/win-x64/test_platform.log"
+    if WINEPREFIX="$prefix" WINEDEBUG=-all timeout 600 "$wine" "$BUILD/win-x64/test_platform.exe" \
+            "Z:$(sed 's|/|\\|g' <<<"$ROOT/$BUILD/win-x64")" >"$log" 2>&1; then
+        PASS=$((PASS + 1))
+        echo "ok   - Windows x64 (wine) test_platform: $(tail -1 "$log")"
+    else
+        FAIL=$((FAIL + 1))
+        echo "FAIL - Windows x64 (wine) test_platform (log: $log)"
+        grep -aE '^FAIL|err' "$log" | head -20 | sed 's/^/       /'
+    fi
+}
+
 want=${*:-arm64 windows}
 for p in $want; do
     case $p in
         arm64) arm64 ;;
-        windows) [ "$(type -t windows)" = function ] && windows ;;
+        windows) windows ;;
         *) echo "usage: tests/cross.sh [arm64|windows]..." >&2; exit 2 ;;
     esac
 done
