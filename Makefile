@@ -208,12 +208,15 @@ ARM64_CC ?= aarch64-linux-gnu-gcc
 arm64: | setup
 	@$(MAKE) --no-print-directory NO_SETUP=1 BUILD=$(BUILD)/arm64 CC=$(ARM64_CC) SAN= arm64-parts
 arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/clrmux $(FAKES) $(UNIT_BINS)
-# `make windows`: build/win-x64/ holds the Windows x64 platform layer's test (mingw-w64:
-# x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh. (libclrmux.dll itself is not
-# built yet: README "Platforms".)
+# `make windows`: build/win-x64/ holds the Windows x64 platform layer's test and the recorder
+# child as a DLL (mingw-w64: x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh.
+# (libclrmux.dll itself is not built yet: README "Platforms".)
 WIN_CC ?= x86_64-w64-mingw32-gcc
 WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g
-windows: $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll
+windows: $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll $(BUILD)/win-x64/recorder.dll
+$(BUILD)/win-x64/recorder.dll: fake_profilers/recorder.c fake_profilers/fake_common.h $(wildcard include/clrmux/*.h) | setup
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
 $(BUILD)/win-x64/test_platform.exe: tests/win/test_platform.c src/common/platform_win.c src/common/platform.h | setup
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_CFLAGS) -o $@ tests/win/test_platform.c src/common/platform_win.c -lshell32

@@ -109,6 +109,14 @@ windows() {
         echo "FAIL - Windows x64 (wine) test_platform (log: $log)"
         grep -aE '^FAIL|err' "$log" | head -20 | sed 's/^/       /'
     fi
+    # a real .NET 10 runtime for win-x64 (a self-contained app) under Wine
+    if ! command -v dotnet >/dev/null 2>&1; then
+        skip_platform "win-x64 .NET under Wine: dotnet is not on PATH"
+    elif BUILD=$BUILD WINE=$wine tests/clr/windows.sh; then
+        PASS=$((PASS + 1))
+    else
+        FAIL=$((FAIL + 1))
+    fi
 }
 
 want=${*:-arm64 windows}
