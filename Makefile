@@ -207,7 +207,7 @@ tsan: $(TSAN_BINS)
 ARM64_CC ?= aarch64-linux-gnu-gcc
 arm64: | setup
 	@$(MAKE) --no-print-directory NO_SETUP=1 BUILD=$(BUILD)/arm64 CC=$(ARM64_CC) SAN= arm64-parts
-arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/clrmux $(FAKES) $(UNIT_BINS)
+arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(BUILD)/clrmux $(FAKES) $(UNIT_BINS)
 # `make windows`: build/win-x64/ holds the Windows x64 platform layer's test and the recorder
 # child as a DLL (mingw-w64: x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh.
 # (libclrmux.dll itself is not built yet: README "Platforms".)

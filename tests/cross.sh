@@ -63,7 +63,7 @@ arm64() {
         grep -aE 'error|Error' "$BUILD/arm64.log" | head -20 | sed 's/^/       /'
         return
     fi
-    echo "ok   - Linux arm64: make arm64 built $(cd "$BUILD/arm64" && ls libclrmux.so libclrmux_profiler.so clrmux | xargs)"
+    echo "ok   - Linux arm64: make arm64 built $(cd "$BUILD/arm64" && ls libclrmux.so libclrmux_profiler.so libclrmux_otlp.so clrmux | xargs)"
     PASS=$((PASS + 1))
     # the arm64 multiarch libc (libc6:arm64) is used through /lib/ld-linux-aarch64.so.1: no -L
     # (qemu's -L /usr/aarch64-linux-gnu would mix the cross libc with the multiarch libraries)
