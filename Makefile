@@ -40,7 +40,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 STATIC_LIBS := -Wl,-Bstatic -linih $(EXTRA_STATIC_LIBS) -Wl,-Bdynamic
 LIBS      := -ldl -lpthread -lm
 
-.PHONY: attach-tool all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan setup install dist
+.PHONY: arm64 arm64-parts windows cross-test attach-tool all test unit abi-check clr-test demo bench clean fuzz fuzz-build fuzz-quick tsan setup install dist
 all: $(BUILD)/libclrmux.so $(BUILD)/clrmux $(FAKES)
 
 # What scripts/setup.sh installs depends on the goal: the build's packages, or the test's,
@@ -199,7 +199,35 @@ $(BUILD)/tsan/stress_%: tests/tsan/stress_%.c tests/unit/fake_runtime.h $(TSAN_O
 tsan: $(TSAN_BINS)
 	@set -e; for t in $(TSAN_BINS); do echo "== $$t"; TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $$t; done
 
+# Cross builds (README "Platforms"). `make arm64`: build/arm64/ holds libclrmux.so,
+# libclrmux_profiler.so, the launcher, the fake children and the unit tests for Linux arm64
+# (aarch64-linux-gnu-gcc, Debian's arm64 multiarch libraries; unit tests without the
+# sanitizers, which qemu-user does not run). tests/cross.sh runs them under qemu-aarch64 in
+# `make test`, or says loudly why it could not.
+ARM64_CC ?= aarch64-linux-gnu-gcc
+arm64: | setup
+	@$(MAKE) --no-print-directory NO_SETUP=1 BUILD=$(BUILD)/arm64 CC=$(ARM64_CC) SAN= arm64-parts
+arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(BUILD)/clrmux $(FAKES) $(UNIT_BINS)
+# `make windows`: build/win-x64/ holds the Windows x64 platform layer's test and the recorder
+# child as a DLL (mingw-w64: x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh.
+# (libclrmux.dll itself is not built yet: README "Platforms".)
+WIN_CC ?= x86_64-w64-mingw32-gcc
+WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g
+windows: $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll $(BUILD)/win-x64/recorder.dll
+$(BUILD)/win-x64/recorder.dll: fake_profilers/recorder.c fake_profilers/fake_common.h $(wildcard include/clrmux/*.h) | setup
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
+$(BUILD)/win-x64/test_platform.exe: tests/win/test_platform.c src/common/platform_win.c src/common/platform.h | setup
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -o $@ tests/win/test_platform.c src/common/platform_win.c -lshell32
+$(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
+cross-test:
+	@tests/cross.sh
+
 test: all unit tsan fuzz-quick attach-tool
+	@tests/cross.sh
 	@tests/cli.sh
 	@tests/packaging.sh
 	@tests/report.sh

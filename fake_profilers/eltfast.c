@@ -1,9 +1,38 @@
 /* ELT child, fast path: SetEnterLeaveFunctionHooks3. Alone, the JIT calls these hooks
  * directly, so each is an assembly stub that keeps every volatile register (as clrmux's own
  * in src/loader/elt_amd64.S) around the C body in elt_common.h. On Unix x64 the enter hook
- * gets its FunctionIDOrClientID in r14, leave and tailcall in rdi. */
+ * gets its FunctionIDOrClientID in r14, leave and tailcall in rdi; on arm64 all three in x10. */
 #include "elt_common.h"
 
+#if defined(__aarch64__)
+/* arm64: the JIT passes the id in x10 to all three hooks; the stub saves x0-x17 and q0-q7,
+ * q16-q31 (the registers a C callee may change) around the C body. The stubs are global and
+ * hidden: the C code takes their addresses through the GOT under -fPIC, and GNU ld gives
+ * GOT references to file-local labels of one section a single entry (the addend is lost). */
+#define ELT_FAKE_STUB(name, body, ARG)                                                              \
+    __asm__(".text\n.p2align 4\n.globl " #name "\n.hidden " #name "\n.type " #name ",%function\n" \
+            #name ":\n"                                                                         \
+            "sub sp,sp,#544\nstp x29,x30,[sp]\nmov x29,sp\nstp x0,x1,[sp,#16]\n"              \
+            "stp x2,x3,[sp,#32]\nstp x4,x5,[sp,#48]\nstp x6,x7,[sp,#64]\nstp x8,x9,[sp,#80]\n"  \
+            "stp x10,x11,[sp,#96]\nstp x12,x13,[sp,#112]\nstp x14,x15,[sp,#128]\n"             \
+            "stp x16,x17,[sp,#144]\nstp q0,q1,[sp,#160]\nstp q2,q3,[sp,#192]\n"                \
+            "stp q4,q5,[sp,#224]\nstp q6,q7,[sp,#256]\nstp q16,q17,[sp,#288]\n"                \
+            "stp q18,q19,[sp,#320]\nstp q20,q21,[sp,#352]\nstp q22,q23,[sp,#384]\n"            \
+            "stp q24,q25,[sp,#416]\nstp q26,q27,[sp,#448]\nstp q28,q29,[sp,#480]\nstp q30,q31,[sp,#512]\n" \
+            "mov x0," ARG "\nbl " #body "\n"                                                    \
+            "ldp q0,q1,[sp,#160]\nldp q2,q3,[sp,#192]\nldp q4,q5,[sp,#224]\n"                  \
+            "ldp q6,q7,[sp,#256]\nldp q16,q17,[sp,#288]\nldp q18,q19,[sp,#320]\n"              \
+            "ldp q20,q21,[sp,#352]\nldp q22,q23,[sp,#384]\nldp q24,q25,[sp,#416]\n"            \
+            "ldp q26,q27,[sp,#448]\nldp q28,q29,[sp,#480]\nldp q30,q31,[sp,#512]\n"            \
+            "ldp x0,x1,[sp,#16]\nldp x2,x3,[sp,#32]\nldp x4,x5,[sp,#48]\nldp x6,x7,[sp,#64]\n" \
+            "ldp x8,x9,[sp,#80]\nldp x10,x11,[sp,#96]\nldp x12,x13,[sp,#112]\n"               \
+            "ldp x14,x15,[sp,#128]\nldp x16,x17,[sp,#144]\nldp x29,x30,[sp]\n"                \
+            "add sp,sp,#544\nret\n.size " #name ",.-" #name "\n")
+
+ELT_FAKE_STUB(elt_fast_enter_stub, elt_on_enter, "x10");
+ELT_FAKE_STUB(elt_fast_leave_stub, elt_on_leave, "x10");
+ELT_FAKE_STUB(elt_fast_tailcall_stub, elt_on_tailcall, "x10");
+#else
 #define ELT_FAKE_STUB(name, body, ARG)                                                              \
     __asm__(".text\n.p2align 4\n.type " #name ",@function\n" #name ":\n"                      \
             "pushq %rbp\nmovq %rsp,%rbp\npushq %rax\npushq %rcx\npushq %rdx\npushq %rsi\n"     \
@@ -20,6 +49,7 @@
 ELT_FAKE_STUB(elt_fast_enter_stub, elt_on_enter, "%r14");
 ELT_FAKE_STUB(elt_fast_leave_stub, elt_on_leave, "%rdi");
 ELT_FAKE_STUB(elt_fast_tailcall_stub, elt_on_tailcall, "%rdi");
+#endif
 void elt_fast_enter_stub(FunctionIDOrClientID id);
 void elt_fast_leave_stub(FunctionIDOrClientID id);
 void elt_fast_tailcall_stub(FunctionIDOrClientID id);

@@ -34,7 +34,9 @@
 #define FAKE_COMMON_H
 
 #define COBJMACROS
+#if !defined(_WIN32)
 #include <dlfcn.h>
+#endif
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +51,11 @@
 #define FAKE_INIT_HR S_OK
 #endif
 
+#if defined(_WIN32)
+#define EXPORT __declspec(dllexport)
+#else
 #define EXPORT __attribute__((visibility("default")))
+#endif
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
 #define CB_ENUM(I, D, R, N, P, A, ROUTE) CB_##N,

@@ -2,8 +2,11 @@
 # make dist: the installed tree (make install) packed three ways, in build/dist:
 #   clrmux-VERSION-linux-x64.tar.gz   clrmux-VERSION/{bin,lib,etc,share}: unpack anywhere
 #   clrmux_VERSION_amd64.deb          the same tree in /opt/clrmux, /usr/bin/clrmux (dpkg-deb)
-#   Clrmux.Bundle.VERSION.nupkg       the native files under runtimes/linux-x64/native/
-#                                     (dotnet pack of packaging/nuget), when dotnet is there
+#   clrmux-VERSION-linux-arm64.tar.gz the same for Linux arm64 (make arm64), and
+#   clrmux_VERSION_arm64.deb          when the arm64 cross toolchain is there (under CI: must be)
+#   Clrmux.Bundle.VERSION.nupkg       the native files under runtimes/linux-x64/native/ (and
+#                                     runtimes/linux-arm64/native/), dotnet pack of
+#                                     packaging/nuget, when dotnet is there
 # Usage: scripts/dist.sh VERSION   (make dist passes the Makefile's VERSION)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +35,38 @@ echo /opt/clrmux/etc/loader.conf >"$DEB/DEBIAN/conffiles"
 dpkg-deb --root-owner-group -Zgzip --build "$DEB" "$DIST/clrmux_${VERSION}_amd64.deb" >/dev/null
 echo "dist: $DIST/clrmux_${VERSION}_amd64.deb"
 
+# Linux arm64: the same tree and package, cross-compiled (make arm64)
+ARM64_NATIVE=""
+if command -v "${ARM64_CC:-aarch64-linux-gnu-gcc}" >/dev/null 2>&1 && make -s NO_SETUP=1 -j2 arm64 >"$STAGE/arm64.log" 2>&1; then
+    ARM64_MAKE=(make -s NO_SETUP=1 BUILD=build/arm64 CC="${ARM64_CC:-aarch64-linux-gnu-gcc}" SAN=)
+    "${ARM64_MAKE[@]}" install PREFIX=/opt/clrmux DESTDIR="$ROOT/$STAGE/tar-arm64" >/dev/null
+    mkdir -p "$STAGE/arm64"
+    mv "$STAGE/tar-arm64/opt/clrmux" "$STAGE/arm64/clrmux-$VERSION"
+    tar -C "$STAGE/arm64" --owner=0 --group=0 --sort=name -czf "$DIST/clrmux-$VERSION-linux-arm64.tar.gz" "clrmux-$VERSION"
+    echo "dist: $DIST/clrmux-$VERSION-linux-arm64.tar.gz"
+    DEB="$STAGE/deb-arm64"
+    "${ARM64_MAKE[@]}" install PREFIX=/opt/clrmux DESTDIR="$ROOT/$DEB" >/dev/null
+    mkdir -p "$DEB/DEBIAN" "$DEB/usr/bin"
+    ln -s /opt/clrmux/bin/clrmux "$DEB/usr/bin/clrmux"
+    size=$(du -sk --exclude=DEBIAN "$DEB" | cut -f1)
+    sed -e "s/@VERSION@/$VERSION/" -e "s/@SIZE@/$size/" -e "s/^Architecture: amd64$/Architecture: arm64/" \
+        packaging/control.in >"$DEB/DEBIAN/control"
+    echo /opt/clrmux/etc/loader.conf >"$DEB/DEBIAN/conffiles"
+    dpkg-deb --root-owner-group -Zgzip --build "$DEB" "$DIST/clrmux_${VERSION}_arm64.deb" >/dev/null
+    echo "dist: $DIST/clrmux_${VERSION}_arm64.deb"
+    ARM64_NATIVE="$ROOT/$STAGE/native-arm64"
+    mkdir -p "$ARM64_NATIVE"
+    cp build/arm64/libclrmux.so build/arm64/libclrmux_profiler.so build/arm64/libclrmux_otlp.so "$ARM64_NATIVE/"
+    cp packaging/loader.conf "$ARM64_NATIVE/loader.conf"
+else
+    [ -f "$STAGE/arm64.log" ] && tail -20 "$STAGE/arm64.log" >&2
+    if [ "${CI:-}" = true ]; then
+        echo "dist: CI: the Linux arm64 build failed or its toolchain is missing (scripts/setup.sh dist installs it)" >&2
+        exit 1
+    fi
+    echo "dist: WARNING: no Linux arm64 artifacts (aarch64-linux-gnu-gcc or make arm64 failed; scripts/setup.sh dist installs the toolchain)" >&2
+fi
+
 # the NuGet package
 if command -v dotnet >/dev/null 2>&1; then
     NATIVE="$ROOT/$STAGE/native"
@@ -40,7 +75,7 @@ if command -v dotnet >/dev/null 2>&1; then
     cp packaging/loader.conf "$NATIVE/loader.conf"
     tfm=net$(dotnet --version | cut -d. -f1).0
     if ! dotnet pack packaging/nuget/Clrmux.Bundle.csproj -c Release -o "$DIST" -p:Version="$VERSION" -p:TargetFramework="$tfm" \
-            -p:ClrmuxNativeDir="$NATIVE" --disable-build-servers -nodeReuse:false -v:quiet \
+            -p:ClrmuxNativeDir="$NATIVE" -p:ClrmuxNativeArm64Dir="$ARM64_NATIVE" --disable-build-servers -nodeReuse:false -v:quiet \
             -clp:NoSummary >"$STAGE/pack.log" 2>&1; then
         cat "$STAGE/pack.log" >&2
         echo "dist: dotnet pack failed" >&2

@@ -27,19 +27,37 @@ DIST_PKGS="$BUILD_PKGS dpkg-dev"
 # make bench: instruction counts (valgrind's callgrind), pprof
 BENCH_PKGS="$BUILD_PKGS python3 golang-go:go valgrind"
 
+# Cross builds (tests/cross.sh in make test, make dist): optional outside CI, where a package
+# that cannot be installed is reported and the platform skipped; under CI (CI=true) required.
+# The arm64 libraries come from Debian's multiarch archive (dpkg --add-architecture arm64).
+ARM64_PKGS="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libinih-dev:arm64 libcmocka-dev:arm64
+            libprotobuf-c-dev:arm64 zlib1g-dev:arm64"
+# Windows x64: mingw-w64 and Wine (tests/cross.sh windows)
+WIN_PKGS="gcc-mingw-w64-x86-64 wine64"
+CROSS_PKGS="$ARM64_PKGS $WIN_PKGS"
+
 list=0
 if [ "${1:-}" = "--list" ]; then list=1; shift; fi
 profile=${1:-all}
+cross=""
 case "$profile" in
     build) want=$BUILD_PKGS ;;
-    test) want=$TEST_PKGS ;;
+    test) want=$TEST_PKGS; cross=$CROSS_PKGS ;;
     demo) want=$DEMO_PKGS ;;
-    dist) want=$DIST_PKGS ;;
+    dist) want=$DIST_PKGS; cross=$CROSS_PKGS ;;
     bench) want=$BENCH_PKGS ;;
-    all) want="$TEST_PKGS $DEMO_PKGS $DIST_PKGS $BENCH_PKGS" ;;
+    all) want="$TEST_PKGS $DEMO_PKGS $DIST_PKGS $BENCH_PKGS"; cross=$CROSS_PKGS ;;
     *) echo "usage: scripts/setup.sh [--list] [build|test|demo|dist|bench|all]" >&2; exit 2 ;;
 esac
 
+# installed = "install ok installed" (a removed package leaves "deinstall ok config-files"); an
+# unqualified name means the native architecture's package (with arm64 added to dpkg, a
+# library can be there twice: libinih-dev:amd64 and libinih-dev:arm64)
+NATIVE_ARCH=$(dpkg --print-architecture)
+installed() {
+    dpkg-query -W -f='${binary:Package} ${Status}\n' "$1" 2>/dev/null |
+        grep -qE "^(${1%%:*}|${1%%:*}:${NATIVE_ARCH}|$1) install ok installed$"
+}
 pkgs=""
 missing=""
 for item in $want; do
@@ -48,14 +66,15 @@ for item in $want; do
     case " $pkgs " in *" $pkg "*) continue ;; esac
     pkgs="$pkgs $pkg"
     [ "$cmd" != "$item" ] && command -v "$cmd" >/dev/null 2>&1 && continue
-    # installed = "install ok installed" (a removed package leaves "deinstall ok config-files")
-    if [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" != "install ok installed" ]; then
-        missing="$missing $pkg"
-    fi
+    installed "$pkg" || missing="$missing $pkg"
+done
+cross_missing=""
+for pkg in $cross; do
+    installed "$pkg" || cross_missing="$cross_missing $pkg"
 done
 
 if [ $list = 1 ]; then
-    echo $pkgs
+    echo $pkgs $cross
     exit 0
 fi
 
@@ -64,7 +83,7 @@ if ! command -v dotnet >/dev/null 2>&1; then
          "real-runtime tests need it: https://learn.microsoft.com/dotnet/core/install/linux-debian" >&2
 fi
 
-[ -z "$missing" ] && exit 0
+[ -z "$missing$cross_missing" ] && exit 0
 
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ]; then
@@ -72,15 +91,33 @@ if [ "$(id -u)" = 0 ]; then
 elif command -v sudo >/dev/null 2>&1; then
     SUDO="sudo DEBIAN_FRONTEND=noninteractive"
 else
+    [ -z "$missing" ] && { echo "setup: the cross builds need (as root): dpkg --add-architecture arm64 && apt-get update && apt-get install -y$cross_missing" >&2; exit 0; }
     echo "setup: clrmux's '$profile' needs Debian packages that are missing; as root, run: apt-get update && apt-get install -y$missing" >&2
     exit 1
 fi
-echo "setup: installing the Debian packages clrmux's '$profile' needs:$missing"
+# an arm64 library needs the arm64 architecture in dpkg (multiarch) before the package lists
+case "$cross_missing" in
+    *:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64 ;;
+esac
 # an old or empty package list cannot find the packages: update it first (once)
-# shellcheck disable=SC2086
 $SUDO apt-get update -q >/dev/null || echo "setup: apt-get update failed; trying the install anyway" >&2
-# shellcheck disable=SC2086
-if ! $SUDO apt-get install -y -q --no-install-recommends $missing; then
-    echo "setup: apt-get install failed; install these by hand: apt-get install -y$missing" >&2
-    exit 1
+if [ -n "$missing" ]; then
+    echo "setup: installing the Debian packages clrmux's '$profile' needs:$missing"
+    # shellcheck disable=SC2086
+    if ! $SUDO apt-get install -y -q --no-install-recommends $missing; then
+        echo "setup: apt-get install failed; install these by hand: apt-get install -y$missing" >&2
+        exit 1
+    fi
+fi
+if [ -n "$cross_missing" ]; then
+    echo "setup: installing the cross toolchains and emulators (tests/cross.sh):$cross_missing"
+    # shellcheck disable=SC2086
+    if ! $SUDO apt-get install -y -q --no-install-recommends $cross_missing; then
+        if [ "${CI:-}" = true ]; then
+            echo "setup: CI: the cross packages could not be installed:$cross_missing" >&2
+            exit 1
+        fi
+        echo "setup: WARNING: the cross packages could not be installed:$cross_missing;" \
+             "make test skips those platforms (tests/cross.sh says which)" >&2
+    fi
 fi

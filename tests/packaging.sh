@@ -90,6 +90,21 @@ NUPKG=build/dist/Clrmux.Bundle.$VERSION.nupkg
 check "versioned tarball $TAR" test -s "$TAR"
 check "Debian package $DEB" test -s "$DEB"
 
+# the Linux arm64 tarball and .deb (when the cross toolchain is there: tests/cross.sh says so)
+ATAR=build/dist/clrmux-$VERSION-linux-arm64.tar.gz
+if [ -s "$ATAR" ]; then
+    mkdir -p "$WORK/atar"
+    tar -C "$WORK/atar" -xzf "$ATAR"
+    AT="$WORK/atar/clrmux-$VERSION"
+    check "arm64 tarball: bin/clrmux, lib/libclrmux.so and lib/libclrmux_profiler.so are AArch64 ELF files" \
+        bash -c "file -L '$AT/bin/clrmux' '$AT/lib/libclrmux.so' '$AT/lib/libclrmux_profiler.so' | grep -c 'ARM aarch64' | grep -qx 3"
+    check "arm64 Debian package: Architecture: arm64" \
+        bash -c "dpkg-deb -f build/dist/clrmux_${VERSION}_arm64.deb Architecture | grep -qx arm64"
+    if command -v qemu-aarch64 >/dev/null 2>&1; then
+        check "arm64 tarball's clrmux --version (qemu-aarch64) says $VERSION" grep -qx "clrmux $VERSION" <(qemu-aarch64 "$AT/bin/clrmux" --version)
+    fi
+fi
+
 # ---- the tarball ----------------------------------------------------------------------
 mkdir -p "$WORK/tar"
 tar -C "$WORK/tar" -xzf "$TAR"
@@ -160,6 +175,12 @@ if [ $have_dotnet = 1 ]; then
             || bad "nupkg lacks runtimes/linux-x64/native/$f" "$listing"
     done
     grep -q '^lib/' <<<"$listing" && bad "nupkg has a lib/ folder (no assembly expected)" || ok "nupkg has no assembly (no lib/)"
+    if [ -s "build/dist/clrmux-$VERSION-linux-arm64.tar.gz" ]; then
+        for f in libclrmux.so libclrmux_profiler.so libclrmux_otlp.so loader.conf; do
+            grep -qx "runtimes/linux-arm64/native/$f" <<<"$listing" && ok "nupkg holds runtimes/linux-arm64/native/$f" \
+                || bad "nupkg lacks runtimes/linux-arm64/native/$f" "$listing"
+        done
+    fi
     # a user's app: a local folder source, a private package cache (no stale Clrmux.Bundle)
     A="$WORK/bundleapp"
     cp -r tests/packaging/bundleapp "$A"

@@ -1,6 +1,7 @@
 /* The small platform interface: dynamic libraries and process identity.
- * Linux/macOS use dlfcn (platform_posix.c); Windows would use LoadLibrary/GetProcAddress
- * behind the same four functions. */
+ * Linux/macOS use dlfcn (platform_posix.c); Windows uses LoadLibraryExW / GetProcAddress /
+ * GetModuleFileNameW behind the same functions (platform_win.c), with UTF-8 paths converted to
+ * UTF-16 there. */
 #ifndef CLRMUX_PLATFORM_H
 #define CLRMUX_PLATFORM_H
 
@@ -27,5 +28,14 @@ int clrmux_process_names(char *exe, size_t exesz, char *app, size_t appsz);
  * absent). Returns 0, or -1 when no such object is loaded or its path does not fit. */
 int clrmux_loaded_module(const char *base_name, const char *marker, char *path, size_t pathsz, char *found,
                          size_t foundsz);
+
+#if defined(_WIN32)
+#include <stdio.h>
+/* Windows: opens the file at UTF-8 `path` with fopen's `mode` ("r", "w", "a", with "b"),
+ * without following a reparse point: a symbolic link or junction at `path` is refused, as
+ * O_NOFOLLOW does on Linux. Returns the stream (the caller fcloses it), or NULL with the
+ * reason in err[errsz]. */
+FILE *clrmux_fopen_noreparse(const char *path, const char *mode, char *err, size_t errsz);
+#endif
 
 #endif

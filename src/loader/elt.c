@@ -1,7 +1,7 @@
 /* Enter/leave/tailcall hooks for every child (see elt.h): the children's hooks and mappers as
  * recorded through their proxies, clrmux's FunctionIDMapper2 with its per-function records,
  * and the dispatchers that the runtime's hooks reach (the fast-path ones through the
- * register-preserving stubs in elt_amd64.S, the WithInfo ones directly). */
+ * register-preserving stubs in elt_amd64.S / elt_arm64.S, the WithInfo ones directly). */
 #include "loader/elt.h"
 
 #include <pthread.h>
@@ -229,8 +229,9 @@ static void elt2_fetch(int kind, FunctionID fid, COR_PRF_ELT_INFO info, struct e
     }
 }
 
-#if defined(__x86_64__)
-/* elt_amd64.S: calls a child's FunctionEnter3 with the JIT's register convention. */
+#if defined(__x86_64__) || defined(__aarch64__)
+/* elt_amd64.S / elt_arm64.S: calls a child's FunctionEnter3 with the JIT's register convention
+ * (on arm64 also its Leave3 / Tailcall3: the JIT passes x10 and x11 to all three). */
 extern void clrmux_elt_call_enter3(void *hook, UINT_PTR id, UINT_PTR caller_sp);
 #endif
 
@@ -261,8 +262,11 @@ static inline __attribute__((always_inline)) void elt_dispatch(const int kind, c
         switch (sl->gen) {
         case CLRMUX_ELT_GEN3:
             /* a fast-path hook expects what the JIT passes: on x64, the id in r14 and the caller's
-             * SP in r15 at enter, the id in rdi and the SP in rsi at leave and tailcall */
-#if defined(__x86_64__)
+             * SP in r15 at enter, the id in rdi and the SP in rsi at leave and tailcall; on arm64
+             * the id in x10 and the SP in x11 at all three */
+#if defined(__aarch64__)
+            clrmux_elt_call_enter3(h, u.clientID, caller_sp);
+#elif defined(__x86_64__)
             if (kind == K_ENTER)
                 clrmux_elt_call_enter3(h, u.clientID, caller_sp);
             else
@@ -448,12 +452,12 @@ void clrmux_elt_install(struct clrmux_mux *m)
                                                              any_leave ? elt_leave_info : NULL,
                                                              any_tail ? elt_tailcall_info : NULL);
     } else {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
         hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3(rt, any_enter ? clrmux_elt_enter3_stub : NULL,
                                                      any_leave ? clrmux_elt_leave3_stub : NULL,
                                                      any_tail ? clrmux_elt_tailcall3_stub : NULL);
 #else
-        hr = E_NOTIMPL; /* the fast-path stubs exist for x86-64 only */
+        hr = E_NOTIMPL; /* the fast-path stubs exist for x86-64 and arm64 only */
 #endif
     }
     if (FAILED(hr)) {

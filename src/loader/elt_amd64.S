@@ -134,4 +134,4 @@ clrmux_elt_call_enter3:
 
 #endif
 
-.section .note.GNU-stack,"",@progbits
+.section .note.GNU-stack,"",%progbits

@@ -1,4 +1,4 @@
-/* The signal sampler (`sampler = signal`, Linux x64): CPU and wall stack samples without
+/* The signal sampler (`sampler = signal`, Linux x64 and arm64): CPU and wall stack samples without
  * stopping the runtime.
  *
  *   cpu:  one POSIX timer per managed thread on that thread's CPU clock (timer_create,
@@ -36,8 +36,21 @@
 #include "common/log.h"
 #include "profiler/prof.h"
 
-#if defined(__linux__) && defined(__x86_64__)
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
 #include <ucontext.h>
+
+/* A cheap, monotonic cycle count for the handler's cost: the time-stamp counter on x64, the
+ * generic timer's virtual count (CNTVCT_EL0, readable from user mode on Linux) on arm64. */
+static inline uint64_t cycles(void)
+{
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#else
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#endif
+}
 
 #define SIG_MAGIC 0x5CA1u      /* bits 16..30 of the signal's value */
 #define SIG_WALL 0x8000u       /* bit 15: a wall walk (else a CPU timer walk) */
@@ -187,7 +200,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
         errno = saved;
         return;
     }
-    uint64_t tsc_in = __builtin_ia32_rdtsc();
+    uint64_t tsc_in = cycles();
     uint32_t idx = code & SIG_INDEX;
     if (idx == SIG_SELFTEST) {
         atomic_fetch_add(&g_selftest_hits, 1);
@@ -227,9 +240,15 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
     struct ent *e = &sl->ring[h % RING];
     const ucontext_t *uc = ucv;
     struct prof_walk_regs r = {
+#if defined(__x86_64__)
         .ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP],
         .sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP],
         .fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP],
+#else /* arm64: the frame pointer is x29; a frame record is [saved x29, saved x30 (LR)] */
+        .ip = (uint64_t)uc->uc_mcontext.pc,
+        .sp = (uint64_t)uc->uc_mcontext.sp,
+        .fp = (uint64_t)uc->uc_mcontext.regs[29],
+#endif
     };
     uint64_t hi = atomic_load_explicit(&sl->map_hi, memory_order_acquire);
     uint64_t lo = atomic_load_explicit(&sl->map_lo, memory_order_relaxed);
@@ -255,7 +274,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
     }
     atomic_store_explicit(&sl->head, h + 1, memory_order_release);
     atomic_store(&sl->busy, 0);
-    atomic_fetch_add_explicit(&s->handler_cycles, __builtin_ia32_rdtsc() - tsc_in, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->handler_cycles, cycles() - tsc_in, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->handler_calls, 1, memory_order_relaxed);
     errno = saved;
 }
@@ -286,7 +305,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, char *why, s
     s->cpu = cpu;
     s->wall = wall;
     s->mono0 = mono_ns();
-    s->tsc0 = __builtin_ia32_rdtsc();
+    s->tsc0 = cycles();
     g_pid = getpid();
 
     struct sigaction prev, sa;
@@ -665,17 +684,17 @@ void prof_sig_get_stats(struct prof_sig *s, struct prof_sig_stats *out)
     out->stale_signals = atomic_load(&s->stale);
     out->foreign_signals = atomic_load(&s->foreign);
     out->safe_walks = atomic_load(&s->safe_walks);
-    uint64_t calls = atomic_load(&s->handler_calls), cycles = atomic_load(&s->handler_cycles);
-    double ns_per_cycle = (double)(mono_ns() - s->mono0) / (double)(__builtin_ia32_rdtsc() - s->tsc0 + 1);
-    out->handler_ns_avg = calls ? (double)cycles * ns_per_cycle / (double)calls : 0.0;
+    uint64_t calls = atomic_load(&s->handler_calls), cyc = atomic_load(&s->handler_cycles);
+    double ns_per_cycle = (double)(mono_ns() - s->mono0) / (double)(cycles() - s->tsc0 + 1);
+    out->handler_ns_avg = calls ? (double)cyc * ns_per_cycle / (double)calls : 0.0;
 }
 
-#else /* not Linux x64 */
+#else /* not Linux x64 or arm64 */
 
 struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, char *why, size_t whysz)
 {
     (void)interval_ms, (void)cpu, (void)wall;
-    snprintf(why, whysz, "the signal sampler needs Linux on x86-64");
+    snprintf(why, whysz, "the signal sampler needs Linux on x86-64 or arm64");
     return NULL;
 }
 int prof_sig_check(struct prof_sig *s, char *why, size_t whysz) { (void)s, (void)why, (void)whysz; return 0; }

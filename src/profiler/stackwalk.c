@@ -9,7 +9,13 @@
  * frame breaks the chain, which the bounds and ordering checks detect, and the walk stops
  * there with what it has (PROF_WALK_BROKEN). A chain that ends with a zero frame pointer or
  * a zero return address (the thread's outermost frame, set up by clone / _start) is
- * complete. */
+ * complete.
+ *
+ * The same walk serves arm64: there the frame pointer is x29 and a frame record is
+ * [saved x29, saved x30 (the link register, i.e. the return address)], the same layout of
+ * two 8-byte words; JIT-compiled code on arm64 always sets one up (AAPCS64 frame records). A
+ * leaf function that keeps its return address in x30 without a frame record is seen through
+ * its caller's record (its caller's frame is then missing from the walk). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * signals on real threads, stacks that contain the functions the threads run, wall time of
  * a blocked thread without repeated signals, chaining to a previous SIGPROF handler, and
  * the check that notices a replaced handler. */
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -36,14 +37,29 @@ static void chain3(void)
     stk[20] = 0, stk[21] = 0x3001; /* outermost */
 }
 
+/* process_vm_readv (the safe reads) is missing under qemu-user (ENOSYS), where the arm64 unit
+ * tests run: the safe-read checks are skipped there and run on real kernels. */
+static int have_vm_readv(void)
+{
+    uint64_t v[2] = {1, 2}, o[2];
+    if (prof_safe_read16(U(v), o) == 0)
+        return 1;
+    if (errno == ENOSYS) {
+        fprintf(stderr, "process_vm_readv: ENOSYS (qemu-user?): safe-read checks skipped\n");
+        return 0;
+    }
+    return 1; /* another failure: let the checks below report it */
+}
+
 static void test_walk_chain(void **state)
 {
     (void)state;
     chain3();
+    int safe_max = have_vm_readv() ? 2 : 1;
     struct prof_walk_regs r = {.ip = 0x999, .sp = U(&stk[0]), .fp = U(&stk[4])};
     uint64_t out[16];
     int st = -1;
-    for (int safe = 0; safe < 2; safe++) { /* direct reads within bounds, then safe reads */
+    for (int safe = 0; safe < safe_max; safe++) { /* direct reads within bounds, then safe reads */
         size_t n = prof_fp_walk(&r, safe ? 0 : U(&stk[64]), NULL, out, 16, &st);
         assert_int_equal(n, 4);
         assert_int_equal(st, PROF_WALK_OK);
@@ -84,6 +100,8 @@ static void test_walk_guards(void **state)
 static void test_walk_unreadable(void **state)
 {
     (void)state;
+    if (!have_vm_readv())
+        skip();
     long pg = sysconf(_SC_PAGESIZE);
     uint8_t *m = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(m != MAP_FAILED);
@@ -337,7 +355,10 @@ static void test_sampler_in_process(void **state)
     /* wall time of the blocker: about the measured span, attributed through libc's
      * frameless nanosleep to block_leaf's caller (the stack scan) */
     assert_true(wall_blocker_ns > (int64_t)(secs * 0.8e9) && wall_blocker_ns < (int64_t)(secs * 1.2e9));
-    assert_true(wall_blocker_in_block * 10 >= wall_blocker * 8);
+    /* (under qemu-user the safe reads fail: a walk made before the stack mapping was known
+     * stops at its first frame there) */
+    size_t unreadable = have_vm_readv() ? 0 : (size_t)st.safe_walks;
+    assert_true((wall_blocker_in_block + unreadable) * 10 >= wall_blocker * 8);
     /* the deaf thread's wall time is kept (without a stack) when its signal is given up */
     assert_true(wall_deaf_ns > (int64_t)(secs * 0.5e9));
     prof_rawbuf_clear(buf);
