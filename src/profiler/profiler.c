@@ -57,6 +57,9 @@ struct profiler {
     long pid;
     int output_ok;
     struct prof_push *push; /* Pyroscope (endpoint set), or NULL */
+    /* the built-in tracer's span contexts (the host's; NULL without a host: no span labels) */
+    prof_span_peek_fn span_peek;
+    struct clrmux_span_context *(*span_find)(uint32_t tid);
 
     pthread_t sampler;
     int sampler_started;
@@ -151,13 +154,22 @@ static HRESULT walk(struct profiler *p, ThreadID thread, struct snap *s)
     return ICorProfilerInfo3_DoStackSnapshot(p->info, thread, snap_cb, COR_PRF_SNAPSHOT_DEFAULT, s, NULL, 0);
 }
 
-/* The current thread's OS id and name. */
+/* The current thread's OS id and name, and its open span. */
 static void current_thread(struct profiler *p, ThreadID id, struct prof_raw *r)
 {
     uint32_t tid = 0;
     if (!id || prof_threads_lookup(&p->threads, id, &tid, r->tname, sizeof r->tname) != 0)
         r->tname[0] = 0;
     r->tid = tid ? tid : current_tid();
+    if (!p->span_peek || !clrmux_span_context_read(p->span_peek(), 0, &r->span, 4))
+        r->span.span_id = 0;
+}
+
+/* The open span of another thread (OS id tid), read without a lock (the thread may run). */
+static void other_thread_span(struct profiler *p, uint32_t tid, struct prof_raw *r)
+{
+    if (!p->span_find || !clrmux_span_context_read(p->span_find(tid), tid, &r->span, 4))
+        r->span.span_id = 0;
 }
 
 /* ---- sampler: one tick = one stop-the-world pause ----------------------------------- */
@@ -209,6 +221,7 @@ static void tick(struct profiler *p)
         t->last_wall_ns = t0;
         if (!r.v0 && !r.v1)
             continue;
+        other_thread_span(p, t->tid, &r);
         HRESULT whr = walk(p, t->id, &s);
         if (FAILED(whr) && s.n == 0) {
             if (whr == E_FAIL)
@@ -340,12 +353,25 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
     case PROF_K_LOCK: values[V_LOCK_N] = r->v0; values[V_LOCK_NS] = r->v1; break;
     default: return;
     }
-    clrmux_pprof_label labels[3];
+    clrmux_pprof_label labels[5];
     size_t nl = 0;
     if (r->tid)
         labels[nl++] = (clrmux_pprof_label){.key = "thread id", .num = r->tid};
     if (r->tname[0])
         labels[nl++] = (clrmux_pprof_label){.key = "thread name", .str = r->tname};
+    /* Datadog's label names; the ids in lowercase hex as OTLP spells them (spanId,
+     * traceId), so that an id copied from the spans works with -tagfocus: a decimal id
+     * would be taken by pprof for a numeric range (and one above 2^63 makes it fail) */
+    char span_hex[17], root_hex[17], trace_hex[33];
+    if (r->span.span_id) {
+        snprintf(span_hex, sizeof span_hex, "%016llx", (unsigned long long)r->span.span_id);
+        snprintf(root_hex, sizeof root_hex, "%016llx", (unsigned long long)r->span.local_root_id);
+        for (int i = 0; i < 16; i++)
+            snprintf(trace_hex + 2 * i, 3, "%02x", r->span.trace_id[i]);
+        labels[nl++] = (clrmux_pprof_label){.key = "span id", .str = span_hex};
+        labels[nl++] = (clrmux_pprof_label){.key = "local root span id", .str = root_hex};
+        labels[nl++] = (clrmux_pprof_label){.key = "trace id", .str = trace_hex};
+    }
     clrmux_pprof_add_sample(p->pb, names, nn, values, V_COUNT, labels, nl);
 }
 
@@ -633,6 +659,8 @@ static HRESULT STDMETHODCALLTYPE pr_EventPipeEventDelivered(
     if (eventThread && eventThread != cur) {
         if (prof_threads_lookup(&p->threads, eventThread, &r.tid, r.tname, sizeof r.tname) != 0)
             r.tid = 0;
+        else
+            other_thread_span(p, r.tid, &r); /* the span it is in now: the closest we know */
     } else {
         current_thread(p, cur, &r);
     }
@@ -769,7 +797,7 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
     if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
         char why[256];
-        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, why, sizeof why);
+        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, p->span_peek, why, sizeof why);
         if (p->sig) {
             atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
             p->sig_start = mono_ns();
@@ -951,6 +979,10 @@ EXPORT ICorProfilerCallback11 *clrmux_profiler_create(const struct clrmux_child_
     p->iface.lpVtbl = &k_vtbl;
     p->refs = 1;
     snprintf(p->name, sizeof p->name, "%s", cc->name);
+    if (host && host->abi == CLRMUX_PROFILER_HOST_ABI) {
+        p->span_peek = host->span_context_peek;
+        p->span_find = host->span_context_find;
+    }
     prof_threads_init(&p->threads);
     prof_config_parse(&p->cfg, cc, config_dir);
     *version = 11;

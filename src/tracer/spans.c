@@ -417,7 +417,8 @@ struct tmetric {
 };
 
 struct tstate {
-    struct clrmux_span_context ctx; /* first: the profiler's view */
+    struct clrmux_span_context *ctx; /* the profiler's view (never freed: see ctx_alloc) */
+    uint32_t ctx_slot;               /* its index in ctx_by_tid, or CTX_NO_SLOT */
     struct tstate *next, *prev;     /* registry of live threads (reg_lock) */
     struct tmetric tm[TM_SLOTS];
     uint8_t trace_id[16];
@@ -557,6 +558,88 @@ int clrmux_thread_name(uint32_t tid, char *out, size_t outsz)
     return found ? 0 : -1;
 }
 
+/* ---- the profiler's view: span context records ------------------------------------------
+ *
+ * Records live in chunks that are never freed; a thread's record goes back to a free list at
+ * its exit (cleared, tid 0) and serves a later thread. ctx_by_tid maps a live thread's OS id
+ * to its record (open addressing from tid % CTX_TABLE over CTX_PROBE slots, pointers stored
+ * with atomics): clrmux_span_context_find reads it without a lock, and the reader checks the
+ * record's tid, so a lookup that races with a thread's exit and a record's reuse finds either
+ * nothing or a record it rejects. All changes under reg_lock. */
+#define CTX_TABLE 8192
+#define CTX_PROBE 16
+#define CTX_NO_SLOT UINT32_MAX
+#define CTX_CHUNK 64
+static _Atomic(struct clrmux_span_context *) ctx_by_tid[CTX_TABLE];
+struct ctx_rec {
+    struct clrmux_span_context c; /* first */
+    struct ctx_rec *next_free;
+};
+static struct ctx_rec *ctx_free;
+
+/* A cleared record for thread t, published in ctx_by_tid (reg_lock held). NULL without memory. */
+static struct clrmux_span_context *ctx_alloc(struct tstate *t)
+{
+    if (!ctx_free) {
+        struct ctx_rec *chunk = calloc(CTX_CHUNK, sizeof *chunk); /* never freed */
+        if (!chunk)
+            return NULL;
+        for (int i = 0; i < CTX_CHUNK; i++) {
+            chunk[i].next_free = ctx_free;
+            ctx_free = &chunk[i];
+        }
+    }
+    struct ctx_rec *r = ctx_free;
+    ctx_free = r->next_free;
+    struct clrmux_span_context *c = &r->c;
+    __atomic_store_n(&c->tid, t->tid, __ATOMIC_RELEASE);
+    t->ctx_slot = CTX_NO_SLOT;
+    for (uint32_t i = 0; i < CTX_PROBE; i++) {
+        uint32_t k = (t->tid + i) % CTX_TABLE;
+        if (!atomic_load_explicit(&ctx_by_tid[k], memory_order_relaxed)) {
+            atomic_store_explicit(&ctx_by_tid[k], c, memory_order_release);
+            t->ctx_slot = k;
+            break;
+        }
+    }
+    return c; /* not in the table (CTX_PROBE live threads collide): peek still finds it */
+}
+
+/* Thread t exits (reg_lock held): its record is cleared, leaves the table, is reused later. */
+static void ctx_release(struct tstate *t)
+{
+    struct clrmux_span_context *c = t->ctx;
+    if (!c)
+        return;
+    if (t->ctx_slot != CTX_NO_SLOT)
+        atomic_store_explicit(&ctx_by_tid[t->ctx_slot], NULL, memory_order_relaxed);
+    c->seq++;
+    atomic_thread_fence(memory_order_release);
+    c->tid = 0;
+    c->depth = 0;
+    c->span_id = 0;
+    c->local_root_id = 0;
+    atomic_thread_fence(memory_order_release);
+    c->seq++;
+    struct ctx_rec *r = (struct ctx_rec *)c;
+    r->next_free = ctx_free;
+    ctx_free = r;
+    t->ctx = NULL;
+}
+
+__attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_find(uint32_t tid)
+{
+    if (!tid)
+        return NULL;
+    for (uint32_t i = 0; i < CTX_PROBE; i++) {
+        struct clrmux_span_context *c =
+            atomic_load_explicit(&ctx_by_tid[(tid + i) % CTX_TABLE], memory_order_acquire);
+        if (c && __atomic_load_n(&c->tid, __ATOMIC_RELAXED) == tid)
+            return c;
+    }
+    return NULL;
+}
+
 static void tstate_free(void *p)
 {
     struct tstate *t = p;
@@ -585,6 +668,7 @@ static void tstate_free(void *p)
         reg_head = t->next;
     if (t->next)
         t->next->prev = t->prev;
+    ctx_release(t);
     pthread_mutex_unlock(&reg_lock);
     if (t->stack != t->inline_stack)
         free(t->stack);
@@ -642,6 +726,12 @@ static struct tstate *tstate_new(void)
     t->rng = seed;
     tname_record(t->tid);
     pthread_mutex_lock(&reg_lock);
+    t->ctx = ctx_alloc(t);
+    if (!t->ctx) {
+        pthread_mutex_unlock(&reg_lock);
+        free(t);
+        return NULL;
+    }
     t->next = reg_head;
     if (reg_head)
         reg_head->prev = t;
@@ -656,9 +746,9 @@ static struct tstate *tstate_new(void)
  * on this thread; the barriers only keep the compiler from reordering). */
 static inline void ctx_update(struct tstate *t)
 {
-    struct clrmux_span_context *c = &t->ctx;
+    struct clrmux_span_context *c = t->ctx;
     c->seq++;
-    atomic_signal_fence(memory_order_seq_cst);
+    atomic_thread_fence(memory_order_release); /* x86-64: a compiler barrier only */
     uint32_t d = t->depth;
     c->depth = d;
     c->span_id = d ? t->stack[d - 1].span_id : 0;
@@ -666,14 +756,14 @@ static inline void ctx_update(struct tstate *t)
     if (d == 1)
         for (int i = 0; i < 16; i++)
             c->trace_id[i] = t->trace_id[i];
-    atomic_signal_fence(memory_order_seq_cst);
+    atomic_thread_fence(memory_order_release);
     c->seq++;
 }
 
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_peek(void)
 {
     struct tstate *t = tls; /* initial-exec TLS: no allocation, no lock: async-signal-safe */
-    return t ? &t->ctx : NULL;
+    return t ? t->ctx : NULL;
 }
 
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_get(void)
@@ -681,7 +771,7 @@ __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_c
     struct tstate *t = tls;
     if (!t && !(t = tstate_new()))
         return NULL;
-    return &t->ctx;
+    return t->ctx;
 }
 
 int64_t clrmux_span_enter(int32_t method)

@@ -241,11 +241,11 @@ static void test_sampler_in_process(void **state)
     assert_int_equal(sigaction(SIGPROF, &sa, NULL), 0);
 
     char why[256] = "";
-    struct prof_sig *s = prof_sig_start(5, 1, 1, why, sizeof why);
+    struct prof_sig *s = prof_sig_start(5, 1, 1, NULL, why, sizeof why);
     if (!s)
         fail_msg("prof_sig_start: %s", why);
     char why2[64];
-    assert_null(prof_sig_start(5, 1, 1, why2, sizeof why2)); /* one per process */
+    assert_null(prof_sig_start(5, 1, 1, NULL, why2, sizeof why2)); /* one per process */
 
     /* a SIGPROF that is not ours reaches the handler installed before */
     kill(getpid(), SIGPROF);
