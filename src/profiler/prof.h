@@ -239,6 +239,8 @@ struct prof_sig_stats {
     uint64_t truncated, depth_cut, ring_drops, stale_signals, foreign_signals, timer_failures;
     uint64_t safe_walks; /* walks before the thread's stack mapping was known */
     uint64_t unresponsive; /* wall signals given up after 100 ticks (SIGPROF blocked) */
+    uint64_t wall_merged;  /* wall signals merged into a pending CPU timer SIGPROF (a cpu walk
+                              drained after the send stood for them) */
     int64_t cpu_ns;      /* CPU time carried by the cpu samples */
     int64_t wall_ns;     /* thread time covered by the wall samples */
     uint64_t max_thread_cpu_samples; /* the busiest thread's cpu samples */

@@ -280,7 +280,8 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
              "signal sampler (%llu ticks, %.1f per second) delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
              "%llu wall samples (%.1f per second per thread; %llu by signal, %llu on unchanged stacks, %llu on "
              "the last cpu walk); "
-             "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu wall signals unanswered, "
+             "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu wall signals unanswered "
+             "(%llu merged into a cpu signal), "
              "%llu threads; handler %.1f us per walk",
              (unsigned long long)p->sig_ticks, secs > 0 ? (double)p->sig_ticks / secs : 0.0,
              (unsigned long long)st.cpu_samples, st.cpu_ns > 0 ? (double)st.cpu_samples * 1e9 / (double)st.cpu_ns : 0.0,
@@ -289,7 +290,8 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
              (unsigned long long)st.wall_signals, (unsigned long long)st.wall_reused,
              (unsigned long long)st.wall_from_cpu,
              (unsigned long long)st.truncated, (unsigned long long)st.depth_cut, PROF_MAX_FRAMES,
-             (unsigned long long)st.ring_drops, (unsigned long long)st.unresponsive, (unsigned long long)st.threads,
+             (unsigned long long)st.ring_drops, (unsigned long long)st.unresponsive,
+             (unsigned long long)st.wall_merged, (unsigned long long)st.threads,
              st.handler_ns_avg / 1000.0);
 }
 
@@ -406,7 +408,7 @@ static void flush(struct profiler *p, const char *last)
                  p->cfg.period_s, !last ? "" : strcmp(last, "shutdown") == 0 ? ", last period (shutdown)" : ", last period (the process ended without Shutdown)");
     clrmux_pprof_add_comment(p->pb, c);
     if (p->sig) {
-        char sc[512];
+        char sc[640];
         sig_summary(p, sc, sizeof sc);
         clrmux_pprof_add_comment(p->pb, sc);
         LOG_INFO("profiler '%s': %s", p->name, sc);

@@ -600,6 +600,15 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         s->st.wall_ns += d;
         if (inflight) { /* the previous signal is not handled yet: its walk carries d too */
             atomic_fetch_add(&sl->wall_pending, d);
+            /* SIGPROF is not a real-time signal: a wall signal sent while the thread's CPU
+             * timer signal was pending is merged into it (rt_tgsigqueueinfo succeeds, the
+             * kernel drops the second). A cpu walk drained after the send stands for it:
+             * its stack gets the wall time (a wall signal that still arrives carries 0) */
+            if (sl->cpu_walk_tick > sl->sent_tick && atomic_exchange(&sl->wall_inflight, 0)) {
+                sl->wall_accum += atomic_exchange(&sl->wall_pending, 0);
+                s->st.wall_merged++;
+                continue;
+            }
             if (s->tick_no - sl->sent_tick > WALL_STUCK_TICKS) {
                 /* a thread that blocks SIGPROF (or never runs): stop waiting for it, give
                  * its wall time to its last stack and signal it again later */
