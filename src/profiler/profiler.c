@@ -27,6 +27,11 @@
 #define RAW_FRAMES (128 * 1024)
 #define NAME_ENTRIES 65536
 #define NAME_ARENA (8u << 20)
+/* Distinct samples a period may spend on span-labelled ones (of max_samples = 16384): each
+ * span makes its own samples, so a busy service would otherwise fill the profile with them
+ * and drop later samples outright; past this, samples keep their stack and values without
+ * the span labels (counted, and said in the profile's comments and the log). */
+#define SPAN_SAMPLE_CAP 12288
 #define NO_FRAMES "[no managed frames]"
 #define TRUNCATED "[truncated]"
 
@@ -59,6 +64,7 @@ struct profiler {
     struct prof_push *push; /* Pyroscope (endpoint set), or NULL */
     /* the built-in tracer's span contexts (the host's; NULL without a host: no span labels) */
     prof_span_peek_fn span_peek;
+    uint64_t span_unlabelled; /* this period: samples whose span labels were left out (cap) */
     struct clrmux_span_context *(*span_find)(uint32_t tid);
 
     pthread_t sampler;
@@ -365,7 +371,9 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
      * traceId), so that an id copied from the spans works with -tagfocus: a decimal id
      * would be taken by pprof for a numeric range (and one above 2^63 makes it fail) */
     char span_hex[17], root_hex[17], trace_hex[33];
-    if (r->span.span_id) {
+    if (r->span.span_id && clrmux_pprof_sample_count(p->pb) >= SPAN_SAMPLE_CAP)
+        p->span_unlabelled++;
+    else if (r->span.span_id) {
         snprintf(span_hex, sizeof span_hex, "%016llx", (unsigned long long)r->span.span_id);
         snprintf(root_hex, sizeof root_hex, "%016llx", (unsigned long long)r->span.local_root_id);
         for (int i = 0; i < 16; i++)
@@ -416,6 +424,13 @@ static void flush(struct profiler *p, const char *last)
     if (raw_drops) {
         snprintf(c, sizeof c, "dropped %llu events: raw sample buffer full", (unsigned long long)raw_drops);
         clrmux_pprof_add_comment(p->pb, c);
+    }
+    if (p->span_unlabelled) {
+        snprintf(c, sizeof c, "%llu samples without their span labels: more than %d distinct samples this period",
+                 (unsigned long long)p->span_unlabelled, SPAN_SAMPLE_CAP);
+        clrmux_pprof_add_comment(p->pb, c);
+        LOG_INFO("profiler '%s': %s", p->name, c);
+        p->span_unlabelled = 0;
     }
     uint64_t reg = p->threads.dropped;
     if (reg > p->registry_drops_reported) {
