@@ -17,6 +17,8 @@
 # the ratios (of the medians, and the median of the same-round ratios), the profiler's CPU
 # share, and the sampler's interval/pause figures from each run's shutdown log line.
 # On a shared machine the CPU a run gets varies: ops per CPU-second is the steadier figure.
+# Then bench/spanread.c (gcc -O2): ns per sample that reading the span context costs the
+# sampler (no span open / a span open / another thread's by OS id), on libclrmux.so's exports.
 # Not a timed test: nothing passes or fails on speed. Needs `make all`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -193,6 +195,11 @@ awk -v po="$pops" -v so="$sops" -v ppc="$popc" -v spc="$sopc" -v st="$st" -v sc=
     printf "  %-34s %s us prof  %s us span (median of the runs)\n", "signal handler time per walk", hp, hs
 }'
 [ -n "$labelled" ] && echo "  (one span run's cpu profile: 'span id' labels on $labelled of its CPU)"
+
+if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -o "$WORK/spanread" bench/spanread.c -ldl; then
+    echo "  reading the span context (bench/spanread.c, best of 5 x 20M):"
+    "$WORK/spanread" "$LIB"
+fi
 
 # ---- the sampler, from each profiled run's shutdown line -----------------------------------------
 echo "sampler (shutdown log line of each profiled run; paused = ticks x (suspend + walks) / the run's wall time):"

@@ -22,7 +22,10 @@ struct clrmux_span_context {
     uint32_t reserved;
     volatile uint64_t span_id;       /* the innermost open span; 0: none */
     volatile uint64_t local_root_id; /* the thread's outermost open span */
-    volatile uint8_t trace_id[16];   /* the open spans' trace (W3C byte order) */
+    union {
+        volatile uint8_t trace_id[16];   /* the open spans' trace (W3C byte order) */
+        volatile uint64_t trace_words[2]; /* the same bytes, for the reader's two loads */
+    };
 };
 
 /* One consistent copy of a context, span_id != 0. */
@@ -54,8 +57,9 @@ static inline int clrmux_span_context_read(const struct clrmux_span_context *c, 
         uint32_t owner = __atomic_load_n(&c->tid, __ATOMIC_RELAXED);
         out->span_id = span;
         out->local_root_id = __atomic_load_n(&c->local_root_id, __ATOMIC_RELAXED);
-        for (int i = 0; i < 16; i++)
-            out->trace_id[i] = __atomic_load_n(&c->trace_id[i], __ATOMIC_RELAXED);
+        uint64_t w[2] = {__atomic_load_n(&c->trace_words[0], __ATOMIC_RELAXED),
+                         __atomic_load_n(&c->trace_words[1], __ATOMIC_RELAXED)};
+        memcpy(out->trace_id, w, 16);
         atomic_thread_fence(memory_order_acquire);
         if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) != s0)
             continue;

@@ -742,8 +742,9 @@ static struct tstate *tstate_new(void)
     return t;
 }
 
-/* The profiler's view: updated after each change of the stack (seqlock for a signal handler
- * on this thread; the barriers only keep the compiler from reordering). */
+/* The profiler's view: updated after each change of the stack or of the trace's sampling
+ * decision (seqlock: release fences, which on x86-64 only keep the compiler from
+ * reordering). Spans of a trace that is not recorded leave the ids 0. */
 static inline void ctx_update(struct tstate *t)
 {
     struct clrmux_span_context *c = t->ctx;
@@ -751,8 +752,10 @@ static inline void ctx_update(struct tstate *t)
     atomic_thread_fence(memory_order_release); /* x86-64: a compiler barrier only */
     uint32_t d = t->depth;
     c->depth = d;
-    c->span_id = d ? t->stack[d - 1].span_id : 0;
-    c->local_root_id = d ? t->stack[0].span_id : 0;
+    /* only a recorded trace labels samples: an id in a profile names a span one can find */
+    uint32_t r = t->sampled ? d : 0;
+    c->span_id = r ? t->stack[r - 1].span_id : 0;
+    c->local_root_id = r ? t->stack[0].span_id : 0;
     if (d == 1)
         for (int i = 0; i < 16; i++)
             c->trace_id[i] = t->trace_id[i];

@@ -332,6 +332,13 @@ static void test_span_context_other_thread(void **state)
     assert_int_equal(clrmux_span_context_read(mine, (uint32_t)syscall(SYS_gettid), &ids, 1), 1);
     assert_true(ids.span_id == ids.local_root_id);
     clrmux_span_exit(x);
+    /* a trace that is not recorded labels nothing (its ids are in no spans file) */
+    clrmux_spans_set_sample_ratio(0.0);
+    x = clrmux_span_enter(3);
+    assert_int_equal(mine->depth, 1);
+    assert_int_equal(clrmux_span_context_read(mine, 0, &ids, 1), 0);
+    clrmux_span_exit(x);
+    clrmux_spans_set_sample_ratio(1.0);
     struct clrmux_span out[4];
     clrmux_spans_drain(out, 4);
     clrmux_spans_fini();
