@@ -194,7 +194,7 @@ awk -v po="$pops" -v so="$sops" -v ppc="$popc" -v spc="$sopc" -v st="$st" -v sc=
     printf "  %-34s %.4f (median of paired per-round ratios %.4f)\n", "ops per CPU-second ratio span/prof", spc / ppc, sc
     printf "  %-34s %s us prof  %s us span (median of the runs)\n", "signal handler time per walk", hp, hs
 }'
-[ -n "$labelled" ] && echo "  (one span run's cpu profile: 'span id' labels on $labelled of its CPU)"
+[ -n "$labelled" ] && echo "  (the span runs' cpu profiles, merged: 'span id' labels on $labelled of their CPU)"
 
 if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -o "$WORK/spanread" bench/spanread.c -ldl; then
     echo "  reading the span context (bench/spanread.c, best of 5 x 20M):"
