@@ -67,7 +67,7 @@ CLRMUX_EXPORT int clrmux_check_config(const char *path, clrmux_check_report_fn r
  *   struct { volatile uint32_t seq, tid, depth, reserved; volatile uint64_t span_id,
  *            local_root_id; volatile uint8_t trace_id[16]; }
  * (struct clrmux_span_context, src/common/spanctx.h, with its reader). The tracer's probes
- * update it on the owning thread, `seq` odd while they do (seqlock, release fences). A
+ * update it on the owning thread, `seq` odd while they do (seqlock, release stores). A
  * reader (a signal handler on that thread, or any other thread) reads seq, the fields, seq
  * again, and keeps the values only when both seq reads are equal and even and `tid` is the
  * thread it meant. Records are never freed: at thread exit the record is cleared (tid 0)

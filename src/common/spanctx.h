@@ -2,8 +2,8 @@
  * seqlock protocol, and the reader (header-only: the tracer in libclrmux.so writes, the
  * profiler in libclrmux_profiler.so reads through function pointers it gets from its host).
  *
- * Writer (the owning thread only, src/tracer/spans.c): seq++ (odd), release fence, fields,
- * release fence, seq++ (even). Records are never freed: at thread exit the tracer clears
+ * Writer (the owning thread only, src/tracer/spans.c): seq odd (relaxed store), the fields
+ * (release stores), seq even (release store); no fence (TSan supports none). Records are never freed: at thread exit the tracer clears
  * the ids and `tid` and recycles the record for a later thread, so a reader holding a stale
  * pointer reads valid memory and sees by `tid` that the record is no longer its thread's.
  * Reader: any thread, including a signal handler on the owning thread (which may have
@@ -11,7 +11,6 @@
 #ifndef CLRMUX_COMMON_SPANCTX_H
 #define CLRMUX_COMMON_SPANCTX_H
 
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -37,7 +36,7 @@ struct clrmux_span_ids {
 /* Copies c into *out when the copy is consistent, a span is open and (tid != 0) the record
  * still belongs to OS thread tid. Returns 1, or 0 (no span, a concurrent update that lasted
  * `tries` attempts, another thread's record). No lock, no allocation, no system call:
- * async-signal-safe. The cost without an open span: two loads. */
+ * async-signal-safe. The cost without an open span: three loads. */
 static inline int clrmux_span_context_read(const struct clrmux_span_context *c, uint32_t tid,
                                            struct clrmux_span_ids *out, int tries)
 {
@@ -47,20 +46,19 @@ static inline int clrmux_span_context_read(const struct clrmux_span_context *c, 
         uint32_t s0 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
         if (s0 & 1)
             continue;
-        uint64_t span = __atomic_load_n(&c->span_id, __ATOMIC_RELAXED);
+        /* acquire loads (plain moves on x86-64): the second seq load stays after them */
+        uint64_t span = __atomic_load_n(&c->span_id, __ATOMIC_ACQUIRE);
         if (!span) {
-            atomic_thread_fence(memory_order_acquire);
             if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) == s0)
-                return 0; /* no open span: the common case, two loads */
+                return 0; /* no open span: the common case, three loads */
             continue;
         }
-        uint32_t owner = __atomic_load_n(&c->tid, __ATOMIC_RELAXED);
+        uint32_t owner = __atomic_load_n(&c->tid, __ATOMIC_ACQUIRE);
         out->span_id = span;
-        out->local_root_id = __atomic_load_n(&c->local_root_id, __ATOMIC_RELAXED);
-        uint64_t w[2] = {__atomic_load_n(&c->trace_words[0], __ATOMIC_RELAXED),
-                         __atomic_load_n(&c->trace_words[1], __ATOMIC_RELAXED)};
+        out->local_root_id = __atomic_load_n(&c->local_root_id, __ATOMIC_ACQUIRE);
+        uint64_t w[2] = {__atomic_load_n(&c->trace_words[0], __ATOMIC_ACQUIRE),
+                         __atomic_load_n(&c->trace_words[1], __ATOMIC_ACQUIRE)};
         memcpy(out->trace_id, w, 16);
-        atomic_thread_fence(memory_order_acquire);
         if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) != s0)
             continue;
         return !tid || owner == tid;

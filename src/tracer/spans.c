@@ -613,14 +613,13 @@ static void ctx_release(struct tstate *t)
         return;
     if (t->ctx_slot != CTX_NO_SLOT)
         atomic_store_explicit(&ctx_by_tid[t->ctx_slot], NULL, memory_order_relaxed);
-    c->seq++;
-    atomic_thread_fence(memory_order_release);
-    c->tid = 0;
-    c->depth = 0;
-    c->span_id = 0;
-    c->local_root_id = 0;
-    atomic_thread_fence(memory_order_release);
-    c->seq++;
+    uint32_t seq = c->seq;
+    __atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->tid, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->depth, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->span_id, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->local_root_id, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
     struct ctx_rec *r = (struct ctx_rec *)c;
     r->next_free = ctx_free;
     ctx_free = r;
@@ -743,24 +742,27 @@ static struct tstate *tstate_new(void)
 }
 
 /* The profiler's view: updated after each change of the stack or of the trace's sampling
- * decision (seqlock: release fences, which on x86-64 only keep the compiler from
- * reordering). Spans of a trace that is not recorded leave the ids 0. */
+ * decision. Seqlock: seq odd, the fields as release stores (each orders the odd seq before
+ * it; plain moves on x86-64, which only keep the compiler from reordering), seq even with a
+ * release store. Spans of a trace that is not recorded leave the ids 0. */
 static inline void ctx_update(struct tstate *t)
 {
     struct clrmux_span_context *c = t->ctx;
-    c->seq++;
-    atomic_thread_fence(memory_order_release); /* x86-64: a compiler barrier only */
+    uint32_t seq = c->seq;
+    __atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELAXED);
     uint32_t d = t->depth;
-    c->depth = d;
+    __atomic_store_n(&c->depth, d, __ATOMIC_RELEASE);
     /* only a recorded trace labels samples: an id in a profile names a span one can find */
     uint32_t r = t->sampled ? d : 0;
-    c->span_id = r ? t->stack[r - 1].span_id : 0;
-    c->local_root_id = r ? t->stack[0].span_id : 0;
-    if (d == 1)
-        for (int i = 0; i < 16; i++)
-            c->trace_id[i] = t->trace_id[i];
-    atomic_thread_fence(memory_order_release);
-    c->seq++;
+    __atomic_store_n(&c->span_id, r ? t->stack[r - 1].span_id : 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->local_root_id, r ? t->stack[0].span_id : 0, __ATOMIC_RELEASE);
+    if (d == 1) {
+        uint64_t w[2];
+        memcpy(w, t->trace_id, 16);
+        __atomic_store_n(&c->trace_words[0], w[0], __ATOMIC_RELEASE);
+        __atomic_store_n(&c->trace_words[1], w[1], __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_peek(void)
