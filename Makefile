@@ -237,6 +237,7 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/detach.sh
 	@tests/clr/otel.sh
 	@tests/clr/profiler.sh
+	@tests/clr/spans.sh
 	@tests/clr/hardening.sh
 	@tests/clr/ending.sh
 	@tests/clr/elt.sh

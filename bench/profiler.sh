@@ -7,12 +7,18 @@
 #   base: no profiler
 #   prof: under clrmux (as tests/clr/run.sh runs apps) with only
 #         [child profiler] builtin = profiler, output_dir in a temp dir, default rate
-# (the order within a round alternates). Each run is measured with /usr/bin/time -f
+#   span: the same profiler beside the built-in tracer tracing CpuBound.Worker.Loop: a span is
+#         open on every worker thread for the whole run, so every sample reads the thread's
+#         span context and carries the `span id` labels (the cost of profiles that know their
+#         span: span vs prof; the tracer adds one span per thread, nothing per kernel call)
+# (the order within a round rotates). Each run is measured with /usr/bin/time -f
 # '%e %U %S %M' (else a tiny getrusage wrapper built with gcc, else bash's `time` without
 # RSS). Prints each run, the medians of ops/s, ops per CPU-second, CPU seconds and peak RSS,
 # the ratios (of the medians, and the median of the same-round ratios), the profiler's CPU
 # share, and the sampler's interval/pause figures from each run's shutdown log line.
 # On a shared machine the CPU a run gets varies: ops per CPU-second is the steadier figure.
+# Then bench/spanread.c (gcc -O2): ns per sample that reading the span context costs the
+# sampler (no span open / a span open / another thread's by OS id), on libclrmux.so's exports.
 # Not a timed test: nothing passes or fails on speed. Needs `make all`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +46,15 @@ cat >"$WORK/loader.conf" <<EOF
 [child profiler]
 builtin = profiler
 output_dir = $WORK/profiles
+EOF
+cat >"$WORK/span.conf" <<EOF
+[child tracer]
+builtin = tracer
+output = $WORK/spans.otlp.jsonl
+trace = cpubound!CpuBound.Worker::Loop
+[child profiler]
+builtin = profiler
+output_dir = $WORK/span-profiles
 EOF
 
 # ---- how each run is measured: "wall user sys maxrss_kb" in $out.t ---------------------------
@@ -106,14 +121,25 @@ prof() {
     grep -q "profiler 'profiler': shut down" "$WORK/prof.$1.log" \
         || { echo "profiler: the profiler did not run (no shutdown line):" >&2; cat "$WORK/prof.$1.log" >&2; exit 1; }
 }
+span() {
+    run span "$1" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
+        CLRMUX_CONFIG="$WORK/span.conf" CLRMUX_LOG_FILE="$WORK/span.$1.log"
+    grep -q "profiler 'profiler': shut down" "$WORK/span.$1.log" \
+        || { echo "profiler: the profiler did not run (no shutdown line):" >&2; cat "$WORK/span.$1.log" >&2; exit 1; }
+}
 
 CORES=$(nproc)
 echo "profiler: dotnet $APP $SECS on $CORES cores, $ROUNDS interleaved rounds, base (no profiler) vs"
-echo "  prof (clrmux, [child profiler] builtin = profiler, default rate); measured with $MEASURE"
+echo "  prof (clrmux, [child profiler] builtin = profiler, default rate) vs span (the same beside the tracer,"
+echo "  a span open on every worker: every sample labelled); measured with $MEASURE"
 dotnet "$APP" 0 >/dev/null # warm the file cache
 : >"$WORK/runs"
 for i in $(seq "$ROUNDS"); do
-    if [ $((i % 2)) = 1 ]; then base "$i"; prof "$i"; else prof "$i"; base "$i"; fi
+    case $((i % 3)) in
+    1) base "$i"; prof "$i"; span "$i" ;;
+    2) prof "$i"; span "$i"; base "$i" ;;
+    0) span "$i"; base "$i"; prof "$i" ;;
+    esac
 done
 
 # ---- figures ------------------------------------------------------------------------------------
@@ -153,6 +179,27 @@ awk -v bo="$bops" -v po="$pops" -v bc="$bcpu" -v pc="$pcpu" -v bpc="$bopc" -v pp
     if (note != "") printf "  %-34s %s\n", "peak RSS", note
     else printf "  %-34s %12.1f MB without  %12.1f MB with  (%+.1f MB)\n", "peak RSS", br / 1024, pr / 1024, (pr - br) / 1024
 }'
+
+# ---- span labels: span vs prof -------------------------------------------------------------------
+sops=$(col span '$2 / s' | med); sopc=$(col span '$2 / ($4 + $5)' | med)
+awk '$1 == "prof" {p[++np] = $2; pc[np] = $4 + $5} $1 == "span" {q[++nq] = $2; qc[nq] = $4 + $5}
+     END {for (i = 1; i <= np && i <= nq; i++) printf "%.4f %.4f\n", q[i] / p[i], (q[i] / qc[i]) / (p[i] / pc[i])}' "$WORK/runs" >"$WORK/spairs"
+st=$(awk '{print $1}' "$WORK/spairs" | med); sc=$(awk '{print $2}' "$WORK/spairs" | med)
+handler() { cat "$WORK/$1".*.log | { grep -o "handler [0-9.]* us per walk" || true; } | awk '{print $2}' | med; }
+labelled=$( (go tool pprof -tags -sample_index=cpu "$WORK"/span-profiles/*.pb.gz 2>/dev/null || true) | awk '/^ span id: Total/ {print $4}' | head -1)
+echo "span labels (span: a span open on every worker thread, every sample labelled, vs prof):"
+awk -v po="$pops" -v so="$sops" -v ppc="$popc" -v spc="$sopc" -v st="$st" -v sc="$sc" -v hp="$(handler prof)" -v hs="$(handler span)" 'BEGIN {
+    printf "  %-34s %12.0f prof  %12.0f span\n", "ops/s", po, so
+    printf "  %-34s %.4f (median of paired per-round ratios %.4f)\n", "throughput ratio span/prof", so / po, st
+    printf "  %-34s %.4f (median of paired per-round ratios %.4f)\n", "ops per CPU-second ratio span/prof", spc / ppc, sc
+    printf "  %-34s %s us prof  %s us span (median of the runs)\n", "signal handler time per walk", hp, hs
+}'
+[ -n "$labelled" ] && echo "  (the span runs' cpu profiles, merged: 'span id' labels on $labelled of their CPU)"
+
+if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -o "$WORK/spanread" bench/spanread.c -ldl; then
+    echo "  reading the span context (bench/spanread.c, best of 5 x 20M):"
+    "$WORK/spanread" "$LIB"
+fi
 
 # ---- the sampler, from each profiled run's shutdown line -----------------------------------------
 echo "sampler (shutdown log line of each profiled run; paused = ticks x (suspend + walks) / the run's wall time):"

@@ -94,7 +94,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char why[256];
-    struct prof_sig *s = prof_sig_start(interval, 1, 1, why, sizeof why);
+    struct prof_sig *s = prof_sig_start(interval, 1, 1, NULL, why, sizeof why);
     if (!s) {
         fprintf(stderr, "sigcost: the signal sampler cannot run here: %s\n", why);
         return 1;

@@ -63,19 +63,24 @@ CLRMUX_EXPORT int clrmux_check_config(const char *path, clrmux_check_report_fn r
 
 /* The built-in tracer's span context of the calling thread, for the built-in profiler's
  * labels (`span id`, `local root span id`, `trace id`). Returns a pointer to a per-thread
- * record owned by libclrmux.so (created on the first call; NULL without memory) that stays
- * valid until the thread exits:
- *   struct { volatile uint32_t seq, depth; volatile uint64_t span_id, local_root_id;
- *            volatile uint8_t trace_id[16]; }      (struct clrmux_span_context, tracer/spans.h)
- * The tracer's probes update it on the same thread with plain stores, `seq` odd while they
- * do. A reader on the same thread (a signal handler that interrupted the probe) or on a
- * thread that stopped this one reads seq, the fields, seq again, and keeps the values only
- * when both seq reads are equal and even. Call it once per thread outside any signal
- * handler and cache the pointer (it allocates on the first call). span_id 0: no open span. */
+ * record owned by libclrmux.so (created on the first call; NULL without memory):
+ *   struct { volatile uint32_t seq, tid, depth, reserved; volatile uint64_t span_id,
+ *            local_root_id; volatile uint8_t trace_id[16]; }
+ * (struct clrmux_span_context, src/common/spanctx.h, with its reader). The tracer's probes
+ * update it on the owning thread, `seq` odd while they do (seqlock, release stores). A
+ * reader (a signal handler on that thread, or any other thread) reads seq, the fields, seq
+ * again, and keeps the values only when both seq reads are equal and even and `tid` is the
+ * thread it meant. Records are never freed: at thread exit the record is cleared (tid 0)
+ * and later reused by another thread, so a cached pointer stays safe to read. Call it
+ * outside any signal handler (it allocates on the first call). span_id 0: no open span. */
 struct clrmux_span_context;
 CLRMUX_EXPORT struct clrmux_span_context *clrmux_span_context_get(void);
 /* The same record if the calling thread has one, else NULL; no allocation, no lock (an
  * initial-exec TLS read): async-signal-safe, for a SIGPROF handler on the sampled thread. */
 CLRMUX_EXPORT struct clrmux_span_context *clrmux_span_context_peek(void);
+/* The record of OS thread `tid` (gettid) if that thread is alive and has one, else NULL
+ * (also for tid 0); a lock-free lookup (async-signal-safe), for a sampler that reads another
+ * thread's span (the profiler's suspend sampler). Check the record's tid when reading it. */
+CLRMUX_EXPORT struct clrmux_span_context *clrmux_span_context_find(uint32_t tid);
 
 #endif

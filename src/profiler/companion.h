@@ -14,6 +14,7 @@
 #define CLRMUX_PROFILER_COMPANION_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #include "clrmux/corprof.h"
 #include "common/lastgasp.h"
@@ -22,7 +23,7 @@
 #define CLRMUX_PROFILER_LIBRARY "libclrmux_profiler.so"
 #define CLRMUX_PROFILER_CREATE_SYMBOL "clrmux_profiler_create"
 /* Bumped whenever struct clrmux_profiler_host or struct clrmux_child_conf changes. */
-#define CLRMUX_PROFILER_HOST_ABI 2
+#define CLRMUX_PROFILER_HOST_ABI 3
 
 struct clrmux_profiler_host {
     int abi;                                                /* CLRMUX_PROFILER_HOST_ABI */
@@ -31,6 +32,12 @@ struct clrmux_profiler_host {
     /* the host's last gasp (common/lastgasp.h): one mechanism for the whole process */
     int (*lastgasp_register)(clrmux_lastgasp_fn fn, void *ctx);
     void (*lastgasp_unregister)(clrmux_lastgasp_fn fn, void *ctx);
+    /* the built-in tracer's span contexts (src/tracer/spans.h; common/spanctx.h reads them),
+     * for the samples' `span id` labels: the calling thread's (async-signal-safe) and OS
+     * thread tid's (lock-free). Given by the host rather than looked up with dlsym: the
+     * runtime opens libclrmux.so RTLD_LOCAL, so RTLD_DEFAULT would not find them. */
+    struct clrmux_span_context *(*span_context_peek)(void);
+    struct clrmux_span_context *(*span_context_find)(uint32_t tid);
 };
 
 /* Creates the profiler child for section `cc` (keys in cc->kvs; relative output_dir resolved

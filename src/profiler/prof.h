@@ -21,6 +21,7 @@
 
 #include "clrmux/corprof.h"
 #include "loader/config.h"
+#include "common/spanctx.h"
 #include "profiler/companion.h"
 
 /* ---- configuration ([child NAME] section with builtin = profiler) ------------------- */
@@ -111,6 +112,8 @@ struct prof_raw {
     uint32_t first; /* index of the first frame in the buffer's frame array */
     int64_t v0, v1; /* sample: cpu ns, wall ns; exception: count; alloc: count, bytes;
                        lock: count, ns */
+    struct clrmux_span_ids span; /* the tracer's open span on the thread (span_id 0: none):
+                                    the `span id`, `local root span id`, `trace id` labels */
     ClassID class_id; /* exception type, resolved when drained (0: none) */
     char type[128];   /* allocated type name (UTF-8), "" for none */
     char tname[PROF_THREAD_NAME];
@@ -236,18 +239,24 @@ struct prof_sig_stats {
     uint64_t truncated, depth_cut, ring_drops, stale_signals, foreign_signals, timer_failures;
     uint64_t safe_walks; /* walks before the thread's stack mapping was known */
     uint64_t unresponsive; /* wall signals given up after 100 ticks (SIGPROF blocked) */
+    uint64_t wall_merged;  /* wall signals merged into a pending CPU timer SIGPROF (a cpu walk
+                              drained after the send stood for them) */
     int64_t cpu_ns;      /* CPU time carried by the cpu samples */
     int64_t wall_ns;     /* thread time covered by the wall samples */
     uint64_t max_thread_cpu_samples; /* the busiest thread's cpu samples */
     uint64_t threads;    /* threads armed so far */
     double handler_ns_avg; /* time in our handler per walk (TSC), delivery not included */
 };
+/* The tracer's span context of the calling thread (async-signal-safe), or NULL. */
+typedef struct clrmux_span_context *(*prof_span_peek_fn)(void);
 /* Installs the SIGPROF handler (chaining to a previous one) and checks that this process
  * can use it: a signal to the calling thread reaches the handler and a per-thread CPU timer
- * can be created. interval_ms: the CPU timers' period and the wall rate. Returns NULL with
- * the reason in why[] when the signal sampler cannot run here (the caller falls back to
- * the suspend sampler). One per process. */
-struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, char *why, size_t whysz);
+ * can be created. interval_ms: the CPU timers' period and the wall rate. peek (may be NULL:
+ * no span labels): called in the handler to label each walk with the thread's open span.
+ * Returns NULL with the reason in why[] when the signal sampler cannot run here (the caller
+ * falls back to the suspend sampler). One per process. */
+struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_peek_fn peek, char *why,
+                                size_t whysz);
 /* One sampler tick (sampler thread only): arms a CPU timer for each new thread of v[n]
  * (views of the registry: slot = index), disarms the threads gone, moves the walked stacks
  * into q as PROF_K_SAMPLE records (v0 cpu ns or v1 wall ns; frames PROF_FRAME_MANAGED_IP),

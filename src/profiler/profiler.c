@@ -27,6 +27,11 @@
 #define RAW_FRAMES (128 * 1024)
 #define NAME_ENTRIES 65536
 #define NAME_ARENA (8u << 20)
+/* Distinct samples a period may spend on span-labelled ones (of max_samples = 16384): each
+ * span makes its own samples, so a busy service would otherwise fill the profile with them
+ * and drop later samples outright; past this, samples keep their stack and values without
+ * the span labels (counted, and said in the profile's comments and the log). */
+#define SPAN_SAMPLE_CAP 12288
 #define NO_FRAMES "[no managed frames]"
 #define TRUNCATED "[truncated]"
 
@@ -57,6 +62,10 @@ struct profiler {
     long pid;
     int output_ok;
     struct prof_push *push; /* Pyroscope (endpoint set), or NULL */
+    /* the built-in tracer's span contexts (the host's; NULL without a host: no span labels) */
+    prof_span_peek_fn span_peek;
+    uint64_t span_unlabelled; /* this period: samples whose span labels were left out (cap) */
+    struct clrmux_span_context *(*span_find)(uint32_t tid);
 
     pthread_t sampler;
     int sampler_started;
@@ -151,13 +160,22 @@ static HRESULT walk(struct profiler *p, ThreadID thread, struct snap *s)
     return ICorProfilerInfo3_DoStackSnapshot(p->info, thread, snap_cb, COR_PRF_SNAPSHOT_DEFAULT, s, NULL, 0);
 }
 
-/* The current thread's OS id and name. */
+/* The current thread's OS id and name, and its open span. */
 static void current_thread(struct profiler *p, ThreadID id, struct prof_raw *r)
 {
     uint32_t tid = 0;
     if (!id || prof_threads_lookup(&p->threads, id, &tid, r->tname, sizeof r->tname) != 0)
         r->tname[0] = 0;
     r->tid = tid ? tid : current_tid();
+    if (!p->span_peek || !clrmux_span_context_read(p->span_peek(), 0, &r->span, 4))
+        r->span.span_id = 0;
+}
+
+/* The open span of another thread (OS id tid), read without a lock (the thread may run). */
+static void other_thread_span(struct profiler *p, uint32_t tid, struct prof_raw *r)
+{
+    if (!p->span_find || !clrmux_span_context_read(p->span_find(tid), tid, &r->span, 4))
+        r->span.span_id = 0;
 }
 
 /* ---- sampler: one tick = one stop-the-world pause ----------------------------------- */
@@ -209,6 +227,7 @@ static void tick(struct profiler *p)
         t->last_wall_ns = t0;
         if (!r.v0 && !r.v1)
             continue;
+        other_thread_span(p, t->tid, &r);
         HRESULT whr = walk(p, t->id, &s);
         if (FAILED(whr) && s.n == 0) {
             if (whr == E_FAIL)
@@ -267,7 +286,8 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
              "signal sampler (%llu ticks, %.1f per second) delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
              "%llu wall samples (%.1f per second per thread; %llu by signal, %llu on unchanged stacks, %llu on "
              "the last cpu walk); "
-             "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu wall signals unanswered, "
+             "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu wall signals unanswered "
+             "(%llu merged into a cpu signal), "
              "%llu threads; handler %.1f us per walk",
              (unsigned long long)p->sig_ticks, secs > 0 ? (double)p->sig_ticks / secs : 0.0,
              (unsigned long long)st.cpu_samples, st.cpu_ns > 0 ? (double)st.cpu_samples * 1e9 / (double)st.cpu_ns : 0.0,
@@ -276,7 +296,8 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
              (unsigned long long)st.wall_signals, (unsigned long long)st.wall_reused,
              (unsigned long long)st.wall_from_cpu,
              (unsigned long long)st.truncated, (unsigned long long)st.depth_cut, PROF_MAX_FRAMES,
-             (unsigned long long)st.ring_drops, (unsigned long long)st.unresponsive, (unsigned long long)st.threads,
+             (unsigned long long)st.ring_drops, (unsigned long long)st.unresponsive,
+             (unsigned long long)st.wall_merged, (unsigned long long)st.threads,
              st.handler_ns_avg / 1000.0);
 }
 
@@ -340,12 +361,27 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
     case PROF_K_LOCK: values[V_LOCK_N] = r->v0; values[V_LOCK_NS] = r->v1; break;
     default: return;
     }
-    clrmux_pprof_label labels[3];
+    clrmux_pprof_label labels[5];
     size_t nl = 0;
     if (r->tid)
         labels[nl++] = (clrmux_pprof_label){.key = "thread id", .num = r->tid};
     if (r->tname[0])
         labels[nl++] = (clrmux_pprof_label){.key = "thread name", .str = r->tname};
+    /* Datadog's label names; the ids in lowercase hex as OTLP spells them (spanId,
+     * traceId), so that an id copied from the spans works with -tagfocus: a decimal id
+     * would be taken by pprof for a numeric range (and one above 2^63 makes it fail) */
+    char span_hex[17], root_hex[17], trace_hex[33];
+    if (r->span.span_id && clrmux_pprof_sample_count(p->pb) >= SPAN_SAMPLE_CAP)
+        p->span_unlabelled++;
+    else if (r->span.span_id) {
+        snprintf(span_hex, sizeof span_hex, "%016llx", (unsigned long long)r->span.span_id);
+        snprintf(root_hex, sizeof root_hex, "%016llx", (unsigned long long)r->span.local_root_id);
+        for (int i = 0; i < 16; i++)
+            snprintf(trace_hex + 2 * i, 3, "%02x", r->span.trace_id[i]);
+        labels[nl++] = (clrmux_pprof_label){.key = "span id", .str = span_hex};
+        labels[nl++] = (clrmux_pprof_label){.key = "local root span id", .str = root_hex};
+        labels[nl++] = (clrmux_pprof_label){.key = "trace id", .str = trace_hex};
+    }
     clrmux_pprof_add_sample(p->pb, names, nn, values, V_COUNT, labels, nl);
 }
 
@@ -380,7 +416,7 @@ static void flush(struct profiler *p, const char *last)
                  p->cfg.period_s, !last ? "" : strcmp(last, "shutdown") == 0 ? ", last period (shutdown)" : ", last period (the process ended without Shutdown)");
     clrmux_pprof_add_comment(p->pb, c);
     if (p->sig) {
-        char sc[512];
+        char sc[640];
         sig_summary(p, sc, sizeof sc);
         clrmux_pprof_add_comment(p->pb, sc);
         LOG_INFO("profiler '%s': %s", p->name, sc);
@@ -388,6 +424,13 @@ static void flush(struct profiler *p, const char *last)
     if (raw_drops) {
         snprintf(c, sizeof c, "dropped %llu events: raw sample buffer full", (unsigned long long)raw_drops);
         clrmux_pprof_add_comment(p->pb, c);
+    }
+    if (p->span_unlabelled) {
+        snprintf(c, sizeof c, "%llu samples without their span labels: more than %d distinct samples this period",
+                 (unsigned long long)p->span_unlabelled, SPAN_SAMPLE_CAP);
+        clrmux_pprof_add_comment(p->pb, c);
+        LOG_INFO("profiler '%s': %s", p->name, c);
+        p->span_unlabelled = 0;
     }
     uint64_t reg = p->threads.dropped;
     if (reg > p->registry_drops_reported) {
@@ -633,6 +676,8 @@ static HRESULT STDMETHODCALLTYPE pr_EventPipeEventDelivered(
     if (eventThread && eventThread != cur) {
         if (prof_threads_lookup(&p->threads, eventThread, &r.tid, r.tname, sizeof r.tname) != 0)
             r.tid = 0;
+        else
+            other_thread_span(p, r.tid, &r); /* the span it is in now: the closest we know */
     } else {
         current_thread(p, cur, &r);
     }
@@ -769,7 +814,7 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
     if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
         char why[256];
-        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, why, sizeof why);
+        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, p->span_peek, why, sizeof why);
         if (p->sig) {
             atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
             p->sig_start = mono_ns();
@@ -951,6 +996,10 @@ EXPORT ICorProfilerCallback11 *clrmux_profiler_create(const struct clrmux_child_
     p->iface.lpVtbl = &k_vtbl;
     p->refs = 1;
     snprintf(p->name, sizeof p->name, "%s", cc->name);
+    if (host && host->abi == CLRMUX_PROFILER_HOST_ABI) {
+        p->span_peek = host->span_context_peek;
+        p->span_find = host->span_context_find;
+    }
     prof_threads_init(&p->threads);
     prof_config_parse(&p->cfg, cc, config_dir);
     *version = 11;

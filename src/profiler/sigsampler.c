@@ -75,6 +75,7 @@ struct ent {
     uint8_t wall, status, safe; /* safe: walked before the stack mapping was known (no scan) */
     uint16_t n;
     int64_t v;      /* cpu: thread CPU ns since the previous cpu walk; wall: ns carried */
+    struct clrmux_span_ids span; /* the thread's open span when walked (span_id 0: none) */
     uint64_t f[PROF_MAX_FRAMES];
 };
 
@@ -98,6 +99,8 @@ struct slot {
     timer_t timer;
     char name[PROF_THREAD_NAME];
     uint64_t last_f[PROF_MAX_FRAMES];
+    struct clrmux_span_ids last_span; /* the last walk's span: a thread that did not run since
+                                         is still in it */
     uint16_t last_n;
     uint8_t last_status, have_last;
     int64_t wall_cpu_seen, last_wall, wall_accum;
@@ -114,6 +117,7 @@ struct prof_sig {
     size_t high;
     int64_t interval_ns;
     int cpu, wall;
+    prof_span_peek_fn peek; /* the tracer's span context of the calling thread, or NULL */
     uint8_t present[PROF_MAX_THREADS];
     uint16_t pend_idx[PROF_MAX_THREADS]; /* slots whose stack mapping is to be looked up */
     uint64_t pend_sp[PROF_MAX_THREADS], pend_lo[PROF_MAX_THREADS], pend_hi[PROF_MAX_THREADS];
@@ -263,6 +267,10 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
                                   PROF_MAX_FRAMES, &status);
     e->status = (uint8_t)status;
     e->wall = (uint8_t)wall;
+    /* the thread's open span: a TLS read and two loads when none is open. A walk that
+     * interrupted the tracer while it updated the record (seq odd) has no labels. */
+    if (!s->peek || !clrmux_span_context_read(s->peek(), 0, &e->span, 1))
+        e->span.span_id = 0;
     e->safe = !bound;
     if (wall) {
         e->v = atomic_exchange(&sl->wall_pending, 0);
@@ -281,7 +289,8 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
 
 /* ---- start / check / stop -------------------------------------------------------------- */
 
-struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, char *why, size_t whysz)
+struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_peek_fn peek, char *why,
+                                size_t whysz)
 {
     if (atomic_load(&g_sig)) {
         snprintf(why, whysz, "another signal sampler already runs in this process");
@@ -304,6 +313,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, char *why, s
     }
     s->cpu = cpu;
     s->wall = wall;
+    s->peek = peek;
     s->mono0 = mono_ns();
     s->tsc0 = cycles();
     g_pid = getpid();
@@ -384,10 +394,12 @@ int prof_sig_check(struct prof_sig *s, char *why, size_t whysz)
 /* ---- the sampler thread's side ------------------------------------------------------- */
 
 static void push(struct prof_sig *s, struct slot *sl, struct prof_rawq *q, const uint64_t *f, uint16_t n,
-                 int status, int64_t cpu_ns, int64_t wall_ns)
+                 const struct clrmux_span_ids *span, int status, int64_t cpu_ns, int64_t wall_ns)
 {
     struct prof_raw r;
     memset(&r, 0, offsetof(struct prof_raw, type) + 1);
+    if (span && span->span_id)
+        r.span = *span;
     r.kind = PROF_K_SAMPLE;
     r.tid = sl->tid;
     r.truncated = status != PROF_WALK_OK;
@@ -402,7 +414,7 @@ static void push(struct prof_sig *s, struct slot *sl, struct prof_rawq *q, const
 static void flush_accum(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
 {
     if (sl->wall_accum > 0 && sl->have_last)
-        push(s, sl, q, sl->last_f, sl->last_n, sl->last_status, 0, sl->wall_accum);
+        push(s, sl, q, sl->last_f, sl->last_n, &sl->last_span, sl->last_status, 0, sl->wall_accum);
     sl->wall_accum = 0;
 }
 
@@ -419,7 +431,7 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
         if (e->wall) {
             flush_accum(s, sl, q);
             if (e->v > 0)
-                push(s, sl, q, e->f, e->n, e->status, 0, e->v);
+                push(s, sl, q, e->f, e->n, &e->span, e->status, 0, e->v);
         } else {
             s->st.cpu_samples++;
             s->st.cpu_ns += e->v;
@@ -427,12 +439,13 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
             sl->cpu_samples++;
             if (sl->cpu_samples > s->st.max_thread_cpu_samples)
                 s->st.max_thread_cpu_samples = sl->cpu_samples;
-            push(s, sl, q, e->f, e->n, e->status, e->v, 0);
+            push(s, sl, q, e->f, e->n, &e->span, e->status, e->v, 0);
         }
         /* the newest stack, for wall time of a thread that does not run */
         flush_accum(s, sl, q);
         memcpy(sl->last_f, e->f, (size_t)e->n * sizeof e->f[0]);
         sl->last_n = e->n;
+        sl->last_span = e->span;
         sl->last_status = e->status;
         sl->have_last = 1;
         /* a wall walk stands while the thread's CPU clock stays where the sampler read it
@@ -471,6 +484,7 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     sl->tid = t->tid;
     sl->have_last = 0;
     sl->last_n = 0;
+    sl->last_span.span_id = 0;
     sl->wall_cpu_seen = -1;
     sl->last_wall = now;
     sl->wall_accum = 0;
@@ -605,6 +619,15 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         s->st.wall_ns += d;
         if (inflight) { /* the previous signal is not handled yet: its walk carries d too */
             atomic_fetch_add(&sl->wall_pending, d);
+            /* SIGPROF is not a real-time signal: a wall signal sent while the thread's CPU
+             * timer signal was pending is merged into it (rt_tgsigqueueinfo succeeds, the
+             * kernel drops the second). A cpu walk drained after the send stands for it:
+             * its stack gets the wall time (a wall signal that still arrives carries 0) */
+            if (sl->cpu_walk_tick > sl->sent_tick && atomic_exchange(&sl->wall_inflight, 0)) {
+                sl->wall_accum += atomic_exchange(&sl->wall_pending, 0);
+                s->st.wall_merged++;
+                continue;
+            }
             if (s->tick_no - sl->sent_tick > WALL_STUCK_TICKS) {
                 /* a thread that blocks SIGPROF (or never runs): stop waiting for it, give
                  * its wall time to its last stack and signal it again later */
@@ -613,7 +636,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
                     if (sl->have_last)
                         sl->wall_accum += pend;
                     else
-                        push(s, sl, q, sl->last_f, 0, PROF_WALK_BROKEN, 0, pend);
+                        push(s, sl, q, sl->last_f, 0, NULL, PROF_WALK_BROKEN, 0, pend);
                     s->st.unresponsive++;
                 }
             }
@@ -691,9 +714,10 @@ void prof_sig_get_stats(struct prof_sig *s, struct prof_sig_stats *out)
 
 #else /* not Linux x64 or arm64 */
 
-struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, char *why, size_t whysz)
+struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_peek_fn peek, char *why,
+                                size_t whysz)
 {
-    (void)interval_ms, (void)cpu, (void)wall;
+    (void)interval_ms, (void)cpu, (void)wall, (void)peek;
     snprintf(why, whysz, "the signal sampler needs Linux on x86-64 or arm64");
     return NULL;
 }

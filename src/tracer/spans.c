@@ -425,7 +425,8 @@ struct tmetric {
 };
 
 struct tstate {
-    struct clrmux_span_context ctx; /* first: the profiler's view */
+    struct clrmux_span_context *ctx; /* the profiler's view (never freed: see ctx_alloc) */
+    uint32_t ctx_slot;               /* its index in ctx_by_tid, or CTX_NO_SLOT */
     struct tstate *next, *prev;     /* registry of live threads (reg_lock) */
     struct tmetric tm[TM_SLOTS];
     uint8_t trace_id[16];
@@ -565,6 +566,87 @@ int clrmux_thread_name(uint32_t tid, char *out, size_t outsz)
     return found ? 0 : -1;
 }
 
+/* ---- the profiler's view: span context records ------------------------------------------
+ *
+ * Records live in chunks that are never freed; a thread's record goes back to a free list at
+ * its exit (cleared, tid 0) and serves a later thread. ctx_by_tid maps a live thread's OS id
+ * to its record (open addressing from tid % CTX_TABLE over CTX_PROBE slots, pointers stored
+ * with atomics): clrmux_span_context_find reads it without a lock, and the reader checks the
+ * record's tid, so a lookup that races with a thread's exit and a record's reuse finds either
+ * nothing or a record it rejects. All changes under reg_lock. */
+#define CTX_TABLE 8192
+#define CTX_PROBE 16
+#define CTX_NO_SLOT UINT32_MAX
+#define CTX_CHUNK 64
+static _Atomic(struct clrmux_span_context *) ctx_by_tid[CTX_TABLE];
+struct ctx_rec {
+    struct clrmux_span_context c; /* first */
+    struct ctx_rec *next_free;
+};
+static struct ctx_rec *ctx_free;
+
+/* A cleared record for thread t, published in ctx_by_tid (reg_lock held). NULL without memory. */
+static struct clrmux_span_context *ctx_alloc(struct tstate *t)
+{
+    if (!ctx_free) {
+        struct ctx_rec *chunk = calloc(CTX_CHUNK, sizeof *chunk); /* never freed */
+        if (!chunk)
+            return NULL;
+        for (int i = 0; i < CTX_CHUNK; i++) {
+            chunk[i].next_free = ctx_free;
+            ctx_free = &chunk[i];
+        }
+    }
+    struct ctx_rec *r = ctx_free;
+    ctx_free = r->next_free;
+    struct clrmux_span_context *c = &r->c;
+    __atomic_store_n(&c->tid, t->tid, __ATOMIC_RELEASE);
+    t->ctx_slot = CTX_NO_SLOT;
+    for (uint32_t i = 0; i < CTX_PROBE; i++) {
+        uint32_t k = (t->tid + i) % CTX_TABLE;
+        if (!atomic_load_explicit(&ctx_by_tid[k], memory_order_relaxed)) {
+            atomic_store_explicit(&ctx_by_tid[k], c, memory_order_release);
+            t->ctx_slot = k;
+            break;
+        }
+    }
+    return c; /* not in the table (CTX_PROBE live threads collide): peek still finds it */
+}
+
+/* Thread t exits (reg_lock held): its record is cleared, leaves the table, is reused later. */
+static void ctx_release(struct tstate *t)
+{
+    struct clrmux_span_context *c = t->ctx;
+    if (!c)
+        return;
+    if (t->ctx_slot != CTX_NO_SLOT)
+        atomic_store_explicit(&ctx_by_tid[t->ctx_slot], NULL, memory_order_relaxed);
+    uint32_t seq = c->seq;
+    __atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->tid, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->depth, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->span_id, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->local_root_id, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
+    struct ctx_rec *r = (struct ctx_rec *)c;
+    r->next_free = ctx_free;
+    ctx_free = r;
+    t->ctx = NULL;
+}
+
+__attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_find(uint32_t tid)
+{
+    if (!tid)
+        return NULL;
+    for (uint32_t i = 0; i < CTX_PROBE; i++) {
+        struct clrmux_span_context *c =
+            atomic_load_explicit(&ctx_by_tid[(tid + i) % CTX_TABLE], memory_order_acquire);
+        if (c && __atomic_load_n(&c->tid, __ATOMIC_RELAXED) == tid)
+            return c;
+    }
+    return NULL;
+}
+
 static void tstate_free(void *p)
 {
     struct tstate *t = p;
@@ -593,6 +675,7 @@ static void tstate_free(void *p)
         reg_head = t->next;
     if (t->next)
         t->next->prev = t->prev;
+    ctx_release(t);
     pthread_mutex_unlock(&reg_lock);
     if (t->stack != t->inline_stack)
         free(t->stack);
@@ -654,6 +737,12 @@ static struct tstate *tstate_new(void)
     t->rng = splitmix(&seed);
     tname_record(t->tid);
     pthread_mutex_lock(&reg_lock);
+    t->ctx = ctx_alloc(t);
+    if (!t->ctx) {
+        pthread_mutex_unlock(&reg_lock);
+        free(t);
+        return NULL;
+    }
     t->next = reg_head;
     if (reg_head)
         reg_head->prev = t;
@@ -664,32 +753,34 @@ static struct tstate *tstate_new(void)
     return t;
 }
 
-/* The profiler's view: updated after each change of the stack (seqlock for a signal handler
- * on this thread; the barriers only keep the compiler from reordering). */
+/* The profiler's view: updated after each change of the stack or of the trace's sampling
+ * decision. Seqlock: seq odd, the fields as release stores (each orders the odd seq before
+ * it; plain moves on x86-64, which only keep the compiler from reordering), seq even with a
+ * release store. Spans of a trace that is not recorded leave the ids 0. */
 static inline void ctx_update(struct tstate *t)
 {
-    struct clrmux_span_context *c = &t->ctx;
-    c->seq++;
-    atomic_signal_fence(memory_order_seq_cst);
+    struct clrmux_span_context *c = t->ctx;
+    uint32_t seq = c->seq;
+    __atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELAXED);
     uint32_t d = t->depth;
-    c->depth = d;
-    c->span_id = d ? t->stack[d - 1].span_id : 0;
-    c->local_root_id = d ? t->stack[0].span_id : 0;
-    if (d == 1) { /* two 8-byte stores, not sixteen byte stores (trace_id is 8-byte aligned) */
+    __atomic_store_n(&c->depth, d, __ATOMIC_RELEASE);
+    /* only a recorded trace labels samples: an id in a profile names a span one can find */
+    uint32_t r = t->sampled ? d : 0;
+    __atomic_store_n(&c->span_id, r ? t->stack[r - 1].span_id : 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->local_root_id, r ? t->stack[0].span_id : 0, __ATOMIC_RELEASE);
+    if (d == 1) {
         uint64_t w[2];
         memcpy(w, t->trace_id, 16);
-        volatile uint64_t *dst = (volatile uint64_t *)(volatile void *)c->trace_id;
-        dst[0] = w[0];
-        dst[1] = w[1];
+        __atomic_store_n(&c->trace_words[0], w[0], __ATOMIC_RELEASE);
+        __atomic_store_n(&c->trace_words[1], w[1], __ATOMIC_RELEASE);
     }
-    atomic_signal_fence(memory_order_seq_cst);
-    c->seq++;
+    __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_peek(void)
 {
     struct tstate *t = tls; /* initial-exec TLS: no allocation, no lock: async-signal-safe */
-    return t ? &t->ctx : NULL;
+    return t ? t->ctx : NULL;
 }
 
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_get(void)
@@ -697,7 +788,7 @@ __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_c
     struct tstate *t = tls;
     if (!t && !(t = tstate_new()))
         return NULL;
-    return &t->ctx;
+    return t->ctx;
 }
 
 static inline int64_t span_open(struct tstate *t, int32_t method)

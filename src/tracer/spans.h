@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "common/spanctx.h"
 
 /* Open spans per thread without a further allocation, and at most (a managed thread's
  * stack overflows long before: a frame takes at least ~48 bytes of its 1.5-8 MB). */
@@ -140,25 +141,23 @@ void clrmux_metrics_snapshot(struct clrmux_method_metrics *out, uint32_t n);
 
 /* ---- the profiler's view of the current span ------------------------------------------- */
 
-/* Per-thread span context, read by the profiler's signal handler on the same thread. The
- * tracer updates it with plain stores between compiler barriers; a reader on the owning
- * thread (a signal handler) sees a consistent record when `seq` is even and unchanged
- * around its read. Ids are 0 when no span is open. */
-struct clrmux_span_context {
-    volatile uint32_t seq;
-    volatile uint32_t depth;
-    volatile uint64_t span_id;       /* the innermost open span */
-    volatile uint64_t local_root_id; /* the thread's outermost open span */
-    volatile uint8_t trace_id[16] __attribute__((aligned(8)));
-};
+/* Per-thread span context (struct clrmux_span_context, common/spanctx.h: layout, seqlock,
+ * reader), written by the probes on their own thread after each change of the stack, read
+ * by the profiler's samplers. Ids are 0 when no span is open. Records are never freed (a
+ * thread's record is cleared and recycled at its exit), so a stale pointer stays readable. */
 /* The calling thread's context (created on first use; NULL without memory). Call it once
- * per thread outside any signal handler and cache the pointer: it stays valid until the
+ * per thread outside any signal handler and cache the pointer: it is this thread's until the
  * thread exits. Exported from libclrmux.so as clrmux_span_context_get. */
 struct clrmux_span_context *clrmux_span_context_get(void);
 /* The calling thread's context if it has one (the thread ever opened a span), else NULL;
  * never allocates or locks: callable from a signal handler on that thread (the profiler's
- * signal sampler resolves it once with dlsym, then calls it in its handler). */
+ * signal sampler calls it in its handler). */
 struct clrmux_span_context *clrmux_span_context_peek(void);
+/* The context of OS thread tid if that thread has one, else NULL: a lock-free lookup in a
+ * table of the live threads' records (async-signal-safe; for the profiler's suspend sampler
+ * and for events of another thread). The record may be recycled by the time it is read:
+ * read it with clrmux_span_context_read(c, tid, ...), which checks the owner. */
+struct clrmux_span_context *clrmux_span_context_find(uint32_t tid);
 
 /* The OS name of thread tid as recorded when it opened its first span or exited (15
  * characters at most). Returns 0, or -1 when unknown. */

@@ -195,9 +195,19 @@ __attribute__((noinline)) static void spin_leaf(void)
     g_sink += x;
 }
 
+/* The span context the handler reads (the tracer's role, played here): the spinner runs
+ * inside a span for its whole life, the other threads have no record. */
+static __thread struct clrmux_span_context *t_ctx;
+static struct clrmux_span_context g_spin_ctx = {.span_id = 0xabcdef0123456789ull, .local_root_id = 0x1111222233334444ull,
+                                                .trace_id = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
+static struct clrmux_span_context *test_peek(void) { return t_ctx; }
+
 static void *spinner(void *arg)
 {
     (void)arg;
+    g_spin_ctx.tid = (uint32_t)syscall(SYS_gettid);
+    g_spin_ctx.depth = 2;
+    t_ctx = &g_spin_ctx;
     atomic_store(&g_spinner_tid, (int)syscall(SYS_gettid));
     while (!atomic_load(&g_stop))
         spin_leaf();
@@ -259,11 +269,11 @@ static void test_sampler_in_process(void **state)
     assert_int_equal(sigaction(SIGPROF, &sa, NULL), 0);
 
     char why[256] = "";
-    struct prof_sig *s = prof_sig_start(5, 1, 1, why, sizeof why);
+    struct prof_sig *s = prof_sig_start(5, 1, 1, test_peek, why, sizeof why);
     if (!s)
         fail_msg("prof_sig_start: %s", why);
     char why2[64];
-    assert_null(prof_sig_start(5, 1, 1, why2, sizeof why2)); /* one per process */
+    assert_null(prof_sig_start(5, 1, 1, NULL, why2, sizeof why2)); /* one per process */
 
     /* a SIGPROF that is not ours reaches the handler installed before */
     kill(getpid(), SIGPROF);
@@ -334,6 +344,12 @@ static void test_sampler_in_process(void **state)
         assert_int_equal(r->kind, PROF_K_SAMPLE);
         assert_true(r->nframes >= 1 || r->tid == views[2].t.tid); /* the deaf thread has no walk */
         assert_true(r->nframes == 0 || (f[0] & PROF_FRAME_TAG_MASK) == PROF_FRAME_MANAGED_IP);
+        if (r->tid == views[0].t.tid) { /* every walk of the spinner: inside its span */
+            assert_true(r->span.span_id == g_spin_ctx.span_id && r->span.local_root_id == g_spin_ctx.local_root_id);
+            assert_memory_equal(r->span.trace_id, (const void *)g_spin_ctx.trace_id, 16);
+        } else {
+            assert_true(r->span.span_id == 0); /* no span: no labels */
+        }
         if (r->v0 > 0 && r->tid == views[0].t.tid) {
             cpu++;
             cpu_in_spin += has_frame(f, r->nframes, spin_ret);

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "tracer/otlp.h"
 #include "tracer/spans.h"
@@ -265,6 +267,83 @@ static void test_span_context(void **state)
     clrmux_spans_fini();
 }
 
+/* Another thread's context: found by its OS id while the thread lives, read consistently
+ * with its owner checked; after the thread exits the record is cleared (a stale pointer
+ * reads no span and is rejected for the old tid) and the lookup finds nothing. */
+struct ctx_peer {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    int stage; /* 1: span open, 2: may leave */
+    uint32_t tid;
+    uint64_t span_id, root_id;
+};
+
+static void *ctx_peer_main(void *arg)
+{
+    struct ctx_peer *pp = arg;
+    int64_t a = clrmux_span_enter(1), b = clrmux_span_enter(2);
+    struct clrmux_span_context *c = clrmux_span_context_peek();
+    pthread_mutex_lock(&pp->m);
+    pp->tid = (uint32_t)syscall(SYS_gettid);
+    pp->span_id = c->span_id;
+    pp->root_id = c->local_root_id;
+    pp->stage = 1;
+    pthread_cond_broadcast(&pp->cv);
+    while (pp->stage != 2)
+        pthread_cond_wait(&pp->cv, &pp->m);
+    pthread_mutex_unlock(&pp->m);
+    clrmux_span_exit(b);
+    clrmux_span_exit(a);
+    return NULL;
+}
+
+static void test_span_context_other_thread(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(16), 0);
+    struct ctx_peer pp = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, ctx_peer_main, &pp), 0);
+    pthread_mutex_lock(&pp.m);
+    while (pp.stage != 1)
+        pthread_cond_wait(&pp.cv, &pp.m);
+    pthread_mutex_unlock(&pp.m);
+    struct clrmux_span_context *c = clrmux_span_context_find(pp.tid);
+    assert_non_null(c);
+    assert_null(clrmux_span_context_find(0));
+    struct clrmux_span_ids ids;
+    assert_int_equal(clrmux_span_context_read(c, pp.tid, &ids, 4), 1);
+    assert_true(ids.span_id == pp.span_id && ids.local_root_id == pp.root_id && ids.span_id != ids.local_root_id);
+    assert_int_equal(clrmux_span_context_read(c, pp.tid + 1, &ids, 4), 0); /* not that thread's */
+    pthread_mutex_lock(&pp.m);
+    pp.stage = 2;
+    pthread_cond_broadcast(&pp.cv);
+    pthread_mutex_unlock(&pp.m);
+    pthread_join(th, NULL);
+    assert_null(clrmux_span_context_find(pp.tid));
+    assert_int_equal(clrmux_span_context_read(c, pp.tid, &ids, 4), 0); /* cleared, still readable */
+    assert_int_equal(c->tid, 0);
+    assert_int_equal(c->seq % 2, 0);
+    /* the calling thread: its own record, no span open */
+    struct clrmux_span_context *mine = clrmux_span_context_get();
+    assert_true(clrmux_span_context_find((uint32_t)syscall(SYS_gettid)) == mine);
+    assert_int_equal(clrmux_span_context_read(mine, 0, &ids, 1), 0);
+    int64_t x = clrmux_span_enter(3);
+    assert_int_equal(clrmux_span_context_read(mine, (uint32_t)syscall(SYS_gettid), &ids, 1), 1);
+    assert_true(ids.span_id == ids.local_root_id);
+    clrmux_span_exit(x);
+    /* a trace that is not recorded labels nothing (its ids are in no spans file) */
+    clrmux_spans_set_sample_ratio(0.0);
+    x = clrmux_span_enter(3);
+    assert_int_equal(mine->depth, 1);
+    assert_int_equal(clrmux_span_context_read(mine, 0, &ids, 1), 0);
+    clrmux_span_exit(x);
+    clrmux_spans_set_sample_ratio(1.0);
+    struct clrmux_span out[4];
+    clrmux_spans_drain(out, 4);
+    clrmux_spans_fini();
+}
+
 static void *producer(void *arg)
 {
     int n = *(int *)arg;
@@ -387,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_metrics_threads),
         cmocka_unit_test(test_join_activity),
         cmocka_unit_test(test_span_context),
+        cmocka_unit_test(test_span_context_other_thread),
         cmocka_unit_test(test_high_water_wake),
         cmocka_unit_test(test_resource),
         cmocka_unit_test(test_metrics_line),

@@ -1,6 +1,6 @@
 // cpubound: throughput benchmark workload.
 // Usage: cpubound [seconds] [workers] [blocked] [latency]   (default 5, ProcessorCount, 0, 0)
-// Runs `workers` threads (cpubound-N), each calling the fixed CPU-bound kernel
+// Runs `workers` threads (cpubound-N), each calling (in CpuBound.Worker.Loop) the fixed CPU-bound kernel
 // CpuBound.Kernel.Run(ulong) in a loop until the time is up, and prints the total number
 // of completed kernel calls as "ops=<N>". The count is NOT deterministic (it measures speed).
 // `blocked` more threads (blocked-N) wait on one event until the end (CpuBound.Blocked.Wait).
@@ -30,6 +30,24 @@ public static class Kernel
             h *= 1099511628211UL;
         }
         return h;
+    }
+}
+
+public static class Worker
+{
+    // a worker's whole life, one named method: bench/profiler.sh traces it (one span open on
+    // each worker thread for the whole run, so that every sample carries span labels)
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long Loop(ulong acc, out ulong sink)
+    {
+        long ops = 0;
+        while (!Program.Stop)
+        {
+            acc = Kernel.Run(acc);
+            ops++;
+        }
+        sink = acc;
+        return ops;
     }
 }
 
@@ -77,6 +95,7 @@ public static class Latency
 public static class Program
 {
     private static volatile bool s_stop;
+    public static bool Stop => s_stop;
 
     public static int Main(string[] args)
     {
@@ -114,18 +133,7 @@ public static class Program
         for (int t = 0; t < n; t++)
         {
             int id = t;
-            threads[t] = new Thread(() =>
-            {
-                long ops = 0;
-                ulong acc = (ulong)id + 1;
-                while (!s_stop)
-                {
-                    acc = Kernel.Run(acc);
-                    ops++;
-                }
-                counts[id] = ops;
-                sinks[id] = acc;
-            }) { Name = "cpubound-" + t };
+            threads[t] = new Thread(() => counts[id] = Worker.Loop((ulong)id + 1, out sinks[id])) { Name = "cpubound-" + t };
         }
         foreach (var t in threads)
             t.Start();
