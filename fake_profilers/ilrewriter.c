@@ -19,7 +19,12 @@
  *   ILRW_SYNC_DIR  the folder the app and the children synchronise through: the app creates
  *                  phase<N> and waits; each child acts, then creates ack<N>.<tag>
  *   ILRW_JIT_EVENTS 0: do not monitor JIT compilation (then no (Re)JITCompilation* callbacks)
+ *   ILRW_REPORT_AT the phase at which it asks GetReJITIDs of its first target (default 3,
+ *                  the app's last synchronisation)
  *   ILRW_OUT       file written at Shutdown: what the child saw, one "name value" a line
+ *                  (per target: JIT/ReJIT compilations started and finished, GetReJITParameters;
+ *                  for the first target: the distinct ReJIT IDs of its ReJITCompilationStarted
+ *                  and what GetReJITIDs answered)
  * Every phase action runs on a thread of the child's own. */
 #define COBJMACROS
 #include <pthread.h>
@@ -52,6 +57,13 @@ struct rw {
     mdFieldDef field;
     _Atomic int jit_rewritten[MAX_TARGETS];
     _Atomic unsigned long jit_started[MAX_TARGETS], rejit_params[MAX_TARGETS], rejit_started[MAX_TARGETS];
+    _Atomic unsigned long jit_finished[MAX_TARGETS], rejit_finished[MAX_TARGETS];
+    pthread_mutex_t ids_lock;
+    ReJITID ids_seen[8]; /* distinct ReJIT IDs in ReJITCompilationStarted of the first target */
+    int nids_seen;
+    int report_at;
+    long rejit_ids;      /* GetReJITIDs of the first target at report_at; -1 not asked */
+    HRESULT rejit_ids_hr;
     _Atomic unsigned long rejit_params_other, rejit_started_other, rejit_errors, rewrites, rewrite_failures;
     _Atomic unsigned long callbacks_after_shutdown;
     HRESULT rejit_hr, revert_hr, revert_status;
@@ -203,6 +215,19 @@ static void request_revert(struct rw *r)
     r->revert_done = 1;
 }
 
+static void report_rejit_ids(struct rw *r)
+{
+    FunctionID fid = 0;
+    ULONG n = 0;
+    ReJITID ids[16];
+    ModuleID mod = atomic_load(&r->module);
+    if (!mod || !r->ntargets || FAILED(r->rejit_ids_hr = ICorProfilerInfo10_GetFunctionFromToken(r->info, mod, r->tokens[0], &fid)))
+        return;
+    r->rejit_ids_hr = ICorProfilerInfo10_GetReJITIDs(r->info, fid, 16, &n, ids);
+    if (SUCCEEDED(r->rejit_ids_hr))
+        r->rejit_ids = (long)n;
+}
+
 static void *phase_thread(void *arg)
 {
     struct rw *r = arg;
@@ -219,6 +244,8 @@ static void *phase_thread(void *arg)
             request_rejit(r);
         if (phase == r->revert_at)
             request_revert(r);
+        if (phase == r->report_at)
+            report_rejit_ids(r);
         snprintf(path, sizeof path, "%s/ack%d.%s", r->sync_dir, phase, r->tag);
         FILE *f = fopen(path, "w");
         if (f)
@@ -273,6 +300,9 @@ static HRESULT STDMETHODCALLTYPE rw_Initialize(ICorProfilerCallback11 *This, IUn
     snprintf(r->sync_dir, sizeof r->sync_dir, "%s", (v = env(r, "ILRW_SYNC_DIR")) ? v : "");
     r->rejit_at = (v = env(r, "ILRW_REJIT_AT")) ? atoi(v) : 0;
     r->revert_at = (v = env(r, "ILRW_REVERT_AT")) ? atoi(v) : -1;
+    r->report_at = (v = env(r, "ILRW_REPORT_AT")) ? atoi(v) : 3;
+    r->rejit_ids = -1;
+    pthread_mutex_init(&r->ids_lock, NULL);
     char list[512];
     snprintf(list, sizeof list, "%s", (v = env(r, "ILRW_TARGETS")) ? v : "Compute");
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t && r->ntargets < MAX_TARGETS; t = strtok_r(NULL, ",", &save))
@@ -410,6 +440,45 @@ static HRESULT STDMETHODCALLTYPE rw_ReJITCompilationStarted(ICorProfilerCallback
         atomic_fetch_add(&r->rejit_started_other, 1);
     else
         atomic_fetch_add(&r->rejit_started[i], 1);
+    if (i == 0) {
+        pthread_mutex_lock(&r->ids_lock);
+        int k = 0;
+        while (k < r->nids_seen && r->ids_seen[k] != id)
+            k++;
+        if (k == r->nids_seen && k < 8)
+            r->ids_seen[r->nids_seen++] = id;
+        pthread_mutex_unlock(&r->ids_lock);
+    }
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE rw_ReJITCompilationFinished(ICorProfilerCallback11 *This, FunctionID fid, ReJITID id,
+                                                             HRESULT status, BOOL safe)
+{
+    struct rw *r = rw_of(This);
+    ClassID cls;
+    ModuleID mod;
+    mdToken tok;
+    if (SUCCEEDED(ICorProfilerInfo10_GetFunctionInfo(r->info, fid, &cls, &mod, &tok))) {
+        int i = target_index(r, mod, tok);
+        if (i >= 0)
+            atomic_fetch_add(&r->rejit_finished[i], 1);
+    }
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE rw_JITCompilationFinished(ICorProfilerCallback11 *This, FunctionID fid, HRESULT status,
+                                                           BOOL safe)
+{
+    struct rw *r = rw_of(This);
+    ClassID cls;
+    ModuleID mod;
+    mdToken tok;
+    if (SUCCEEDED(ICorProfilerInfo10_GetFunctionInfo(r->info, fid, &cls, &mod, &tok))) {
+        int i = target_index(r, mod, tok);
+        if (i >= 0)
+            atomic_fetch_add(&r->jit_finished[i], 1);
+    }
     return S_OK;
 }
 
@@ -437,7 +506,11 @@ static HRESULT STDMETHODCALLTYPE rw_Shutdown(ICorProfilerCallback11 *This)
         fprintf(o, "jit_started %s %lu\n", r->names[i], atomic_load(&r->jit_started[i]));
         fprintf(o, "rejit_params %s %lu\n", r->names[i], atomic_load(&r->rejit_params[i]));
         fprintf(o, "rejit_started %s %lu\n", r->names[i], atomic_load(&r->rejit_started[i]));
+        fprintf(o, "jit_finished %s %lu\n", r->names[i], atomic_load(&r->jit_finished[i]));
+        fprintf(o, "rejit_finished %s %lu\n", r->names[i], atomic_load(&r->rejit_finished[i]));
     }
+    fprintf(o, "rejit_ids_seen %d\n", r->nids_seen);
+    fprintf(o, "rejit_ids %ld hr 0x%08X\n", r->rejit_ids, (unsigned)r->rejit_ids_hr);
     fprintf(o, "rejit_params_other %lu\n", atomic_load(&r->rejit_params_other));
     fprintf(o, "rejit_started_other %lu\n", atomic_load(&r->rejit_started_other));
     fprintf(o, "rejit_errors %lu\n", atomic_load(&r->rejit_errors));
@@ -468,6 +541,8 @@ static const ICorProfilerCallback11Vtbl rw_vtbl = {
     .JITCompilationStarted = rw_JITCompilationStarted,
     .GetReJITParameters = rw_GetReJITParameters,
     .ReJITCompilationStarted = rw_ReJITCompilationStarted,
+    .ReJITCompilationFinished = rw_ReJITCompilationFinished,
+    .JITCompilationFinished = rw_JITCompilationFinished,
     .ReJITError = rw_ReJITError,
 };
 #pragma GCC diagnostic pop

@@ -1,7 +1,7 @@
 /* Composition of several children's instrumentation of one method: the per-method record
- * (ReJIT owners, held-back requests, JIT-time writers), the ReJIT chain run in
- * GetReJITParameters with a function control per child, revert by one owner, and the
- * composition of instrumented-code maps. See compose.h for the model. */
+ * (ReJIT owners, held-back requests, JIT-time writers), requests and reverts by one owner,
+ * and the JIT events of held-back methods. The chain run in GetReJITParameters is in
+ * compose_chain.c, what each child sees of the versions in compose_view.c. See compose.h. */
 #include "loader/compose.h"
 
 #include <pthread.h>
@@ -11,55 +11,40 @@
 #include <string.h>
 
 #include "clrmux/cor.h"
+#include "common/hresult.h"
 #include "common/log.h"
 #include "common/utf16.h"
+#include "loader/compose_int.h"
 #include "loader/mux.h"
-
-#define NBUCKETS 4096
-
-struct body {
-    struct body *next;
-    ULONG size;
-    BYTE data[];
-};
-
-struct rec {
-    struct rec *next;
-    ModuleID module;
-    mdMethodDef method;
-    uint64_t owners;      /* requests in force */
-    uint64_t pending;     /* held back until the first compilation */
-    uint64_t jit_writers; /* Info::SetILFunctionBody at JIT time */
-    int with_inliners;    /* some owner used RequestReJITWithInliners... */
-    DWORD inliner_flags;  /* ...with these flags (OR) */
-    int compiled;         /* JITCompilationStarted seen (or code found) */
-    int inliner;          /* re-JITted because it inlined a requested method */
-    struct body *bodies;  /* intermediate bodies of the last composition */
-    struct body *base;    /* composed at JIT time: the method's IL before the ReJIT owners' */
-};
-
-struct clrmux_compose {
-    pthread_mutex_t lock;
-    struct rec *buckets[NBUCKETS];
-    _Atomic int nrecs;
-    _Atomic int npending;                /* records with pending != 0 */
-    _Atomic uint64_t inliner_children;   /* asked for COR_PRF_REJIT_INLINING_CALLBACKS */
-};
 
 struct clrmux_compose *clrmux_compose_create(void)
 {
     struct clrmux_compose *cs = calloc(1, sizeof *cs);
-    if (cs)
+    if (cs) {
         pthread_mutex_init(&cs->lock, NULL);
+        pthread_mutex_init(&cs->edge_lock, NULL);
+        cs->next_fake = CLRMUX_FAKE_REJITID_BASE;
+    }
     return cs;
 }
 
-static void free_bodies(struct body *b)
+void clrmux_compose_free_bodies(struct body *b)
 {
     while (b) {
         struct body *n = b->next;
         free(b);
         b = n;
+    }
+}
+
+void clrmux_compose_free_links(struct link *l)
+{
+    while (l) {
+        struct link *n = l->next;
+        free(l->out);
+        free(l->map);
+        free(l);
+        l = n;
     }
 }
 
@@ -71,13 +56,23 @@ void clrmux_compose_free(struct clrmux_compose *cs)
         struct rec *r = cs->buckets[i];
         while (r) {
             struct rec *n = r->next;
-            free_bodies(r->bodies);
+            clrmux_compose_free_bodies(r->bodies);
+            clrmux_compose_free_links(r->links);
             free(r->base);
+            free(r->vers);
             free(r);
             r = n;
         }
+        struct edge *e = cs->edges ? cs->edges[i] : NULL;
+        while (e) {
+            struct edge *n = e->next;
+            free(e);
+            e = n;
+        }
     }
+    free(cs->edges);
     pthread_mutex_destroy(&cs->lock);
+    pthread_mutex_destroy(&cs->edge_lock);
     free(cs);
 }
 
@@ -87,8 +82,7 @@ static size_t bucket_of(ModuleID module, mdMethodDef method)
     return (size_t)(h >> 40) & (NBUCKETS - 1);
 }
 
-/* Under cs->lock. */
-static struct rec *find(struct clrmux_compose *cs, ModuleID module, mdMethodDef method)
+struct rec *clrmux_compose_find(struct clrmux_compose *cs, ModuleID module, mdMethodDef method)
 {
     for (struct rec *r = cs->buckets[bucket_of(module, method)]; r; r = r->next)
         if (r->module == module && r->method == method)
@@ -96,10 +90,9 @@ static struct rec *find(struct clrmux_compose *cs, ModuleID module, mdMethodDef 
     return NULL;
 }
 
-/* Under cs->lock. NULL on OOM (logged). */
-static struct rec *find_or_add(struct clrmux_compose *cs, ModuleID module, mdMethodDef method)
+struct rec *clrmux_compose_find_or_add(struct clrmux_compose *cs, ModuleID module, mdMethodDef method)
 {
-    struct rec *r = find(cs, module, method);
+    struct rec *r = clrmux_compose_find(cs, module, method);
     if (r)
         return r;
     r = calloc(1, sizeof *r);
@@ -116,7 +109,11 @@ static struct rec *find_or_add(struct clrmux_compose *cs, ModuleID module, mdMet
     return r;
 }
 
-static uint64_t bit_of(const struct clrmux_child *c) { return 1ull << (c->index & 63); }
+#define find clrmux_compose_find
+#define find_or_add clrmux_compose_find_or_add
+#define bit_of clrmux_bit_of
+#define names_of clrmux_compose_names
+#define method_name clrmux_compose_method_name
 
 uint64_t clrmux_compose_owners(struct clrmux_mux *m, ModuleID module, mdMethodDef method)
 {
@@ -141,7 +138,7 @@ void clrmux_compose_add_owner(struct clrmux_mux *m, ModuleID module, mdMethodDef
 }
 
 /* Names of the children in `set`, in file order, "a, b" (for log lines). */
-static void names_of(struct clrmux_mux *m, uint64_t set, char *out, size_t outsz)
+void clrmux_compose_names(struct clrmux_mux *m, uint64_t set, char *out, size_t outsz)
 {
     size_t len = 0;
     out[0] = 0;
@@ -155,7 +152,7 @@ static void names_of(struct clrmux_mux *m, uint64_t set, char *out, size_t outsz
 }
 
 /* "Namespace.Type::Method (0x06000001)" for log lines; the token alone when metadata fails. */
-static void method_name(struct clrmux_mux *m, ModuleID module, mdMethodDef method, char *out, size_t outsz)
+void clrmux_compose_method_name(struct clrmux_mux *m, ModuleID module, mdMethodDef method, char *out, size_t outsz)
 {
     snprintf(out, outsz, "method 0x%08x", (unsigned)method);
     IUnknown *unk = NULL;
@@ -199,12 +196,23 @@ static int has_code(struct clrmux_mux *m, ModuleID module, mdMethodDef method)
     return SUCCEEDED(m->info->lpVtbl->GetCodeInfo2(m->info, fid, 0, &n, NULL)) && n > 0;
 }
 
-static HRESULT runtime_rejit(struct clrmux_mux *m, int with_inliners, DWORD flags, ULONG n, ModuleID *mods,
-                             mdMethodDef *methods)
+/* Asks the runtime for a ReJIT on behalf of `requesters` (whom a ReJITError it raises during
+ * the call reaches; 0 for a rebuild nobody asked for). */
+static HRESULT runtime_rejit(struct clrmux_mux *m, uint64_t requesters, int with_inliners, DWORD flags, ULONG n,
+                             ModuleID *mods, mdMethodDef *methods)
 {
+    uint64_t saved = clrmux_compose_tls_requesters;
+    int saved_in = clrmux_compose_tls_in_request;
+    clrmux_compose_tls_requesters = requesters;
+    clrmux_compose_tls_in_request = 1;
+    HRESULT hr;
     if (with_inliners && m->info_version >= 10)
-        return m->info->lpVtbl->RequestReJITWithInliners(m->info, flags, n, mods, methods);
-    return m->info->lpVtbl->RequestReJIT(m->info, n, mods, methods);
+        hr = m->info->lpVtbl->RequestReJITWithInliners(m->info, flags, n, mods, methods);
+    else
+        hr = m->info->lpVtbl->RequestReJIT(m->info, n, mods, methods);
+    clrmux_compose_tls_requesters = saved;
+    clrmux_compose_tls_in_request = saved_in;
+    return hr;
 }
 
 HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *child, long inliner_flags, ULONG n,
@@ -216,10 +224,14 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
                  "COR_PRF_ENABLE_REJIT, as the runtime would refuse it alone", child->name);
         return CORPROF_E_REJIT_NOT_ENABLED;
     }
-    if (n && (!mods || !methods))
+    if (n && (!mods || !methods)) {
+        LOG_WARN("child '%s': RequestReJIT of %u method(s) with no module or method array: E_INVALIDARG, as the "
+                 "runtime answers", child->name, (unsigned)n);
         return E_INVALIDARG;
+    }
     if (n == 0)
-        return runtime_rejit(m, inliner_flags >= 0, (DWORD)(inliner_flags < 0 ? 0 : inliner_flags), 0, mods, methods);
+        return runtime_rejit(m, bit_of(child), inliner_flags >= 0, (DWORD)(inliner_flags < 0 ? 0 : inliner_flags), 0,
+                             mods, methods);
     ModuleID *fm = malloc(n * sizeof *fm);
     mdMethodDef *ft = malloc(n * sizeof *ft);
     if (!fm || !ft) {
@@ -244,14 +256,18 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
             if (inliner_flags >= 0) {
                 r->with_inliners = 1;
                 r->inliner_flags |= (DWORD)inliner_flags;
+                if (inliner_flags & COR_PRF_REJIT_INLINING_CALLBACKS)
+                    r->inliner_cb |= bit;
             }
             if (compiled)
                 r->compiled = 1;
             if (!r->compiled) {
                 if (!r->pending)
-                    atomic_fetch_add(&cs->npending, 1);
+                    clrmux_compose_count(cs, &cs->npending, 1);
                 r->pending |= bit;
                 hold = 1;
+            } else {
+                r->announce |= bit; /* its own new version: it is called afresh and sees it */
             }
         }
         pthread_mutex_unlock(&cs->lock);
@@ -269,10 +285,10 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
         clrmux_add_own_mask(m, COR_PRF_MONITOR_CACHE_SEARCHES); /* to refuse precompiled code for them */
     HRESULT hr = S_OK;
     if (nf) {
-        hr = runtime_rejit(m, inliner_flags >= 0, (DWORD)(inliner_flags < 0 ? 0 : inliner_flags), nf, fm, ft);
+        hr = runtime_rejit(m, bit, inliner_flags >= 0, (DWORD)(inliner_flags < 0 ? 0 : inliner_flags), nf, fm, ft);
         if (FAILED(hr))
-            LOG_WARN("child '%s': the runtime refused ReJIT of %u method(s): HRESULT 0x%08X", child->name,
-                     (unsigned)nf, (unsigned)hr);
+            LOG_WARN("child '%s': the runtime refused ReJIT of %u method(s): HRESULT %s", child->name,
+                     (unsigned)nf, HR_STR(hr));
     }
     free(fm), free(ft);
     return hr;
@@ -289,8 +305,11 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
     }
     if (n == 0)
         return S_OK;
-    if (!mods || !methods)
+    if (!mods || !methods) {
+        LOG_WARN("child '%s': RequestRevert of %u method(s) with no module or method array: E_INVALIDARG, as the "
+                 "runtime answers", child->name, (unsigned)n);
         return E_INVALIDARG;
+    }
     /* the runtime reverts what nobody else rewrites, the others' rewrites are rebuilt */
     ModuleID *rvm = malloc(n * sizeof *rvm), *rjm = malloc(n * sizeof *rjm);
     mdMethodDef *rvt = malloc(n * sizeof *rvt), *rjt = malloc(n * sizeof *rjt);
@@ -314,10 +333,25 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
         int others = 0;
         if (was_owner) {
             r->owners &= ~bit;
+            r->announce &= ~bit;
+            r->inliner_cb &= ~bit;
+            if (r->jit_as_rejit & bit) {
+                r->jit_as_rejit &= ~bit; /* alone, its method is back to plain JIT compilations */
+                if (!r->jit_as_rejit)
+                    clrmux_compose_count(cs, &cs->nas_rejit, -1);
+            }
+            for (struct link **l = &r->links; *l; l = &(*l)->next)
+                if ((*l)->child == child->index) {
+                    struct link *gone = *l;
+                    *l = gone->next;
+                    gone->next = NULL;
+                    clrmux_compose_free_links(gone);
+                    break;
+                }
             if (was_pending) {
                 r->pending &= ~bit;
                 if (!r->pending)
-                    atomic_fetch_sub(&cs->npending, 1);
+                    clrmux_compose_count(cs, &cs->npending, -1);
             }
             /* composed at JIT time: the runtime's own IL holds the owners' rewrites, so even
              * the last owner's revert is a rebuild (from the base) */
@@ -347,332 +381,29 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
     if (nrv) {
         HRESULT *st = calloc(nrv, sizeof *st);
         hr = m->info->lpVtbl->RequestRevert(m->info, nrv, rvm, rvt, st);
+        if (FAILED(hr))
+            LOG_WARN("child '%s': the runtime refused the revert of %u method(s): HRESULT %s", child->name,
+                     (unsigned)nrv, HR_STR(hr));
+        else
+            LOG_DEBUG("child '%s': revert of %u method(s) no other child rewrites: reverted by the runtime",
+                      child->name, (unsigned)nrv);
         if (status && st)
             for (ULONG k = 0; k < nrv; k++)
                 status[rvi[k]] = st[k];
         free(st);
     }
     if (nrj) {
-        HRESULT h2 = runtime_rejit(m, with_inliners, flags, nrj, rjm, rjt);
+        /* nobody asked for the rebuilt version: no child sees it (its owners alone would not) */
+        HRESULT h2 = runtime_rejit(m, 0, with_inliners, flags, nrj, rjm, rjt);
         if (FAILED(h2)) {
-            LOG_WARN("child '%s': rebuilding %u method(s) for their other owners failed: HRESULT 0x%08X", child->name,
-                     (unsigned)nrj, (unsigned)h2);
+            LOG_WARN("child '%s': rebuilding %u method(s) for their other owners failed: HRESULT %s", child->name,
+                     (unsigned)nrj, HR_STR(h2));
             if (SUCCEEDED(hr))
                 hr = h2;
         }
     }
     free(rvm), free(rjm), free(rvt), free(rjt), free(rvi);
     return hr;
-}
-
-/* ---- the chain ------------------------------------------------------------------------ */
-
-struct chain {
-    struct chain *prev;
-    ModuleID module;
-    mdMethodDef method;
-    const BYTE *in; /* the body the current link reads; NULL = the runtime's */
-    ULONG in_size;
-    struct body *bodies; /* allocated by this chain */
-};
-
-static __thread struct chain *tls_chain;
-
-int clrmux_compose_il_body(struct clrmux_mux *m, struct clrmux_child *child, ModuleID module, mdMethodDef method,
-                           LPCBYTE *header, ULONG *size)
-{
-    (void)child;
-    struct chain *c = tls_chain;
-    if (c && c->module == module && c->method == method) {
-        if (!c->in)
-            return 0;
-        if (header)
-            *header = c->in;
-        if (size)
-            *size = c->in_size;
-        return 1;
-    }
-    /* a method composed at JIT time: outside a composition, children read the IL without the
-     * ReJIT owners' rewrites, as they would alone */
-    struct clrmux_compose *cs = m->compose;
-    if (!atomic_load_explicit(&cs->nrecs, memory_order_acquire))
-        return 0;
-    pthread_mutex_lock(&cs->lock);
-    struct rec *r = find(cs, module, method);
-    const struct body *b = r ? r->base : NULL;
-    pthread_mutex_unlock(&cs->lock);
-    if (!b)
-        return 0;
-    if (header)
-        *header = b->data;
-    if (size)
-        *size = b->size;
-    return 1;
-}
-
-/* One child's ICorProfilerFunctionControl for one composition. */
-struct fcw {
-    ICorProfilerFunctionControl iface;
-    _Atomic LONG refs;
-    struct chain *chain; /* NULL once the child's GetReJITParameters returned */
-    struct body *out;
-    int has_flags;
-    DWORD flags;
-    COR_IL_MAP *map;
-    ULONG nmap;
-};
-
-static struct fcw *fcw_of(ICorProfilerFunctionControl *i) { return (struct fcw *)i; }
-
-static HRESULT STDMETHODCALLTYPE fcw_QueryInterface(ICorProfilerFunctionControl *This, REFIID riid, void **ppv)
-{
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    if (!IsEqualIID(riid, &IID_IUnknown) && !IsEqualIID(riid, &IID_ICorProfilerFunctionControl))
-        return E_NOINTERFACE;
-    *ppv = This;
-    atomic_fetch_add(&fcw_of(This)->refs, 1);
-    return S_OK;
-}
-
-static ULONG STDMETHODCALLTYPE fcw_AddRef(ICorProfilerFunctionControl *This)
-{
-    return (ULONG)atomic_fetch_add(&fcw_of(This)->refs, 1) + 1;
-}
-
-/* Freed by the composition when only its own reference is left; a child that keeps one
- * keeps the (then inert) object. */
-static ULONG STDMETHODCALLTYPE fcw_Release(ICorProfilerFunctionControl *This)
-{
-    LONG n = atomic_fetch_sub(&fcw_of(This)->refs, 1) - 1;
-    return (ULONG)(n < 0 ? 0 : n);
-}
-
-static HRESULT STDMETHODCALLTYPE fcw_SetCodegenFlags(ICorProfilerFunctionControl *This, DWORD flags)
-{
-    struct fcw *w = fcw_of(This);
-    if (!w->chain)
-        return CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
-    w->flags = flags;
-    w->has_flags = 1;
-    return S_OK;
-}
-
-static HRESULT STDMETHODCALLTYPE fcw_SetILFunctionBody(ICorProfilerFunctionControl *This, ULONG cb, LPCBYTE pb)
-{
-    struct fcw *w = fcw_of(This);
-    if (!w->chain)
-        return CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
-    if (cb == 0 || !pb)
-        return E_INVALIDARG; /* as the runtime's function control */
-    struct body *b = malloc(sizeof *b + cb);
-    if (!b)
-        return E_OUTOFMEMORY;
-    b->size = cb;
-    memcpy(b->data, pb, cb);
-    b->next = w->chain->bodies;
-    w->chain->bodies = b;
-    w->out = b;
-    return S_OK;
-}
-
-static HRESULT STDMETHODCALLTYPE fcw_SetILInstrumentedCodeMap(ICorProfilerFunctionControl *This, ULONG n,
-                                                             COR_IL_MAP *map)
-{
-    struct fcw *w = fcw_of(This);
-    if (!w->chain)
-        return CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
-    if (n && !map)
-        return E_INVALIDARG;
-    COR_IL_MAP *copy = n ? malloc(n * sizeof *copy) : NULL;
-    if (n && !copy)
-        return E_OUTOFMEMORY;
-    if (n)
-        memcpy(copy, map, n * sizeof *copy);
-    free(w->map);
-    w->map = copy;
-    w->nmap = n;
-    return S_OK;
-}
-
-static const ICorProfilerFunctionControlVtbl fcw_vtbl = {
-    .QueryInterface = fcw_QueryInterface,
-    .AddRef = fcw_AddRef,
-    .Release = fcw_Release,
-    .SetCodegenFlags = fcw_SetCodegenFlags,
-    .SetILFunctionBody = fcw_SetILFunctionBody,
-    .SetILInstrumentedCodeMap = fcw_SetILInstrumentedCodeMap,
-};
-
-void clrmux_compose_il_maps(const COR_IL_MAP *first, ULONG nfirst, const COR_IL_MAP *second, ULONG nsecond,
-                            COR_IL_MAP *out)
-{
-    for (ULONG i = 0; i < nfirst; i++) {
-        ULONG32 x = first[i].newOffset;
-        const COR_IL_MAP *below = NULL;
-        for (ULONG k = 0; k < nsecond; k++)
-            if (second[k].oldOffset <= x && (!below || second[k].oldOffset > below->oldOffset))
-                below = &second[k];
-        out[i].oldOffset = first[i].oldOffset;
-        if (below) {
-            out[i].newOffset = below->newOffset + (x - below->oldOffset);
-            out[i].fAccurate = first[i].fAccurate && below->fAccurate && below->oldOffset == x;
-        } else {
-            out[i].newOffset = x;
-            out[i].fAccurate = first[i].fAccurate;
-        }
-    }
-}
-
-/* The result of a chain of owners. */
-struct chain_result {
-    const BYTE *body; /* the final body (in ch.bodies or the base), NULL when nobody rewrote */
-    ULONG size;
-    int any_flags, nbodies;
-    DWORD flags;
-    COR_IL_MAP *map; /* malloc'd, or NULL */
-    ULONG nmap;
-    uint64_t called;
-};
-
-/* Calls each owner's GetReJITParameters in file order (see compose.h); `ch` must be set up by
- * the caller (module, method, in = the body the first owner reads or NULL). */
-static void run_chain(struct clrmux_mux *m, struct chain *ch, uint64_t owners, struct chain_result *res)
-{
-    memset(res, 0, sizeof *res);
-    ch->prev = tls_chain;
-    tls_chain = ch;
-    const BYTE *start = ch->in;
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if (!(owners >> (i & 63) & 1) || !clrmux_child_live(c, 4))
-            continue;
-        struct fcw *w = calloc(1, sizeof *w);
-        if (!w) {
-            LOG_ERROR("out of memory: child '%s' skipped in the ReJIT of method 0x%08x", c->name,
-                      (unsigned)ch->method);
-            continue;
-        }
-        w->iface.lpVtbl = &fcw_vtbl;
-        atomic_store(&w->refs, 1);
-        w->chain = ch;
-        res->called |= 1ull << (i & 63);
-        c->cb->lpVtbl->GetReJITParameters(c->cb, ch->module, ch->method, &w->iface);
-        w->chain = NULL;
-        if (w->out) {
-            ch->in = w->out->data;
-            ch->in_size = w->out->size;
-            res->nbodies++;
-        }
-        if (w->has_flags) {
-            res->flags |= w->flags;
-            res->any_flags = 1;
-        }
-        if (w->map) {
-            if (!res->map) {
-                res->map = w->map; /* the links before rewrote without a map: identity */
-                res->nmap = w->nmap;
-                w->map = NULL;
-            } else {
-                COR_IL_MAP *composed = malloc(res->nmap * sizeof *composed);
-                if (composed) {
-                    clrmux_compose_il_maps(res->map, res->nmap, w->map, w->nmap, composed);
-                    free(res->map);
-                    res->map = composed;
-                }
-            }
-        }
-        free(w->map);
-        w->map = NULL;
-        if (atomic_load(&w->refs) == 1)
-            free(w);
-    }
-    tls_chain = ch->prev;
-    if (ch->in && (res->nbodies || ch->in != start)) {
-        res->body = ch->in;
-        res->size = ch->in_size;
-    } else if (start) {
-        res->body = start; /* a base body (see jit_composed) stands for the runtime's */
-        res->size = ch->in_size;
-    }
-}
-
-/* Keeps the chain's bodies with the record until its next composition. */
-static void keep_bodies(struct clrmux_compose *cs, struct rec *r, struct chain *ch)
-{
-    pthread_mutex_lock(&cs->lock);
-    struct body *old = NULL;
-    if (r) {
-        old = r->bodies;
-        r->bodies = ch->bodies;
-        ch->bodies = NULL;
-    }
-    pthread_mutex_unlock(&cs->lock);
-    free_bodies(old);
-    free_bodies(ch->bodies);
-}
-
-void clrmux_compose_get_rejit_parameters(struct clrmux_mux *m, ModuleID module, mdMethodDef method,
-                                         ICorProfilerFunctionControl *runtime_fc)
-{
-    struct clrmux_compose *cs = m->compose;
-    pthread_mutex_lock(&cs->lock);
-    struct rec *r = find_or_add(cs, module, method);
-    uint64_t owners = r ? r->owners : 0;
-    int inliner = 0;
-    if (r && r->pending) {
-        /* the method's first compilation is a ReJIT after all (another owner's request was
-         * not held back): the held-back owners join this composition */
-        r->pending = 0;
-        atomic_fetch_sub(&cs->npending, 1);
-    }
-    if (r)
-        r->compiled = 1;
-    const struct body *base = r ? r->base : NULL;
-    if (r && !owners && !base) {
-        /* re-JITted because it inlined a method requested with inlining callbacks */
-        owners = atomic_load(&cs->inliner_children);
-        r->owners |= owners;
-        r->inliner = inliner = owners != 0;
-    }
-    pthread_mutex_unlock(&cs->lock);
-    if (!owners && !base) {
-        LOG_DEBUG("GetReJITParameters for module 0x%lx method 0x%08x that no child requested",
-                  (unsigned long)module, (unsigned)method);
-        return;
-    }
-
-    /* a method composed at JIT time: the runtime's IL holds the owners' rewrites of then, so
-     * the chain starts from the body as it was before them */
-    struct chain ch = {.module = module, .method = method};
-    if (base) {
-        ch.in = base->data;
-        ch.in_size = base->size;
-    }
-    struct chain_result res;
-    run_chain(m, &ch, owners, &res);
-    HRESULT hr = S_OK;
-    if (runtime_fc) {
-        if (res.body && FAILED(hr = runtime_fc->lpVtbl->SetILFunctionBody(runtime_fc, res.size, res.body)))
-            LOG_WARN("ReJIT of method 0x%08x (module 0x%lx): the runtime refused the composed body: HRESULT 0x%08X",
-                     (unsigned)method, (unsigned long)module, (unsigned)hr);
-        if (res.any_flags)
-            runtime_fc->lpVtbl->SetCodegenFlags(runtime_fc, res.flags);
-        if (res.map)
-            runtime_fc->lpVtbl->SetILInstrumentedCodeMap(runtime_fc, res.nmap, res.map);
-    }
-    free(res.map);
-    if (clrmux_log_get_level() >= CLRMUX_LOG_DEBUG) {
-        char names[256], mname[600];
-        names_of(m, res.called, names, sizeof names);
-        method_name(m, module, method, mname, sizeof mname);
-        LOG_DEBUG("ReJIT composition of %s (module 0x%lx)%s: %s; %d rewrite(s), final body %u bytes%s",
-                  mname, (unsigned long)module, inliner ? " (an inliner of a requested method)" : "",
-                  res.called ? names : "no owner left (the body before the ReJIT owners)", res.nbodies,
-                  (unsigned)(res.body ? res.size : 0), res.any_flags ? ", codegen flags" : "");
-    }
-    keep_bodies(cs, r, &ch);
 }
 
 void clrmux_compose_note_jit_writer(struct clrmux_mux *m, struct clrmux_child *child, ModuleID module,
@@ -715,17 +446,66 @@ static HRESULT set_jit_body(struct clrmux_mux *m, ModuleID mod, mdMethodDef tok,
     return hr;
 }
 
+uint64_t clrmux_compose_jit_as_rejit(struct clrmux_mux *m, FunctionID fid, ReJITID *id)
+{
+    struct clrmux_compose *cs = m->compose;
+    *id = 0;
+    if (!atomic_load_explicit(&cs->jit_work, memory_order_acquire))
+        return 0;
+    ModuleID mod = 0;
+    mdToken tok = 0;
+    ClassID cls = 0;
+    if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
+        return 0;
+    pthread_mutex_lock(&cs->lock);
+    struct rec *r = find(cs, mod, tok);
+    uint64_t set = 0;
+    if (r) {
+        set = r->jit_as_rejit;
+        if (r->pending && !r->compiled)
+            set |= r->pending; /* about to be composed at this compilation */
+        if (set && !r->fake_id)
+            r->fake_id = cs->next_fake++;
+        *id = r->fake_id;
+    }
+    pthread_mutex_unlock(&cs->lock);
+    return set;
+}
+
+/* Delivers ReJITCompilationStarted (finished = 0) or ReJITCompilationFinished to the children
+ * of `set` that monitor JIT compilation (the runtime raises them only for such a profiler). */
+static void as_rejit_callbacks(struct clrmux_mux *m, uint64_t set, int finished, FunctionID fid, ReJITID id,
+                               HRESULT status, BOOL safe)
+{
+    for (int i = 0; i < m->nchildren; i++) {
+        struct clrmux_child *c = &m->children[i];
+        if (!(set >> (i & 63) & 1) || !clrmux_child_live(c, 4) ||
+            !(atomic_load(&c->mask_low) & COR_PRF_MONITOR_JIT_COMPILATION))
+            continue;
+        if (finished)
+            c->cb->lpVtbl->ReJITCompilationFinished(c->cb, fid, id, status, safe);
+        else
+            c->cb->lpVtbl->ReJITCompilationStarted(c->cb, fid, id, safe);
+    }
+}
+
 /* The first compilation of a method whose ReJIT owners were held back, after the JIT-time
  * children saw JITCompilationStarted: the owners' chain runs now and its body becomes the
  * method's IL, so that every thread, also one that raced with this compilation, runs the
  * composed code from the first call (a ReJIT requested now would leave such a thread one
  * call on the code without the owners' rewrites). Codegen flags cannot be given at JIT time:
- * an owner that sets them gets a ReJIT on top, built from the same base. */
-void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid)
+ * an owner that sets them gets a ReJIT on top, built from the same base. The owners then see
+ * this compilation (and the method's later JIT compilations) as ReJIT compilations of a
+ * version of their own, as alone: GetReJITParameters, ReJITCompilationStarted/Finished with
+ * a ReJIT ID clrmux makes up (above the runtime's), which their GetReJITIDs lists. */
+void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid, BOOL safe, uint64_t as_rejit, ReJITID as_id)
 {
     struct clrmux_compose *cs = m->compose;
-    if (!atomic_load_explicit(&cs->npending, memory_order_acquire))
+    if (!atomic_load_explicit(&cs->npending, memory_order_acquire)) {
+        if (as_rejit)
+            as_rejit_callbacks(m, as_rejit, 0, fid, as_id, S_OK, safe);
         return;
+    }
     ModuleID mod = 0;
     mdToken tok = 0;
     ClassID cls = 0;
@@ -739,15 +519,18 @@ void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid)
     if (r && r->pending && !r->compiled) {
         owners = r->pending;
         r->pending = 0;
-        atomic_fetch_sub(&cs->npending, 1);
+        clrmux_compose_count(cs, &cs->npending, -1);
         with_inliners = r->with_inliners;
         flags = r->inliner_flags;
     }
     if (r)
         r->compiled = 1;
     pthread_mutex_unlock(&cs->lock);
-    if (!owners)
+    if (!owners) {
+        if (as_rejit)
+            as_rejit_callbacks(m, as_rejit, 0, fid, as_id, S_OK, safe);
         return;
+    }
     LPCBYTE il = NULL;
     ULONG il_size = 0;
     struct body *base = NULL;
@@ -762,36 +545,68 @@ void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid)
     memset(&res, 0, sizeof res);
     HRESULT hr = E_FAIL;
     if (base) {
-        run_chain(m, &ch, owners, &res);
+        /* the runtime's IL now (with the JIT-time rewrites): the base later compositions start from */
+        ch.in = base->data;
+        ch.in_size = base->size;
+        clrmux_compose_run_chain(m, r, &ch, owners, owners, &res);
         hr = res.nbodies ? set_jit_body(m, mod, tok, res.body, res.size) : S_OK;
     }
     char names[256], mname[600];
     names_of(m, owners, names, sizeof names);
     method_name(m, mod, tok, mname, sizeof mname);
-    if (SUCCEEDED(hr) && res.nbodies) {
+    if (SUCCEEDED(hr)) {
         pthread_mutex_lock(&cs->lock);
-        free(r->base);
-        r->base = base;
-        base = NULL;
+        if (res.nbodies) {
+            free(r->base);
+            r->base = base;
+            base = NULL;
+        }
+        /* alone, each owner's request made this first compilation a ReJIT of its own */
+        uint64_t as = owners & r->owners;
+        if (as && !r->jit_as_rejit)
+            clrmux_compose_count(cs, &cs->nas_rejit, 1);
+        r->jit_as_rejit |= as;
+        if (!r->fake_id)
+            r->fake_id = cs->next_fake++;
+        as_id = r->fake_id;
+        as_rejit |= as;
+        clrmux_compose_ver_add(r, r->fake_id, as);
         pthread_mutex_unlock(&cs->lock);
-        LOG_DEBUG("ReJIT composition of %s (module 0x%lx) at its first JIT compilation (held back): %s; "
-                  "%d rewrite(s), final body %u bytes%s", mname, (unsigned long)mod, names, res.nbodies,
-                  (unsigned)res.size, res.map ? "; instrumented-code map not given at JIT time" : "");
+        if (res.nbodies)
+            LOG_DEBUG("ReJIT composition of %s (module 0x%lx) at its first JIT compilation (held back): %s; "
+                      "%d rewrite(s), final body %u bytes%s", mname, (unsigned long)mod, names, res.nbodies,
+                      (unsigned)res.size, res.map ? "; instrumented-code map not given at JIT time" : "");
+    } else {
+        LOG_WARN("ReJIT composition of %s (module 0x%lx) at its first JIT compilation (held back) for %s: the "
+                 "runtime refused the body: HRESULT %s; a ReJIT follows", mname, (unsigned long)mod, names,
+                 HR_STR(hr));
     }
-    keep_bodies(cs, r, &ch);
+    clrmux_compose_keep_bodies(cs, r, &ch);
     free(res.map);
     free(base);
+    if (as_rejit)
+        as_rejit_callbacks(m, as_rejit, 0, fid, as_id, S_OK, safe);
     if (FAILED(hr) || res.any_flags) {
         /* the runtime refused the body, or codegen flags: a ReJIT it is, built from the base */
-        HRESULT h2 = runtime_rejit(m, with_inliners, flags, 1, &mod, &tok);
-        LOG_DEBUG("ReJIT of %s for %s requested at its first compilation (%s): HRESULT 0x%08X", mname, names,
-                  FAILED(hr) ? "the JIT-time body was refused" : "codegen flags", (unsigned)h2);
+        pthread_mutex_lock(&cs->lock);
+        r->announce |= owners;
+        pthread_mutex_unlock(&cs->lock);
+        HRESULT h2 = runtime_rejit(m, owners, with_inliners, flags, 1, &mod, &tok);
+        if (FAILED(h2))
+            LOG_WARN("ReJIT of %s for %s requested at its first compilation (%s) refused by the runtime: HRESULT %s",
+                     mname, names, FAILED(hr) ? "the JIT-time body was refused" : "codegen flags", HR_STR(h2));
+        else
+            LOG_DEBUG("ReJIT of %s for %s requested at its first compilation (%s)", mname, names,
+                      FAILED(hr) ? "the JIT-time body was refused" : "codegen flags");
     }
 }
 
-void clrmux_compose_jit_finished(struct clrmux_mux *m, FunctionID fid)
+void clrmux_compose_jit_finished(struct clrmux_mux *m, FunctionID fid, HRESULT status, BOOL safe, uint64_t as_rejit,
+                                 ReJITID as_id)
 {
     struct clrmux_compose *cs = m->compose;
+    if (as_rejit)
+        as_rejit_callbacks(m, as_rejit, 1, fid, as_id, status, safe);
     if (!atomic_load_explicit(&cs->npending, memory_order_acquire))
         return;
     ModuleID mod = 0;
@@ -809,7 +624,8 @@ void clrmux_compose_jit_finished(struct clrmux_mux *m, FunctionID fid)
         pending = r->pending;
         if (pending) {
             r->pending = 0;
-            atomic_fetch_sub(&cs->npending, 1);
+            r->announce |= pending;
+            clrmux_compose_count(cs, &cs->npending, -1);
             with_inliners = r->with_inliners;
             flags = r->inliner_flags;
         }
@@ -818,12 +634,12 @@ void clrmux_compose_jit_finished(struct clrmux_mux *m, FunctionID fid)
     if (!pending)
         return;
     /* on the JIT thread, after JITCompilationFinished: the runtime makes this ReJIT win */
-    HRESULT hr = runtime_rejit(m, with_inliners, flags, 1, &mod, &tok);
+    HRESULT hr = runtime_rejit(m, pending, with_inliners, flags, 1, &mod, &tok);
     char names[256];
     names_of(m, pending, names, sizeof names);
     if (FAILED(hr))
-        LOG_WARN("held-back ReJIT of method 0x%08x (module 0x%lx) for %s refused by the runtime: HRESULT 0x%08X",
-                 (unsigned)tok, (unsigned long)mod, names, (unsigned)hr);
+        LOG_WARN("held-back ReJIT of method 0x%08x (module 0x%lx) for %s refused by the runtime: HRESULT %s",
+                 (unsigned)tok, (unsigned long)mod, names, HR_STR(hr));
     else
         LOG_DEBUG("held-back ReJIT of method 0x%08x (module 0x%lx) for %s requested after its first compilation",
                   (unsigned)tok, (unsigned long)mod, names);
@@ -862,13 +678,31 @@ void clrmux_compose_child_gone(struct clrmux_mux *m, struct clrmux_child *child)
     for (int b = 0; b < NBUCKETS; b++)
         for (struct rec *r = cs->buckets[b]; r; r = r->next) {
             r->owners &= ~bit;
+            r->announce &= ~bit;
+            r->inliner_cb &= ~bit;
+            r->cur_seen &= ~bit;
+            for (int k = 0; k < r->nvers; k++)
+                r->vers[k].seen &= ~bit;
             if (r->pending & bit) {
                 r->pending &= ~bit;
                 if (!r->pending)
-                    atomic_fetch_sub(&cs->npending, 1);
+                    clrmux_compose_count(cs, &cs->npending, -1);
             }
+            if (r->jit_as_rejit & bit) {
+                r->jit_as_rejit &= ~bit;
+                if (!r->jit_as_rejit)
+                    clrmux_compose_count(cs, &cs->nas_rejit, -1);
+            }
+            for (struct link **l = &r->links; *l; l = &(*l)->next)
+                if ((*l)->child == child->index) {
+                    struct link *gone = *l;
+                    *l = gone->next;
+                    gone->next = NULL;
+                    clrmux_compose_free_links(gone);
+                    break;
+                }
         }
     pthread_mutex_unlock(&cs->lock);
 }
 
-const _Atomic int *clrmux_compose_pending(struct clrmux_compose *cs) { return &cs->npending; }
+const _Atomic int *clrmux_compose_pending(struct clrmux_compose *cs) { return &cs->jit_work; }

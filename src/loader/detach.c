@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/hresult.h"
 #include "common/log.h"
 #include "common/platform.h"
 #include "loader/elt.h"
@@ -173,7 +174,7 @@ static void *detach_thread(void *arg)
                 break;
             }
             LOG_INFO("every child has detached; the runtime keeps clrmux loaded (RequestProfilerDetach: HRESULT "
-                     "0x%08X; e.g. an immutable flag or IL instrumentation stays in force)", (unsigned)hr);
+                     "%s; e.g. an immutable flag or IL instrumentation stays in force)", HR_STR(hr));
         }
     }
     return NULL;
@@ -207,8 +208,8 @@ HRESULT clrmux_detach_request(struct clrmux_mux *m, struct clrmux_child *c, DWOR
     }
     pthread_mutex_unlock(&m->mask_lock);
     if (FAILED(hr)) {
-        LOG_WARN("child '%s': RequestProfilerDetach refused (HRESULT 0x%08X): %s, as the runtime would refuse it "
-                 "alone", c->name, (unsigned)hr, why);
+        LOG_WARN("child '%s': RequestProfilerDetach refused (HRESULT %s): %s, as the runtime would refuse it "
+                 "alone", c->name, HR_STR(hr), why);
         return hr;
     }
     clrmux_compose_child_gone(m, c);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hresult.h"
 #include "common/log.h"
 #include "loader/mux.h"
 
@@ -390,8 +391,8 @@ static int install_direct(struct clrmux_mux *m, struct clrmux_elt *e, const char
         hr = E_INVALIDARG;
     }
     if (FAILED(hr)) {
-        LOG_DEBUG("enter/leave hooks: the runtime refused child '%s''s own hooks (HRESULT 0x%08X); multiplexing them",
-                  sl->child->name, (unsigned)hr);
+        LOG_DEBUG("enter/leave hooks: the runtime refused child '%s''s own hooks (HRESULT %s); multiplexing them",
+                  sl->child->name, HR_STR(hr));
         return 0;
     }
     e->installed = 3;
@@ -442,8 +443,8 @@ void clrmux_elt_install(struct clrmux_mux *m)
     }
     hr = rt->lpVtbl->SetFunctionIDMapper2(rt, elt_mapper, e);
     if (FAILED(hr)) {
-        LOG_ERROR("enter/leave hooks: the runtime refused SetFunctionIDMapper2: HRESULT 0x%08X; hooks not installed",
-                  (unsigned)hr);
+        LOG_ERROR("enter/leave hooks: the runtime refused SetFunctionIDMapper2: HRESULT %s; hooks not installed",
+                  HR_STR(hr));
         return;
     }
     /* a kind of hook no child set is not installed (the JIT then calls nothing for it) */
@@ -461,8 +462,8 @@ void clrmux_elt_install(struct clrmux_mux *m)
 #endif
     }
     if (FAILED(hr)) {
-        LOG_ERROR("enter/leave hooks: the runtime refused %s: HRESULT 0x%08X; children's hooks are not called",
-                  slow ? "SetEnterLeaveFunctionHooks3WithInfo" : "SetEnterLeaveFunctionHooks3", (unsigned)hr);
+        LOG_ERROR("enter/leave hooks: the runtime refused %s: HRESULT %s; children's hooks are not called",
+                  slow ? "SetEnterLeaveFunctionHooks3WithInfo" : "SetEnterLeaveFunctionHooks3", HR_STR(hr));
         return;
     }
     e->installed = slow ? 2 : 1;

@@ -446,6 +446,8 @@ static __attribute__((noinline)) HRESULT jit_inlining_walk(struct clrmux_mux *m,
     MERGE_WALK(m, JITInlining, result, callerId, calleeId); /* inline only if every child allows it */
     if (result && !clrmux_compose_may_inline(m, calleeId))
         result = FALSE; /* its ReJIT request is held back until its first compilation */
+    if (result)
+        clrmux_compose_note_inlining(m, callerId, calleeId); /* for inliner ReJIT callbacks */
     if (pfShouldInline)
         *pfShouldInline = result;
     clrmux_evac_leave(t_);
@@ -460,9 +462,11 @@ static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, F
 {
     struct clrmux_mux *m = impl(This);
     ICorProfilerCallback11 *one = DIRECT(m, JITInlining);
-    if (__builtin_expect(one != NULL && !compose_busy(m), 1))
+    /* (not while clrmux records inlining for inliner ReJIT callbacks: compose_view.c) */
+    const int busy = compose_busy(m) || clrmux_compose_tracks_inlining(m);
+    if (__builtin_expect(one != NULL && !busy, 1))
         return one->lpVtbl->JITInlining(one, callerId, calleeId, pfShouldInline);
-    if (ROUTE(m, JITInlining)->n == 1 && !compose_busy(m))
+    if (ROUTE(m, JITInlining)->n == 1 && !busy)
         return mux_one_JITInlining(m, callerId, calleeId, pfShouldInline);
     return jit_inlining_walk(m, callerId, calleeId, pfShouldInline);
 }
@@ -502,10 +506,14 @@ static __attribute__((noinline)) HRESULT jit_started_walk(struct clrmux_mux *m, 
                                                           BOOL fIsSafeToBlock)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
+    ReJITID as_id = 0; /* held-back ReJIT owners see a ReJIT compilation instead (compose.h) */
+    const uint64_t as_rejit = clrmux_compose_jit_as_rejit(m, functionId, &as_id);
     const struct clrmux_route *r = ROUTE(m, JITCompilationStarted);
     for (uint32_t i = 0; i < r->n; i++)
-        r->e[i].cb->lpVtbl->JITCompilationStarted(r->e[i].cb, functionId, fIsSafeToBlock);
-    clrmux_compose_jit_started(m, functionId); /* after the JIT-time children: held-back owners */
+        if (!(as_rejit >> (r->e[i].child->index & 63) & 1))
+            r->e[i].cb->lpVtbl->JITCompilationStarted(r->e[i].cb, functionId, fIsSafeToBlock);
+    /* after the JIT-time children: the held-back owners' chain, their ReJITCompilationStarted */
+    clrmux_compose_jit_started(m, functionId, fIsSafeToBlock, as_rejit, as_id);
     clrmux_evac_leave(t_);
     return S_OK;
 }
@@ -529,10 +537,13 @@ static __attribute__((noinline)) HRESULT jit_finished_walk(struct clrmux_mux *m,
                                                            HRESULT hrStatus, BOOL fIsSafeToBlock)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
+    ReJITID as_id = 0;
+    const uint64_t as_rejit = clrmux_compose_jit_as_rejit(m, functionId, &as_id);
     const struct clrmux_route *r = ROUTE(m, JITCompilationFinished);
     for (uint32_t i = 0; i < r->n; i++)
-        r->e[i].cb->lpVtbl->JITCompilationFinished(r->e[i].cb, functionId, hrStatus, fIsSafeToBlock);
-    clrmux_compose_jit_finished(m, functionId);
+        if (!(as_rejit >> (r->e[i].child->index & 63) & 1))
+            r->e[i].cb->lpVtbl->JITCompilationFinished(r->e[i].cb, functionId, hrStatus, fIsSafeToBlock);
+    clrmux_compose_jit_finished(m, functionId, hrStatus, fIsSafeToBlock, as_rejit, as_id);
     clrmux_evac_leave(t_);
     return S_OK;
 }
@@ -552,17 +563,7 @@ static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback
     return jit_finished_walk(m, functionId, hrStatus, fIsSafeToBlock);
 }
 
-/* ---- ReJIT: only the children that asked for ReJIT of the method ---------------------- */
-
-static uint64_t owners_of_function(struct clrmux_mux *m, FunctionID fid)
-{
-    ClassID cls = 0;
-    ModuleID mod = 0;
-    mdToken tok = 0;
-    if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
-        return 0;
-    return clrmux_compose_owners(m, mod, tok);
-}
+/* ---- ReJIT: each version to the children whose own request made it (compose_view.c) ---- */
 
 /* The entries of route N (its subscribers, see dispatch.c) that own the method. */
 #define FOR_OWNERS(m, N, owners, cb)                                                       \
@@ -577,7 +578,7 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationStarted(ICorProfilerCallbac
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     if (ROUTE(m, ReJITCompilationStarted)->n) {
-        uint64_t owners = owners_of_function(m, functionId);
+        uint64_t owners = clrmux_compose_rejit_audience(m, functionId, rejitId);
         FOR_OWNERS(m, ReJITCompilationStarted, owners, cb)
             cb->lpVtbl->ReJITCompilationStarted(cb, functionId, rejitId, fIsSafeToBlock);
     }
@@ -600,7 +601,7 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationFinished(ICorProfilerCallba
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
     if (ROUTE(m, ReJITCompilationFinished)->n) {
-        uint64_t owners = owners_of_function(m, functionId);
+        uint64_t owners = clrmux_compose_rejit_audience(m, functionId, rejitId);
         FOR_OWNERS(m, ReJITCompilationFinished, owners, cb)
             cb->lpVtbl->ReJITCompilationFinished(cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
     }
@@ -613,7 +614,7 @@ static HRESULT STDMETHODCALLTYPE mux_ReJITError(ICorProfilerCallback11 *This, Mo
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
-    uint64_t owners = clrmux_compose_owners(m, moduleId, methodId);
+    uint64_t owners = clrmux_compose_rejit_error_audience(m, moduleId, methodId);
     FOR_OWNERS(m, ReJITError, owners, cb) cb->lpVtbl->ReJITError(cb, moduleId, methodId, functionId, hrStatus);
     clrmux_evac_leave(t_);
     return S_OK;
@@ -733,12 +734,13 @@ HRESULT clrmux_set_child_mask(struct clrmux_mux *m, struct clrmux_child *child, 
         if (SUCCEEDED(hr)) {
             atomic_store(&child->mask_low, low);
             atomic_store(&child->mask_high, high);
+            clrmux_compose_masks_changed(m);
             clrmux_dispatch_rebuild(m);
             LOG_DEBUG("child '%s': event mask low=0x%08X high=0x%08X (union low=0x%08X high=0x%08X)", child->name,
                       (unsigned)low, (unsigned)high, (unsigned)m->applied_low, (unsigned)m->applied_high);
         } else {
-            LOG_WARN("child '%s': the runtime refused event mask low=0x%08X high=0x%08X: HRESULT 0x%08X", child->name,
-                     (unsigned)low, (unsigned)high, (unsigned)hr);
+            LOG_WARN("child '%s': the runtime refused event mask low=0x%08X high=0x%08X: HRESULT %s", child->name,
+                     (unsigned)low, (unsigned)high, HR_STR(hr));
         }
     }
     pthread_mutex_unlock(&m->mask_lock);
@@ -767,7 +769,7 @@ HRESULT clrmux_add_own_mask(struct clrmux_mux *m, DWORD low)
     HRESULT hr = set_runtime_mask(m, ul, uh);
     pthread_mutex_unlock(&m->mask_lock);
     if (FAILED(hr))
-        LOG_WARN("the runtime refused clrmux's own event flags 0x%08X: HRESULT 0x%08X", (unsigned)low, (unsigned)hr);
+        LOG_WARN("the runtime refused clrmux's own event flags 0x%08X: HRESULT %s", (unsigned)low, HR_STR(hr));
     else
         LOG_DEBUG("clrmux adds event flags 0x%08X (union low=0x%08X high=0x%08X)", (unsigned)low, (unsigned)ul,
                   (unsigned)uh);

@@ -127,6 +127,25 @@ static HRESULT STDMETHODCALLTYPE pxo_RequestRevert(ICorProfilerInfo15 *This, ULO
     return clrmux_compose_request_revert(p->mux, p->child, cFunctions, moduleIds, methodIds, status);
 }
 
+/* The ReJIT IDs this child would see alone (compose_view.c). */
+static HRESULT STDMETHODCALLTYPE pxo_GetReJITIDs(ICorProfilerInfo15 *This, FunctionID functionId, ULONG cReJitIds,
+                                                 ULONG *pcReJitIds, ReJITID *reJitIds)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    return clrmux_compose_rejit_ids(p->mux, p->child, functionId, cReJitIds, pcReJitIds, reJitIds);
+}
+
+/* A made-up ReJIT ID (a held-back version composed at JIT time) is the default version's code. */
+static HRESULT STDMETHODCALLTYPE pxo_GetNativeCodeStartAddresses(ICorProfilerInfo15 *This, FunctionID functionID,
+                                                                 ReJITID reJitId, ULONG32 cCodeStartAddresses,
+                                                                 ULONG32 *pcCodeStartAddresses,
+                                                                 UINT_PTR codeStartAddresses[])
+{
+    ICorProfilerInfo15 *real = px_impl(This)->mux->info;
+    return real->lpVtbl->GetNativeCodeStartAddresses(real, functionID, clrmux_compose_runtime_rejitid(reJitId),
+                                                     cCodeStartAddresses, pcCodeStartAddresses, codeStartAddresses);
+}
+
 /* During a ReJIT composition, the body the previous child set; else the runtime's. */
 static HRESULT STDMETHODCALLTYPE pxo_GetILFunctionBody(ICorProfilerInfo15 *This, ModuleID moduleId, mdMethodDef methodId,
                                                        LPCBYTE *ppMethodHeader, ULONG *pcbMethodSize)
@@ -248,6 +267,8 @@ static const ICorProfilerInfo15Vtbl proxy_vtbl = {
     .RequestReJIT = pxo_RequestReJIT,
     .RequestReJITWithInliners = pxo_RequestReJITWithInliners,
     .RequestRevert = pxo_RequestRevert,
+    .GetReJITIDs = pxo_GetReJITIDs,
+    .GetNativeCodeStartAddresses = pxo_GetNativeCodeStartAddresses,
     .RequestProfilerDetach = pxo_RequestProfilerDetach,
     .GetILFunctionBody = pxo_GetILFunctionBody,
     .SetILFunctionBody = pxo_SetILFunctionBody,

@@ -35,10 +35,13 @@ if [ $? = 0 ] && [ "$(tail -1 "$WORK/base.out")" = done ]; then ok "compose app 
 else bad "compose app runs without a profiler" "$(tail -5 "$WORK/base.err")"; fi
 
 # expected CHILD-SPEC: the calls of the child's targets in the phases its rewrite was in force
-# CHILD-SPEC = LETTER:MODE:TARGETS:REJIT_AT:REVERT_AT (REVERT_AT -1 = never)
+# CHILD-SPEC = LETTER:MODE:TARGETS:REJIT_AT:REVERT_AT[:PARAMS] (REVERT_AT -1 = never; PARAMS:
+# the GetReJITParameters a ReJIT child gets for its first target, 1 (its one request) unless
+# stated: an owner is asked again only when an owner before it in file order left, so that its
+# input changed)
 expected() {
-    local IFS=: letter mode targets at revert
-    read -r letter mode targets at revert <<<"$1"
+    local IFS=: letter mode targets at revert params
+    read -r letter mode targets at revert params <<<"$1"
     local from=$at to=$PHASES n=0 t p
     [ "$mode" = jit ] && from=0
     [ "$revert" -ge 0 ] && to=$revert
@@ -58,7 +61,7 @@ run_case() {
     mkdir -p "$WORK/$name.sync"
     printf '[loader]\nlog_level = debug\n' >"$conf"
     for spec in "$@"; do
-        IFS=: read -r letter mode targets at revert <<<"$spec"
+        IFS=: read -r letter mode targets at revert params <<<"$spec"
         tag=${TAGS[$letter]}
         printf '[child %s]\npath = %s\nclsid = %s\n' "$letter" "$ILRW" "${CLSIDS[$letter]}" >>"$conf"
         [ -n "${NOJIT:-}" ] && envs+=("ILRW_JIT_EVENTS_$tag=0")
@@ -80,7 +83,7 @@ run_case() {
     grep -q "not acknowledged" "$WORK/$name.err" && problems+="a phase was not acknowledged; "
     local saw=""
     for spec in "$@"; do
-        IFS=: read -r letter mode targets at revert <<<"$spec"
+        IFS=: read -r letter mode targets at revert params <<<"$spec"
         local want got
         want=$(expected "$spec")
         got=$(awk -v c="$letter" '$1=="counter" && $2==c {print $3}' "$WORK/$name.err")
@@ -91,7 +94,27 @@ run_case() {
             grep -q '^rejit_errors 0$' "$f" || problems+="child $letter: ReJIT errors; "
             grep -q '^rejit_hr 0x0*[1-9A-F]' "$f" && problems+="child $letter: $(grep rejit_hr "$f"); "
             local t1=${targets%%,*}
-            saw+="$letter($mode): JITCompilationStarted($t1)=$(field "$f" jit_started "$t1") GetReJITParameters($t1)=$(field "$f" rejit_params "$t1") ReJITCompilationStarted($t1)=$(field "$f" rejit_started "$t1") inliner-GetReJITParameters=$(awk '$1=="rejit_params_other"{print $2}' "$f") counter=$got; "
+            # what it would see alone: a ReJIT child sees one version of its first target (its
+            # own request): one GetReJITParameters (PARAMS), one ReJIT ID in its ReJIT callbacks
+            # and in GetReJITIDs, and, when it asked before the first call, no JIT compilation
+            # of it; a JIT-time child sees no ReJIT of it
+            local gp ids seen js jf rs
+            gp=$(field "$f" rejit_params "$t1"); ids=$(awk '$1=="rejit_ids"{print $2}' "$f")
+            seen=$(awk '$1=="rejit_ids_seen"{print $2}' "$f"); js=$(field "$f" jit_started "$t1")
+            jf=$(field "$f" jit_finished "$t1"); rs=$(field "$f" rejit_started "$t1")
+            if [ "$mode" = jit ]; then
+                [ "$gp" = 0 ] && [ "$seen" = 0 ] && [ "$ids" = 0 ] || problems+="child $letter (jit): GetReJITParameters($t1)=$gp, ReJIT IDs seen $seen, GetReJITIDs $ids, expected 0; "
+            else
+                [ "$gp" = "${params:-1}" ] || problems+="child $letter: GetReJITParameters($t1)=$gp, expected ${params:-1}; "
+                [ "$ids" = 1 ] || problems+="child $letter: GetReJITIDs($t1) listed $ids, expected 1; "
+                [ "${seen:-9}" -le 1 ] || problems+="child $letter: ReJITCompilationStarted($t1) with $seen ReJIT IDs, expected 1; "
+                # (after its revert, the method's first JIT compilation may follow, as alone)
+                if [ "$at" = 0 ] && [ "$revert" = -1 ] && [ -z "${NOJIT:-}" ]; then
+                    [ "$js" = 0 ] && [ "$jf" = 0 ] || problems+="child $letter: JITCompilationStarted/Finished($t1)=$js/$jf for a method it asked to ReJIT before its first call, expected 0/0; "
+                    [ "${rs:-0}" -ge 1 ] && [ "$seen" = 1 ] || problems+="child $letter: ReJITCompilationStarted($t1)=$rs with $seen ReJIT IDs, expected >= 1 with 1; "
+                fi
+            fi
+            saw+="$letter($mode): JITCompilationStarted($t1)=$(field "$f" jit_started "$t1") GetReJITParameters($t1)=$(field "$f" rejit_params "$t1") ReJITCompilationStarted($t1)=$rs (IDs $seen) GetReJITIDs($t1)=$ids inliner-GetReJITParameters=$(awk '$1=="rejit_params_other"{print $2}' "$f") counter=$got; "
         else
             problems+="child $letter wrote no report; "
         fi
@@ -120,9 +143,11 @@ NOJIT=1 run_case rejit+rejit-first-compilation-is-rejit 0 A:rejit:Compute,Small:
 run_case jit+rejit-before-first-call 1 A:jit:Compute,Small:0:-1 B:rejit:Compute,Small:0:-1
 run_case rejit+rejit-jit 1 A:rejit:Compute:0:-1 B:jit:Compute:0:-1 C:rejit:Compute:0:-1
 run_case rejit-then-second-rejit-later 1 A:rejit:Compute,Small:0:-1 B:rejit:Compute,Small:1:-1
-run_case revert-by-one-of-two 1 A:rejit:Compute,Small:0:2 B:rejit:Compute,Small:0:-1
-run_case revert-then-last-owner-reverts 1 A:rejit:Compute:0:1 B:rejit:Compute:0:2
+run_case revert-by-one-of-two 1 A:rejit:Compute,Small:0:2 B:rejit:Compute,Small:0:-1:2
+run_case revert-then-last-owner-reverts 1 A:rejit:Compute:0:1 B:rejit:Compute:0:2:2
 run_case inliners-beside-another-owner 1 A:inliners:Leaf:1:-1 B:rejit:Leaf:1:-1
+# both ask for inlining callbacks, on different methods: only Leaf is inlined (into Mid)
+run_case inliners-two-requesters 1 A:inliners:Leaf:1:-1 B:inliners:Small:1:-1
 
 # the inliner case: only the child that asked for inlining callbacks saw the inliner (Mid)
 a=$(awk '$1=="rejit_params_other"{print $2}' "$WORK/inliners-beside-another-owner.A" 2>/dev/null)
@@ -130,6 +155,11 @@ b=$(awk '$1=="rejit_params_other"{print $2}' "$WORK/inliners-beside-another-owne
 if [ "${a:-0}" -ge 1 ] && [ "${b:-1}" = 0 ]; then
     ok "inliners: GetReJITParameters for the inliner Mid reached the child that asked ($a), not the other ($b)"
 else bad "inliners: inliner callbacks" "A saw ${a:-?}, B saw ${b:-?}"; fi
+a=$(awk '$1=="rejit_params_other"{print $2}' "$WORK/inliners-two-requesters.A" 2>/dev/null)
+b=$(awk '$1=="rejit_params_other"{print $2}' "$WORK/inliners-two-requesters.B" 2>/dev/null)
+if [ "${a:-0}" -ge 1 ] && [ "${b:-1}" = 0 ]; then
+    ok "inliners: Mid (which inlined A's Leaf) reached A ($a), not B ($b), which asked for inlining callbacks on Small"
+else bad "inliners: inliner callbacks of two requesters" "A saw ${a:-?}, B saw ${b:-?}"; fi
 # the JIT-time child saw the first compilation of a method another child ReJITs before its first call
 j=$(field "$WORK/jit+rejit-before-first-call.A" jit_started Compute)
 if [ "${j:-0}" -ge 1 ] && grep -q "held back until its first compilation" "$WORK/jit+rejit-before-first-call.log"; then

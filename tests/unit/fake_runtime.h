@@ -8,7 +8,8 @@
  *   GetEventMask/2   the mask last set (so a proxy that forwards these is caught)
  *   GetRuntimeInformation  CoreCLR, version `major`.0.0
  *   GetFunctionInfo  FunctionID -> (class, module, token) from funcs[]
- *   RequestReJIT / RequestReJITWithInliners  recorded
+ *   RequestReJIT / RequestReJITWithInliners  recorded; each method requested gets a new
+ *                    ReJIT ID (a counter from 1), which GetReJITIDs lists
  *   SetEnterLeaveFunctionHooks*, SetFunctionIDMapper*  counted
  *   EventPipeStartSession / StopSession / AddProviderToSession  session ids, counted
  *   EventPipeGetProviderInfo  name by provider handle from providers[]
@@ -23,6 +24,7 @@
 #ifndef CLRMUX_TESTS_FAKE_RUNTIME_H
 #define CLRMUX_TESTS_FAKE_RUNTIME_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,9 @@ struct fake_runtime {
     mdMethodDef revert_methods[FAKE_RT_MAX_REJIT];
     int rejit_inliner_calls; /* RequestReJITWithInliners among rejit_calls */
     DWORD rejit_inliner_flags;
+    /* the ReJIT IDs made (one per method per request) */
+    struct { ModuleID mod; mdToken tok; ReJITID id; } rejit_ids[64];
+    int nrejit_ids;
     /* IL: GetILFunctionBody answers `il` (the method's IL; Info::SetILFunctionBody replaces it) */
     BYTE il[256];
     ULONG il_size;
@@ -232,14 +237,61 @@ static HRESULT STDMETHODCALLTYPE fr_GetCodeInfo2(ICorProfilerInfo15 *This, Funct
     return CORPROF_E_FUNCTION_NOT_COMPILED;
 }
 
+/* The ReJIT bookkeeping is shared by the threads of the stress tests. */
+static pthread_mutex_t fr_rejit_lock = PTHREAD_MUTEX_INITIALIZER;
 static void fr_record_rejit(struct fake_runtime *rt, ULONG n, ModuleID *mods, mdMethodDef *methods)
 {
+    pthread_mutex_lock(&fr_rejit_lock);
     rt->rejit_calls++;
     rt->rejit_last_count = n;
     for (ULONG i = 0; i < n && i < FAKE_RT_MAX_REJIT; i++) {
         rt->rejit_mods[i] = mods[i];
         rt->rejit_methods[i] = methods[i];
+        if (rt->nrejit_ids < 64) {
+            rt->rejit_ids[rt->nrejit_ids].mod = mods[i];
+            rt->rejit_ids[rt->nrejit_ids].tok = methods[i];
+            rt->rejit_ids[rt->nrejit_ids].id = (ReJITID)rt->nrejit_ids + 1;
+            rt->nrejit_ids++;
+        }
     }
+    pthread_mutex_unlock(&fr_rejit_lock);
+}
+/* The ReJIT ID the last request made for (mod, tok); 0 if none. */
+static inline ReJITID fake_runtime_last_rejit_id(struct fake_runtime *rt, ModuleID mod, mdToken tok)
+{
+    ReJITID id = 0;
+    pthread_mutex_lock(&fr_rejit_lock);
+    for (int i = 0; i < rt->nrejit_ids; i++)
+        if (rt->rejit_ids[i].mod == mod && rt->rejit_ids[i].tok == tok)
+            id = rt->rejit_ids[i].id;
+    pthread_mutex_unlock(&fr_rejit_lock);
+    return id;
+}
+static HRESULT STDMETHODCALLTYPE fr_GetReJITIDs(ICorProfilerInfo15 *This, FunctionID fid, ULONG cap, ULONG *pn,
+                                               ReJITID *ids)
+{
+    struct fake_runtime *rt = fr_impl(This);
+    if (!pn || (cap && !ids))
+        return E_INVALIDARG;
+    ModuleID mod = 0;
+    mdToken tok = 0;
+    int found = 0;
+    for (int i = 0; i < rt->nfuncs && !found; i++)
+        if (rt->funcs[i].fid == fid)
+            mod = rt->funcs[i].mod, tok = rt->funcs[i].tok, found = 1;
+    if (!found)
+        return E_INVALIDARG;
+    ULONG n = 0;
+    pthread_mutex_lock(&fr_rejit_lock);
+    for (int i = 0; i < rt->nrejit_ids; i++)
+        if (rt->rejit_ids[i].mod == mod && rt->rejit_ids[i].tok == tok) {
+            if (n < cap)
+                ids[n] = rt->rejit_ids[i].id;
+            n++;
+        }
+    pthread_mutex_unlock(&fr_rejit_lock);
+    *pn = n;
+    return n > cap ? S_FALSE : S_OK;
 }
 static HRESULT STDMETHODCALLTYPE fr_RequestReJIT(ICorProfilerInfo15 *This, ULONG n, ModuleID *mods, mdMethodDef *methods)
 {
@@ -402,6 +454,7 @@ static const ICorProfilerInfo15Vtbl fake_runtime_vtbl = {
     .GetCodeInfo2 = fr_GetCodeInfo2,
     .RequestReJIT = fr_RequestReJIT,
     .RequestReJITWithInliners = fr_RequestReJITWithInliners,
+    .GetReJITIDs = fr_GetReJITIDs,
     .RequestRevert = fr_RequestRevert,
     .RequestProfilerDetach = fr_RequestProfilerDetach,
     .GetILFunctionBodyAllocator = fr_GetILFunctionBodyAllocator,
@@ -554,6 +607,7 @@ struct fake_child {
     ModuleID last_module;
     mdMethodDef last_method;
     FunctionID last_function;
+    ReJITID last_rejit_id;     /* ReJITCompilationStarted's */
     EVENTPIPE_PROVIDER last_provider;
     unsigned long counts[FC_COUNT];
 };
@@ -670,6 +724,7 @@ static HRESULT STDMETHODCALLTYPE fc_ReJITCompilationStarted(ICorProfilerCallback
     struct fake_child *fc = fc_impl(This);
     fc->counts[FC_ReJITCompilationStarted]++;
     fc->last_function = fid;
+    fc->last_rejit_id = id;
     return S_OK;
 }
 

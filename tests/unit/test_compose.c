@@ -415,6 +415,196 @@ static void test_inliners_reach_the_requester(void **state)
     fake_mux_free(m);
 }
 
+/* The ReJIT IDs a child's GetReJITIDs lists for `fid` (count; ids[] receives up to 8). */
+static ULONG child_rejit_ids(struct clrmux_child *c, FunctionID fid, ReJITID *ids)
+{
+    ICorProfilerInfo15 *p = fake_child_info(c);
+    ULONG n = 99;
+    assert_true(SUCCEEDED(p->lpVtbl->GetReJITIDs(p, fid, 8, &n, ids)));
+    return n;
+}
+
+/* A later request by another owner: the first owner is not asked again (its last link is
+ * reused: its input is unchanged) and sees nothing of the new version, as alone. */
+static void test_later_request_does_not_call_earlier_owner(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    struct fake_child k[2];
+    struct clrmux_child *c[2];
+    const DWORD JIT = COR_PRF_MONITOR_JIT_COMPILATION;
+    DWORD masks[2] = {REJIT | JIT, REJIT | JIT};
+    struct clrmux_mux *m = setup(&rt, k, "ab", masks, c);
+    fake_runtime_add_function(&rt, 0x501, MOD, M1); /* compiled: nothing held back */
+    k[0].rejit_hook = k[1].rejit_hook = rewriter;
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    struct fake_fc fc;
+
+    assert_int_equal(rejit(c[0], M1), S_OK);
+    ReJITID id_a = fake_runtime_last_rejit_id(&rt, MOD, M1);
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
+    mux->lpVtbl->ReJITCompilationStarted(mux, 0x501, id_a, TRUE);
+    mux->lpVtbl->ReJITCompilationFinished(mux, 0x501, id_a, S_OK, TRUE);
+    assert_string_equal((char *)fc.body, "Ra");
+    assert_int_equal(FC_CALLS(&k[0], ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationStarted), 0);
+
+    assert_int_equal(rejit(c[1], M1), S_OK);
+    ReJITID id_b = fake_runtime_last_rejit_id(&rt, MOD, M1);
+    assert_true(id_b != id_a);
+    ReJITID ids[8];
+    /* before the new version is composed, it is already b's alone */
+    assert_int_equal(child_rejit_ids(c[1], 0x501, ids), 1);
+    assert_int_equal(ids[0], id_b);
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
+    assert_string_equal((char *)fc.body, "Rab"); /* both rewrites... */
+    assert_int_equal(FC_CALLS(&k[0], GetReJITParameters), 1); /* ...a not asked again */
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
+    assert_string_equal(k[1].seen, "Ra");
+    assert_int_equal(fc.flags, 1u | 2u); /* a's codegen flags and map kept from its last link */
+    assert_int_equal(fc.set_map_calls, 1);
+    assert_int_equal(fc.map[0].newOffset, 2);
+    mux->lpVtbl->ReJITCompilationStarted(mux, 0x501, id_b, TRUE);
+    mux->lpVtbl->ReJITCompilationFinished(mux, 0x501, id_b, S_OK, TRUE);
+    assert_int_equal(FC_CALLS(&k[0], ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[0], ReJITCompilationFinished), 1);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationStarted), 1);
+    assert_int_equal(k[1].last_rejit_id, id_b);
+    /* each child's GetReJITIDs: its own version only */
+    assert_int_equal(child_rejit_ids(c[0], 0x501, ids), 1);
+    assert_int_equal(ids[0], id_a);
+    assert_int_equal(child_rejit_ids(c[1], 0x501, ids), 1);
+    assert_int_equal(ids[0], id_b);
+    /* the runtime's contract: a short buffer gets S_FALSE and the full count */
+    ICorProfilerInfo15 *pa = fake_child_info(c[0]);
+    ULONG n = 0;
+    assert_int_equal(pa->lpVtbl->GetReJITIDs(pa, 0x501, 0, &n, NULL), S_FALSE);
+    assert_int_equal(n, 1);
+
+    /* a re-requests its own method: it is asked afresh (b not: a set the same body again, so
+     * b's input is what b rewrote last time) */
+    assert_int_equal(rejit(c[0], M1), S_OK);
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
+    assert_int_equal(FC_CALLS(&k[0], GetReJITParameters), 2);
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
+    assert_string_equal((char *)fc.body, "Rab");
+    assert_int_equal(child_rejit_ids(c[0], 0x501, ids), 2);
+
+    /* a revert by b: a's rewrite is rebuilt from a's last link; nobody sees the rebuilt version */
+    ModuleID mods[1] = {MOD};
+    mdMethodDef methods[1] = {M1};
+    ICorProfilerInfo15 *pb = fake_child_info(c[1]);
+    assert_int_equal(pb->lpVtbl->RequestRevert(pb, 1, mods, methods, NULL), S_OK);
+    ReJITID id_r = fake_runtime_last_rejit_id(&rt, MOD, M1);
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
+    assert_string_equal((char *)fc.body, "Ra");
+    assert_int_equal(FC_CALLS(&k[0], GetReJITParameters), 2);
+    mux->lpVtbl->ReJITCompilationStarted(mux, 0x501, id_r, TRUE);
+    assert_int_equal(FC_CALLS(&k[0], ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationStarted), 1);
+    assert_int_equal(child_rejit_ids(c[0], 0x501, ids), 2);
+    assert_int_equal(child_rejit_ids(c[1], 0x501, ids), 1);
+    fake_mux_free(m);
+}
+
+/* A held-back owner sees its method's first compilation as a ReJIT compilation of a version
+ * of its own, as alone: no JITCompilationStarted/Finished, GetReJITParameters, then
+ * ReJITCompilationStarted/Finished with a ReJIT ID that its GetReJITIDs lists. */
+static void test_held_back_owner_sees_a_rejit(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    struct fake_child k[2];
+    struct clrmux_child *c[2];
+    const DWORD JIT = COR_PRF_MONITOR_JIT_COMPILATION;
+    DWORD masks[2] = {JIT, REJIT | JIT};
+    struct clrmux_mux *m = setup(&rt, k, "ab", masks, c);
+    k[0].jit_hook = jit_rewriter;
+    k[1].rejit_hook = plain_rewriter;
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    assert_int_equal(rejit(c[1], M1), S_OK); /* held back */
+    fake_runtime_add_function(&rt, 0x501, MOD, M1);
+    mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
+    mux->lpVtbl->JITCompilationFinished(mux, 0x501, S_OK, TRUE);
+    assert_int_equal(FC_CALLS(&k[0], JITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[0], JITCompilationFinished), 1);
+    assert_int_equal(FC_CALLS(&k[1], JITCompilationStarted), 0);
+    assert_int_equal(FC_CALLS(&k[1], JITCompilationFinished), 0);
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationFinished), 1);
+    assert_string_equal((char *)rt.il, "Rab");
+    ReJITID made_up = k[1].last_rejit_id;
+    assert_true(made_up >= CLRMUX_FAKE_REJITID_BASE);
+    ReJITID ids[8];
+    assert_int_equal(child_rejit_ids(c[1], 0x501, ids), 1);
+    assert_int_equal(ids[0], made_up);
+    assert_int_equal(child_rejit_ids(c[0], 0x501, ids), 0);
+    assert_int_equal(clrmux_compose_runtime_rejitid(made_up), 0);
+    /* tier 1: again a ReJIT compilation of that version for b, a JIT compilation for a */
+    mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
+    assert_int_equal(FC_CALLS(&k[0], JITCompilationStarted), 2);
+    assert_int_equal(FC_CALLS(&k[1], JITCompilationStarted), 0);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationStarted), 2);
+    assert_int_equal(k[1].last_rejit_id, made_up);
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
+    /* after its revert, b's method is back to JIT compilations */
+    ModuleID mods[1] = {MOD};
+    mdMethodDef methods[1] = {M1};
+    ICorProfilerInfo15 *pb = fake_child_info(c[1]);
+    assert_int_equal(pb->lpVtbl->RequestRevert(pb, 1, mods, methods, NULL), S_OK);
+    mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
+    assert_int_equal(FC_CALLS(&k[1], JITCompilationStarted), 1);
+    fake_mux_free(m);
+}
+
+/* Two children ask for inlining callbacks on different methods: an inliner reaches the one
+ * whose method it inlined (JITInlining recorded), as alone. */
+static void test_inliner_reaches_only_the_inlinee_requester(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    struct fake_child k[2];
+    struct clrmux_child *c[2];
+    const DWORD JIT = COR_PRF_MONITOR_JIT_COMPILATION;
+    DWORD masks[2] = {REJIT | JIT, REJIT | JIT};
+    struct clrmux_mux *m = setup(&rt, k, "ab", masks, c);
+    fake_runtime_add_function(&rt, 0x501, MOD, M1);
+    fake_runtime_add_function(&rt, 0x502, MOD, M2);
+    fake_runtime_add_function(&rt, 0x503, MOD, 0x06000003);
+    fake_runtime_add_function(&rt, 0x504, MOD, 0x06000004);
+    k[0].rejit_hook = k[1].rejit_hook = rewriter;
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    BOOL inl = TRUE;
+    mux->lpVtbl->JITInlining(mux, 0x503, 0x501, &inl); /* 3 inlined 1 */
+    assert_true(inl);
+    inl = TRUE;
+    mux->lpVtbl->JITInlining(mux, 0x504, 0x503, &inl); /* 4 inlined 3 (and with it 1) */
+    const DWORD flags = COR_PRF_REJIT_BLOCK_INLINING | COR_PRF_REJIT_INLINING_CALLBACKS;
+    ModuleID mods[1] = {MOD};
+    mdMethodDef m1[1] = {M1}, m2[1] = {M2};
+    ICorProfilerInfo15 *pa = fake_child_info(c[0]), *pb = fake_child_info(c[1]);
+    assert_int_equal(pa->lpVtbl->RequestReJITWithInliners(pa, flags, 1, mods, m1), S_OK);
+    assert_int_equal(pb->lpVtbl->RequestReJITWithInliners(pb, flags, 1, mods, m2), S_OK);
+    struct fake_fc fc;
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, 0x06000003, &fc.iface);
+    assert_int_equal(FC_CALLS(&k[0], GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 0);
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, 0x06000004, &fc.iface);
+    assert_int_equal(FC_CALLS(&k[0], GetReJITParameters), 2);
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 0);
+    mux->lpVtbl->ReJITCompilationStarted(mux, 0x504, 77, TRUE);
+    assert_int_equal(FC_CALLS(&k[0], ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationStarted), 0);
+    fake_mux_free(m);
+}
+
 static void test_function_control_misuse(void **state)
 {
     (void)state;
@@ -472,6 +662,9 @@ int main(void)
         cmocka_unit_test_teardown(test_no_hold_back_without_jit_watchers, teardown),
         cmocka_unit_test_teardown(test_held_back_owner_joins_a_rejit_first_compilation, teardown),
         cmocka_unit_test_teardown(test_inliners_reach_the_requester, teardown),
+        cmocka_unit_test_teardown(test_later_request_does_not_call_earlier_owner, teardown),
+        cmocka_unit_test_teardown(test_held_back_owner_sees_a_rejit, teardown),
+        cmocka_unit_test_teardown(test_inliner_reaches_only_the_inlinee_requester, teardown),
         cmocka_unit_test_teardown(test_function_control_misuse, teardown),
         cmocka_unit_test(test_il_map_composition),
     };

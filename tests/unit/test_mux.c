@@ -993,13 +993,14 @@ static void test_rejit_callbacks_reach_requesters_only(void **state)
     assert_int_equal(request_rejit(ca, 1, mods, methods), S_OK);
 
     mux->lpVtbl->GetReJITParameters(mux, 0x7000, 0x06000001, NULL);
+    const ReJITID v1 = fake_runtime_last_rejit_id(&rt, 0x7000, 0x06000001); /* a's version */
     assert_int_equal(FC_CALLS(&a, GetReJITParameters), 1);
     assert_int_equal(a.last_module, 0x7000);
     assert_int_equal(a.last_method, 0x06000001);
     mux->lpVtbl->ReJITError(mux, 0x7000, 0x06000001, 0x500, E_FAIL);
-    mux->lpVtbl->ReJITCompilationStarted(mux, 0x500, 7, TRUE);
+    mux->lpVtbl->ReJITCompilationStarted(mux, 0x500, v1, TRUE);
     assert_int_equal(a.last_function, 0x500);
-    mux->lpVtbl->ReJITCompilationFinished(mux, 0x500, 7, S_OK, TRUE);
+    mux->lpVtbl->ReJITCompilationFinished(mux, 0x500, v1, S_OK, TRUE);
     assert_int_equal(FC_CALLS(&a, ReJITError), 1);
     assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 1);
     assert_int_equal(FC_CALLS(&a, ReJITCompilationFinished), 1);
@@ -1017,17 +1018,22 @@ static void test_rejit_callbacks_reach_requesters_only(void **state)
     assert_int_equal(FC_CALLS(&a, ReJITCompilationFinished), 1);
     assert_int_equal(fake_child_total_calls(&b), 0);
 
-    /* b requests method 1 too, and method 2: both get method 1's callbacks, b alone 2's */
+    /* b requests method 1 too, and method 2: the new version of method 1 is b's (a's rewrite
+     * in it is a's last one, reused: alone, a would see no new version), 2 is b's */
     assert_int_equal(request_rejit(cb, 2, mods, methods), S_OK);
     mux->lpVtbl->GetReJITParameters(mux, 0x7000, 0x06000001, NULL);
-    mux->lpVtbl->ReJITCompilationStarted(mux, 0x500, 10, TRUE);
-    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 2);
+    mux->lpVtbl->ReJITCompilationStarted(mux, 0x500, fake_runtime_last_rejit_id(&rt, 0x7000, 0x06000001), TRUE);
+    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 1);
     assert_int_equal(FC_CALLS(&b, GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(&b, ReJITCompilationStarted), 1);
+    /* a tier-1 compilation of a's version still reaches a alone */
+    mux->lpVtbl->ReJITCompilationStarted(mux, 0x500, v1, TRUE);
     assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 2);
     assert_int_equal(FC_CALLS(&b, ReJITCompilationStarted), 1);
     mux->lpVtbl->GetReJITParameters(mux, 0x7000, 0x06000002, NULL);
-    mux->lpVtbl->ReJITCompilationStarted(mux, 0x600, 11, TRUE);
-    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 2);
+    mux->lpVtbl->ReJITCompilationStarted(mux, 0x600, fake_runtime_last_rejit_id(&rt, 0x7000, 0x06000002), TRUE);
+    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 1);
     assert_int_equal(FC_CALLS(&b, GetReJITParameters), 2);
     assert_int_equal(b.last_method, 0x06000002);
     assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 2);
