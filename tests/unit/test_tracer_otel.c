@@ -311,7 +311,7 @@ static void test_span_context_other_thread(void **state)
     struct clrmux_span_context *c = clrmux_span_context_find(pp.tid);
     assert_non_null(c);
     assert_null(clrmux_span_context_find(0));
-    struct clrmux_span_ids ids;
+    struct clrmux_span_ids ids = {0};
     assert_int_equal(clrmux_span_context_read(c, pp.tid, &ids, 4), 1);
     assert_true(ids.span_id == pp.span_id && ids.local_root_id == pp.root_id && ids.span_id != ids.local_root_id);
     assert_int_equal(clrmux_span_context_read(c, pp.tid + 1, &ids, 4), 0); /* not that thread's */
