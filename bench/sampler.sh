@@ -8,6 +8,9 @@
 # pause shows there. BENCH_SAMPLER_ROUNDS (3) interleaved rounds (the order rotates each
 # round) of BENCH_SAMPLER_SECONDS (5) per run, of:
 #   none       no profiler
+#   noop       clrmux with one no-op child (build/fake/libnoop.so): the loader's own cost
+#   nosample   clrmux [child profiler] with cpu = false, wall = false: the profiler loaded
+#              (its masks, the loader's exception watch) but not sampling
 #   suspend    clrmux [child profiler] sampler = suspend (SuspendRuntime + DoStackSnapshot),
 #              default pause budget 1% (the interval stretches with the pause)
 #   suspend100 the same at a fixed 10 ms (pause_budget_percent = 0)
@@ -31,7 +34,7 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPE
 
 ROUNDS=${BENCH_SAMPLER_ROUNDS:-3}
 SECS=${BENCH_SAMPLER_SECONDS:-5}
-KINDS=${BENCH_SAMPLER_KINDS:-none suspend suspend100 signal trace}
+KINDS=${BENCH_SAMPLER_KINDS:-none noop nosample suspend suspend100 signal trace}
 APP=build/clr/cpubound/cpubound.dll
 ARGS=("$SECS" 2 200 1)
 LIB="$ROOT/build/libclrmux.so"
@@ -60,12 +63,14 @@ conf() { # conf NAME EXTRA-LINES
 conf suspend "sampler = suspend"
 conf suspend100 $'sampler = suspend\npause_budget_percent = 0'
 conf signal "sampler = signal"
+conf nosample $'sampler = signal\ncpu = false\nwall = false'
+printf '[child noop]\npath = %s\nclsid = {B0000002-0000-0000-0000-000000000002}\n' "$ROOT/build/fake/libnoop.so" >"$WORK/noop.conf"
 
 # run KIND ROUND: appends "KIND round ops maxgap p999gap wall user sys samples_per_busy_thread_s sampler_ms" to runs
 run() {
     local kind=$1 i=$2 tag="$WORK/$1.$2" env=() cmd=(dotnet "$APP" "${ARGS[@]}")
     case $kind in
-    suspend | suspend100 | signal)
+    suspend | suspend100 | signal | nosample | noop)
         env=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB"
             CLRMUX_CONFIG="$WORK/$kind.conf" CLRMUX_LOG_FILE="$tag.log") ;;
     trace)
@@ -80,7 +85,7 @@ run() {
     [ -n "$ops" ] && [ -n "$gaps" ] || { echo "sampler: no figures from $kind run $i" >&2; cat "$tag.out" "$tag.err" >&2; exit 1; }
     if [ -f "$tag.log" ]; then
         local line
-        line=$(grep "shut down" "$tag.log" | tail -1)
+        line=$(grep "shut down" "$tag.log" | tail -1 || true) # none for the no-op child
         sms=$(sed -n 's/.*sampler thread CPU \([0-9.]*\) ms.*/\1/p' <<<"$line")
         if [ "$kind" = signal ]; then # the busiest thread's cpu samples over the run / per CPU-second
             rate=$(sed -n 's/.*(\([0-9.]*\) per CPU-second of a thread, busiest thread \([0-9]*\)).*/\1 \2/p' <<<"$line" \
