@@ -100,7 +100,7 @@ run() {
 echo "== the signal sampler's cost to a busy thread, in-process (bench/sigcost.c)"
 mkdir -p build/bench
 gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Isrc -pthread -o build/bench/sigcost bench/sigcost.c \
-    src/profiler/sigsampler.c src/profiler/stackwalk.c src/profiler/rawq.c src/common/log.c
+    src/profiler/sigsampler.c src/profiler/stackwalk.c src/profiler/rawq.c src/common/log.c src/common/platform_posix.c -ldl
 build/bench/sigcost "${BENCH_SIGCOST_ROUNDS:-8}" 1000 10 200 | tail -1
 echo
 

@@ -10,7 +10,12 @@
 
 #include "clrmux/corprof.h"
 
+/* Windows: the exports are listed in src/loader/libclrmux.def */
+#if defined(_WIN32)
+#define CLRMUX_EXPORT
+#else
 #define CLRMUX_EXPORT __attribute__((visibility("default")))
+#endif
 
 /* clrmux's CLSID: {EE712634-5BBB-4C28-8E6A-45180A97AD0B}. */
 #define CLSID_clrmux {0xEE712634, 0x5BBB, 0x4C28, {0x8E, 0x6A, 0x45, 0x18, 0x0A, 0x97, 0xAD, 0x0B}}

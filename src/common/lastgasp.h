@@ -92,6 +92,9 @@ static inline int clrmux_lastgasp_lock(pthread_mutex_t *m, int64_t deadline_ns)
  * first by each thread clrmux starts. */
 static inline void clrmux_block_termination_signals(void)
 {
+#if defined(_WIN32)
+    /* Windows: no signals; console control events arrive on a thread of their own */
+#else
     sigset_t s;
     sigemptyset(&s);
     sigaddset(&s, SIGTERM);
@@ -99,6 +102,7 @@ static inline void clrmux_block_termination_signals(void)
     sigaddset(&s, SIGQUIT);
     sigaddset(&s, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &s, NULL);
+#endif
 }
 
 #endif

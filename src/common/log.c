@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/platform.h"
+
 static _Atomic int g_level = CLRMUX_LOG_INFO;
 static _Atomic int g_fd = 2;
 static clrmux_log_sink g_sink;
@@ -83,7 +85,7 @@ int clrmux_log_open(const char *tmpl)
     /* never through a planted symlink, never blocking on a FIFO, only into a regular file
      * with one name (a hard link to another file is refused) or a character device
      * (/dev/null) */
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
+    int fd = clrmux_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -98,7 +100,7 @@ int clrmux_log_open(const char *tmpl)
         errno = e;
         return -1;
     }
-    fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);
+    clrmux_fd_clear_nonblock(fd);
     int old = atomic_exchange(&g_fd, fd);
     if (old > 2)
         close(old);

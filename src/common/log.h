@@ -40,7 +40,12 @@ int clrmux_expand_pid(const char *tmpl, char *out, unsigned long outsz);
  * with stdio: async-signal-safe (for signal handlers). No sink, no level check. */
 void clrmux_log_signal_safe(int level, const char *msg);
 
-void clrmux_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#if defined(__MINGW32__)
+#define CLRMUX_PRINTF_FORMAT gnu_printf /* mingw-w64 with __USE_MINGW_ANSI_STDIO: C99 printf (%zu) */
+#else
+#define CLRMUX_PRINTF_FORMAT printf
+#endif
+void clrmux_log(int level, const char *fmt, ...) __attribute__((format(CLRMUX_PRINTF_FORMAT, 2, 3)));
 void clrmux_vlog(int level, const char *fmt, va_list ap);
 
 /* Routes every line also to `sink` (tests capture log lines this way); NULL removes it. */

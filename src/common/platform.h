@@ -29,8 +29,75 @@ int clrmux_process_names(char *exe, size_t exesz, char *app, size_t appsz);
 int clrmux_loaded_module(const char *base_name, const char *marker, char *path, size_t pathsz, char *found,
                          size_t foundsz);
 
+/* Opens `path` as open(2) would with `flags` and `mode`, the descriptor not inherited by
+ * child processes (O_CLOEXEC; _O_NOINHERIT on Windows). With O_NOFOLLOW a symbolic link at
+ * the path itself is refused (on Windows any reparse point: a symbolic link or junction,
+ * opened with FILE_FLAG_OPEN_REPARSE_POINT). Returns the descriptor, or -1 with errno set. */
+int clrmux_open(const char *path, int flags, int mode);
+/* Clears O_NONBLOCK on `fd` after an open that must not block on a FIFO (no-op on Windows,
+ * where a file open never blocks that way). */
+void clrmux_fd_clear_nonblock(int fd);
+/* The calling thread's id as the OS shows it (gettid on Linux, GetCurrentThreadId on
+ * Windows), for log lines. */
+long clrmux_thread_id(void);
+/* Calls fn(lib, path, ctx) for each shared object loaded in the process, `lib` a handle that
+ * clrmux_lib_sym accepts, valid during the call only. Stops when fn returns nonzero and
+ * returns that value; 0 when every object was seen; -1 when the list cannot be read. */
+int clrmux_each_module(int (*fn)(void *lib, const char *path, void *ctx), void *ctx);
+/* Keeps the module that contains `addr` (libclrmux itself) loaded until the process ends,
+ * whatever FreeLibrary/dlclose calls follow (RTLD_NODELETE; GET_MODULE_HANDLE_EX_FLAG_PIN).
+ * Returns 0, or -1. */
+int clrmux_pin_module_of(const void *addr);
+/* A process-wide memory barrier: when it returns, every thread of the process has run a full
+ * barrier (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) on Linux, FlushProcessWriteBuffers on
+ * Windows). clrmux_process_barrier_register must have returned 0 first (on Linux it waits for
+ * an RCU grace period, so it runs off the start-up path). Return 0, or -1 when the OS has no
+ * such barrier (callers then fall back to a fence in every reader). */
+int clrmux_process_barrier_register(void);
+int clrmux_process_barrier(void);
+
+/* Whether `p` is an absolute path: "/x" on POSIX; on Windows also "C:/x", "C:\\x", "\\x"
+ * (a UNC path or the current drive's root). */
+static inline int clrmux_path_is_absolute(const char *p)
+{
+#if defined(_WIN32)
+    if (p[0] == '\\' || (((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z') && p[1] == ':' && (p[2] == '/' || p[2] == '\\')))
+        return 1;
+#endif
+    return p[0] == '/';
+}
+
+/* The last path separator in `p` ('/'; on Windows also '\\'), or NULL. */
+static inline char *clrmux_last_separator(char *p)
+{
+    char *last = NULL;
+    for (; *p; p++)
+#if defined(_WIN32)
+        if (*p == '/' || *p == '\\')
+#else
+        if (*p == '/')
+#endif
+            last = p;
+    return last;
+}
+
 #if defined(_WIN32)
 #include <stdio.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+/* open(2) flags Windows lacks: clrmux_open reads O_NOFOLLOW (a value no msvcrt _O_ flag
+ * uses); O_CLOEXEC is _O_NOINHERIT; a file open does not block and there is no controlling
+ * terminal. */
+#define O_NOFOLLOW 0x1000000
+#define O_CLOEXEC _O_NOINHERIT
+#define O_NONBLOCK 0
+#define O_NOCTTY 0
+#ifndef S_ISSOCK
+#define S_ISSOCK(m) 0
+#endif
+#ifndef S_ISBLK
+#define S_ISBLK(m) 0
+#endif
 /* Windows: opens the file at UTF-8 `path` with fopen's `mode` ("r", "w", "a", with "b"),
  * without following a reparse point: a symbolic link or junction at `path` is refused, as
  * O_NOFOLLOW does on Linux. Returns the stream (the caller fcloses it), or NULL with the

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 
 void *clrmux_lib_open(const char *path, char *err, size_t errsz)
 {
@@ -129,3 +132,74 @@ int clrmux_loaded_module(const char *base_name, const char *marker, char *path, 
     dl_iterate_phdr(module_cb, &q);
     return q.hit == 1 ? 0 : -1;
 }
+
+int clrmux_open(const char *path, int flags, int mode) { return open(path, flags | O_CLOEXEC, mode); }
+
+void clrmux_fd_clear_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+}
+
+long clrmux_thread_id(void) { return (long)syscall(SYS_gettid); }
+
+struct module_names {
+    char **v;
+    size_t n, cap;
+};
+
+static int collect_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct module_names *ns = data;
+    if (!info->dlpi_name || !info->dlpi_name[0])
+        return 0;
+    if (ns->n == ns->cap) {
+        size_t cap = ns->cap ? ns->cap * 2 : 64;
+        char **v = realloc(ns->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        ns->v = v;
+        ns->cap = cap;
+    }
+    ns->v[ns->n] = strdup(info->dlpi_name);
+    if (ns->v[ns->n])
+        ns->n++;
+    return 0;
+}
+
+int clrmux_each_module(int (*fn)(void *lib, const char *path, void *ctx), void *ctx)
+{
+    /* names are copied first: dlopen is not called under dl_iterate_phdr's lock */
+    struct module_names ns = {0};
+    dl_iterate_phdr(collect_module, &ns);
+    int r = 0;
+    for (size_t i = 0; i < ns.n; i++) {
+        if (!r) {
+            void *h = dlopen(ns.v[i], RTLD_LAZY | RTLD_NOLOAD);
+            if (h) {
+                r = fn(h, ns.v[i], ctx);
+                dlclose(h);
+            }
+        }
+        free(ns.v[i]);
+    }
+    free(ns.v);
+    return r;
+}
+
+int clrmux_pin_module_of(const void *addr)
+{
+    char self[4096];
+    if (clrmux_module_path_of(addr, self, sizeof self) != 0)
+        return -1;
+    return dlopen(self, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) ? 0 : -1;
+}
+
+int clrmux_process_barrier_register(void)
+{
+    return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0 ? 0 : -1;
+}
+
+int clrmux_process_barrier(void) { return syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0 ? 0 : -1; }

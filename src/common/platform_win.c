@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <windows.h>
+#include <errno.h>
+#include <psapi.h>
 
 #define WPATH 32768 /* the longest path Windows accepts (\\?\ form), in UTF-16 units */
 
@@ -51,6 +53,9 @@ void *clrmux_lib_open(const char *path, char *err, size_t errsz)
         snprintf(err, errsz, "the path is not valid UTF-8 or is too long");
         return NULL;
     }
+    for (wchar_t *c = w; *c; c++) /* LOAD_WITH_ALTERED_SEARCH_PATH wants backslashes */
+        if (*c == L'/')
+            *c = L'\\';
     /* as the runtime loads a profiler: its own folder first for its dependencies */
     HMODULE h = LoadLibraryExW(w, NULL, LOAD_WITH_ALTERED_SEARCH_PATH);
     if (!h)
@@ -76,7 +81,14 @@ static int module_file(HMODULE m, char *out, size_t outsz)
     const wchar_t *p = w;
     if (wcsncmp(p, L"\\\\?\\", 4) == 0 && p[5] == L':')
         p += 4; /* \\?\C:\... -> C:\... */
-    return to_utf8(p, out, outsz);
+    if (to_utf8(p, out, outsz) != 0)
+        return -1;
+    /* forward slashes, which every Windows file API accepts: the rest of clrmux splits
+     * paths at '/' ("C:/app/libclrmux.dll" -> "C:/app") */
+    for (char *c = out; *c; c++)
+        if (*c == '\\')
+            *c = '/';
+    return 0;
 }
 
 int clrmux_module_path_of(const void *addr, char *out, size_t outsz)
@@ -231,6 +243,105 @@ FILE *clrmux_fopen_noreparse(const char *path, const char *mode, char *err, size
         _close(fd);
     }
     return f;
+}
+
+/* errno for a Win32 error of CreateFileW */
+static int errno_of(DWORD e)
+{
+    switch (e) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+        return ENOENT;
+    case ERROR_ACCESS_DENIED:
+    case ERROR_SHARING_VIOLATION:
+        return EACCES;
+    case ERROR_FILE_EXISTS:
+    case ERROR_ALREADY_EXISTS:
+        return EEXIST;
+    default:
+        return EIO;
+    }
+}
+
+int clrmux_open(const char *path, int flags, int mode)
+{
+    (void)mode; /* the new file's access comes from its folder's inherited ACL */
+    static __thread wchar_t w[WPATH];
+    if (to_wide(path, w, WPATH) != 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int acc = flags & (_O_RDONLY | _O_WRONLY | _O_RDWR);
+    DWORD access = acc == _O_WRONLY ? GENERIC_WRITE : acc == _O_RDWR ? GENERIC_READ | GENERIC_WRITE : GENERIC_READ;
+    DWORD disp = (flags & _O_CREAT) ? ((flags & _O_EXCL) ? CREATE_NEW : (flags & _O_TRUNC) ? CREATE_ALWAYS : OPEN_ALWAYS)
+                                    : ((flags & _O_TRUNC) ? TRUNCATE_EXISTING : OPEN_EXISTING);
+    DWORD fl = FILE_ATTRIBUTE_NORMAL | ((flags & O_NOFOLLOW) ? FILE_FLAG_OPEN_REPARSE_POINT : 0);
+    HANDLE h = CreateFileW(w, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, disp, fl, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+        errno = errno_of(GetLastError());
+        return -1;
+    }
+    if (flags & O_NOFOLLOW) {
+        FILE_ATTRIBUTE_TAG_INFO tag;
+        if (!GetFileInformationByHandleEx(h, FileAttributeTagInfo, &tag, sizeof tag) ||
+            (tag.FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
+            CloseHandle(h);
+            errno = ELOOP; /* what open(2) says of a symlink under O_NOFOLLOW */
+            return -1;
+        }
+    }
+    int fd = _open_osfhandle((intptr_t)h, (flags & (_O_APPEND | _O_RDONLY | _O_WRONLY | _O_RDWR)) | _O_BINARY);
+    if (fd < 0) {
+        CloseHandle(h);
+        errno = EMFILE;
+        return -1;
+    }
+    return fd;
+}
+
+void clrmux_fd_clear_nonblock(int fd) { (void)fd; }
+
+long clrmux_thread_id(void) { return (long)GetCurrentThreadId(); }
+
+int clrmux_each_module(int (*fn)(void *lib, const char *path, void *ctx), void *ctx)
+{
+    HMODULE mods[1024];
+    DWORD need = 0;
+    if (!K32EnumProcessModules(GetCurrentProcess(), mods, sizeof mods, &need))
+        return -1;
+    DWORD n = need / sizeof mods[0];
+    if (n > sizeof mods / sizeof mods[0])
+        n = sizeof mods / sizeof mods[0];
+    static __thread char name[WPATH * 3];
+    for (DWORD i = 0; i < n; i++) {
+        HMODULE h;
+        /* a counted reference: the module stays loaded during fn even if another thread
+         * frees it */
+        if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS, (LPCWSTR)mods[i], &h))
+            continue;
+        int r = module_file(h, name, sizeof name) == 0 ? fn((void *)h, name, ctx) : 0;
+        FreeLibrary(h);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+int clrmux_pin_module_of(const void *addr)
+{
+    HMODULE m;
+    return GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN, (LPCWSTR)addr,
+                              &m)
+               ? 0
+               : -1;
+}
+
+int clrmux_process_barrier_register(void) { return 0; /* FlushProcessWriteBuffers needs none */ }
+
+int clrmux_process_barrier(void)
+{
+    FlushProcessWriteBuffers();
+    return 0;
 }
 
 #endif

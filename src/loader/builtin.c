@@ -13,6 +13,18 @@
 #include "tracer/spans.h"
 #include "tracer/tracer.h"
 
+#if defined(_WIN32)
+/* ---- builtin = profiler: not on Windows ------------------------------------------------
+ * Its samplers are Linux-only (a signal per thread, /proc, process_vm_readv): README
+ * "Platforms". */
+static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, int *version)
+{
+    (void)version;
+    LOG_ERROR("child '%s': the built-in profiler (builtin = profiler) is unavailable on Windows (its samplers are "
+              "Linux-only); child skipped, the other children run", cc->name);
+    return NULL;
+}
+#else
 /* ---- builtin = profiler: the companion library libclrmux_profiler.so ------------------
  * Kept out of libclrmux.so (it needs libprotobuf-c and libz); dlopened from the folder of
  * libclrmux.so. A missing library or dependency is one log line and the child is skipped. */
@@ -59,14 +71,23 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
         LOG_INFO("child '%s': builtin profiler from %s", cc->name, real[0] ? real : path);
     return cb; /* the library stays loaded, as children are never unloaded */
 }
+#endif
 
 ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc, int *version)
 {
     if (strcmp(cc->builtin, "profiler") == 0)
         return create_profiler(cc, version);
+#if defined(CLRMUX_NO_TRACER)
+    if (strcmp(cc->builtin, "tracer") == 0) {
+        LOG_ERROR("child '%s': the built-in tracer (builtin = tracer) is not in this build of clrmux (Windows: README "
+                  "\"Platforms\"); child skipped", cc->name);
+        return NULL;
+    }
+#else
     if (strcmp(cc->builtin, "tracer") == 0)
         return clrmux_tracer_create(cc, clrmux_the_mux ? clrmux_the_mux->cfg.path : NULL,
                                     clrmux_the_mux ? clrmux_the_mux->cfg.dir : ".", version);
+#endif
     LOG_ERROR("child '%s': builtin '%s' is not available in this build of clrmux; child skipped", cc->name,
               cc->builtin);
     return NULL;

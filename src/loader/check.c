@@ -142,7 +142,7 @@ static void note_outputs(const struct clrmux_config *cfg, const struct clrmux_ch
     if (!out)
         out = is_tracer ? "traces-%p.otlp.jsonl" : "profiles";
     char *dst = is_tracer ? res->traces : res->profiles_dir;
-    int n = out[0] == '/' || !cfg->dir[0] ? snprintf(dst, sizeof res->traces, "%s", out)
+    int n = clrmux_path_is_absolute(out) || !cfg->dir[0] ? snprintf(dst, sizeof res->traces, "%s", out)
                                            : snprintf(dst, sizeof res->traces, "%s/%s", cfg->dir, out);
     if (n < 0 || (size_t)n >= sizeof res->traces)
         dst[0] = 0; /* too long: the builtin has logged it */

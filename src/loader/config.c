@@ -14,6 +14,7 @@
 
 #include "common/guid.h"
 #include "common/log.h"
+#include "common/platform.h"
 #include "common/trust.h"
 
 /* inih (Debian's build) reads at most INI_MAX_LINE - 1 characters per line. */
@@ -21,7 +22,7 @@
 
 struct parser {
     struct clrmux_config *cfg;
-    FILE *f;
+    const char *pos, *end; /* the text not yet read */
     int line;              /* physical line most recently handed to inih */
     int handled;           /* last line on which the handler ran */
     int checked;           /* last line check_previous_line looked at */
@@ -36,7 +37,7 @@ struct parser {
 };
 
 static void diag(struct clrmux_config *cfg, int level, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    __attribute__((format(CLRMUX_PRINTF_FORMAT, 4, 5)));
 static void diag(struct clrmux_config *cfg, int level, int line, const char *fmt, ...)
 {
     if (cfg->ndiags == CLRMUX_MAX_DIAGS) {
@@ -168,16 +169,24 @@ static char *reader(char *str, int num, void *stream)
 {
     struct parser *p = stream;
     check_previous_line(p);
-    char *s = fgets(str, num, p->f);
-    if (!s)
+    /* as fgets: at most num - 1 bytes, up to and with the '\n' */
+    if (p->pos >= p->end || num < 2)
         return NULL;
+    size_t n = 0;
+    while (n < (size_t)num - 1 && p->pos < p->end) {
+        char c = *p->pos++;
+        str[n++] = c;
+        if (c == '\n')
+            break;
+    }
+    str[n] = 0;
+    char *s = str;
     p->line++;
     p->line_too_long = 0;
     size_t len = strlen(s);
-    if (len > 0 && s[len - 1] != '\n' && !feof(p->f)) {
+    if (len > 0 && s[len - 1] != '\n' && p->pos < p->end) {
         /* longer than inih accepts: swallow the rest and hand inih an empty comment */
-        int c;
-        while ((c = fgetc(p->f)) != EOF && c != '\n') {
+        while (p->pos < p->end && *p->pos++ != '\n') {
         }
         p->line_too_long = 1;
         const char *t = s;
@@ -206,7 +215,7 @@ static int once(struct parser *p, unsigned bit, const char *key)
 static int resolve_path(const struct clrmux_config *cfg, const char *v, char *out, size_t outsz)
 {
     int n;
-    if (v[0] == '/' || cfg->dir[0] == 0)
+    if (clrmux_path_is_absolute(v) || cfg->dir[0] == 0)
         n = snprintf(out, outsz, "%s", v);
     else
         n = snprintf(out, outsz, "%s/%s", cfg->dir, v);
@@ -354,12 +363,13 @@ static void validate_children(struct clrmux_config *cfg)
     }
 }
 
-static void parse_file(FILE *f, struct clrmux_config *cfg)
+static void parse_text(const char *text, size_t len, struct clrmux_config *cfg)
 {
     struct parser p;
     memset(&p, 0, sizeof p);
     p.cfg = cfg;
-    p.f = f;
+    p.pos = text;
+    p.end = text + len;
     ini_parse_stream(reader, &p, handler, &p);
     check_previous_line(&p);
     validate_children(cfg);
@@ -383,7 +393,7 @@ static const char *file_kind(mode_t m)
  * (caller frees). Never blocks on a FIFO, never reads a device. NULL with a diagnostic. */
 static char *read_config_file(const char *path, struct clrmux_config *cfg, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = clrmux_open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0) {
         diag(cfg, CLRMUX_LOG_WARN, 0, "cannot read %s: %s", path, strerror(errno));
         return NULL;
@@ -432,19 +442,13 @@ static char *read_config_file(const char *path, struct clrmux_config *cfg, size_
 
 static void parse_buffer(const char *text, size_t len, struct clrmux_config *cfg)
 {
-    FILE *f = len ? fmemopen((void *)text, len, "r") : NULL;
-    if (len && !f) {
-        diag(cfg, CLRMUX_LOG_ERROR, 0, "cannot read configuration text");
-        return;
-    }
     cfg->found = 1;
-    if (!f) { /* empty */
+    if (!len) { /* empty */
         validate_children(cfg);
         diag(cfg, CLRMUX_LOG_WARN, 0, "no [child NAME] section");
         return;
     }
-    parse_file(f, cfg);
-    fclose(f);
+    parse_text(text, len, cfg);
 }
 
 void clrmux_config_load(const char *path, struct clrmux_config *cfg)
@@ -452,7 +456,7 @@ void clrmux_config_load(const char *path, struct clrmux_config *cfg)
     init_cfg(cfg);
     snprintf(cfg->path, sizeof cfg->path, "%s", path);
     snprintf(cfg->dir, sizeof cfg->dir, "%s", path);
-    char *slash = strrchr(cfg->dir, '/');
+    char *slash = clrmux_last_separator(cfg->dir);
     if (slash) *slash = 0;
     else snprintf(cfg->dir, sizeof cfg->dir, ".");
     size_t len = 0;
@@ -487,14 +491,8 @@ void clrmux_config_load_string(const char *text, const char *name, const char *d
     init_cfg(cfg);
     snprintf(cfg->path, sizeof cfg->path, "%s", name);
     snprintf(cfg->dir, sizeof cfg->dir, "%s", dir ? dir : "");
-    FILE *f = fmemopen((void *)text, strlen(text), "r");
-    if (!f) {
-        diag(cfg, CLRMUX_LOG_ERROR, 0, "cannot read configuration text");
-        return;
-    }
     cfg->found = 1;
-    parse_file(f, cfg);
-    fclose(f);
+    parse_text(text, strlen(text), cfg);
 }
 
 void clrmux_config_free(struct clrmux_config *cfg)

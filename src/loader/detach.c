@@ -2,10 +2,6 @@
  * answer the child alone. See detach.h. */
 #include "loader/detach.h"
 
-#include <dlfcn.h>
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -16,7 +12,7 @@
 #include "loader/elt.h"
 #include "loader/mux.h"
 
-__thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_model("initial-exec")));
+__thread struct clrmux_thread_rec *clrmux_tls_rec CLRMUX_TLS_IE;
 static _Atomic(struct clrmux_thread_rec *) thread_recs;
 _Atomic int clrmux_evac_asymmetric;
 static pthread_key_t rec_key;
@@ -64,7 +60,7 @@ static _Atomic int membarrier_state;
 static void *register_membarrier(void *arg)
 {
     (void)arg;
-    if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
+    if (clrmux_process_barrier_register() == 0)
         atomic_store(&clrmux_evac_asymmetric, 1);
     atomic_store(&membarrier_state, 2);
     return NULL;
@@ -83,9 +79,7 @@ void clrmux_pin_self(void)
         if (!started)
             register_membarrier(NULL);
     }
-    char self[4096];
-    if (clrmux_module_path_of((const void *)&clrmux_pin_self, self, sizeof self) != 0 ||
-        !dlopen(self, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+    if (clrmux_pin_module_of((const void *)&clrmux_pin_self) != 0)
         LOG_WARN("cannot pin libclrmux.so in memory; detaching clrmux from the runtime is refused");
 }
 
@@ -115,8 +109,8 @@ static void evacuate(struct clrmux_mux *m)
     /* every thread runs a full barrier: a callback that counted itself in before the child
      * was made inactive is seen below, one that counts itself in later sees it inactive */
     if (atomic_load(&clrmux_evac_asymmetric) &&
-        syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
-        LOG_WARN("membarrier failed; a callback running right now may still reach a detaching child");
+        clrmux_process_barrier() != 0)
+        LOG_WARN("the process-wide memory barrier failed; a callback running right now may still reach a detaching child");
     for (struct clrmux_thread_rec *t = atomic_load(&thread_recs); t; t = t->next)
         while (atomic_load(&t->inside) != 0 && !atomic_load(&m->shut_down))
             sleep_ms(2);

@@ -32,9 +32,18 @@ struct clrmux_thread_rec {
 };
 
 struct clrmux_thread_rec *clrmux_evac_register(void);
-/* 1 once membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is registered (clrmux_pin_self). */
-extern _Atomic int clrmux_evac_asymmetric __attribute__((visibility("hidden")));
-extern __thread struct clrmux_thread_rec *clrmux_tls_rec __attribute__((tls_model("initial-exec")));
+/* ELF only: hidden symbol, initial-exec TLS (a DLL's symbols are private unless exported, and
+ * mingw-w64 has its own TLS model) */
+#if defined(_WIN32)
+#define CLRMUX_ELF_HIDDEN
+#define CLRMUX_TLS_IE
+#else
+#define CLRMUX_ELF_HIDDEN __attribute__((visibility("hidden")))
+#define CLRMUX_TLS_IE __attribute__((tls_model("initial-exec")))
+#endif
+/* 1 once the process-wide barrier is registered (clrmux_pin_self; platform.h). */
+extern _Atomic int clrmux_evac_asymmetric CLRMUX_ELF_HIDDEN;
+extern __thread struct clrmux_thread_rec *clrmux_tls_rec CLRMUX_TLS_IE;
 
 /* Counts the calling thread into a mux callback. The child-active checks that follow are
  * ordered after it (sequentially consistent), so a detach that cleared `active` first and

@@ -13,6 +13,15 @@
 #include "common/log.h"
 #include "loader/mux.h"
 
+/* The fast-path stubs (elt_amd64.S, elt_arm64.S) take the registers the JIT uses on Linux;
+ * on Windows x64 a child's fast-path hooks are refused (E_NOTIMPL, logged): README
+ * "Platforms". */
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(_WIN32)
+#define CLRMUX_ELT_STUBS 1
+#else
+#define CLRMUX_ELT_STUBS 0
+#endif
+
 #define SLOW_FLAGS ((DWORD)(COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FUNCTION_RETVAL | COR_PRF_ENABLE_FRAME_INFO))
 #define ELT_MAGIC 0x636c726d7578454cull /* "clrmuxEL": marks a record made by clrmux's mapper */
 #define ARENA_CHUNK (64 * 1024)
@@ -230,7 +239,7 @@ static void elt2_fetch(int kind, FunctionID fid, COR_PRF_ELT_INFO info, struct e
     }
 }
 
-#if defined(__x86_64__) || defined(__aarch64__)
+#if CLRMUX_ELT_STUBS
 /* elt_amd64.S / elt_arm64.S: calls a child's FunctionEnter3 with the JIT's register convention
  * (on arm64 also its Leave3 / Tailcall3: the JIT passes x10 and x11 to all three). */
 extern void clrmux_elt_call_enter3(void *hook, UINT_PTR id, UINT_PTR caller_sp);
@@ -265,9 +274,9 @@ static inline __attribute__((always_inline)) void elt_dispatch(const int kind, c
             /* a fast-path hook expects what the JIT passes: on x64, the id in r14 and the caller's
              * SP in r15 at enter, the id in rdi and the SP in rsi at leave and tailcall; on arm64
              * the id in x10 and the SP in x11 at all three */
-#if defined(__aarch64__)
+#if CLRMUX_ELT_STUBS && defined(__aarch64__)
             clrmux_elt_call_enter3(h, u.clientID, caller_sp);
-#elif defined(__x86_64__)
+#elif CLRMUX_ELT_STUBS && defined(__x86_64__)
             if (kind == K_ENTER)
                 clrmux_elt_call_enter3(h, u.clientID, caller_sp);
             else
@@ -327,7 +336,11 @@ static inline __attribute__((always_inline)) void elt_dispatch(const int kind, c
 }
 
 /* Fast path: reached from the stubs in elt_amd64.S with every volatile register saved. */
+#if defined(_WIN32)
+#define HIDDEN
+#else
 #define HIDDEN __attribute__((visibility("hidden")))
+#endif
 HIDDEN void clrmux_elt_fast_enter(UINT_PTR id, UINT_PTR caller_sp);
 HIDDEN void clrmux_elt_fast_leave(UINT_PTR id, UINT_PTR caller_sp);
 HIDDEN void clrmux_elt_fast_tailcall(UINT_PTR id, UINT_PTR caller_sp);
@@ -453,12 +466,12 @@ void clrmux_elt_install(struct clrmux_mux *m)
                                                              any_leave ? elt_leave_info : NULL,
                                                              any_tail ? elt_tailcall_info : NULL);
     } else {
-#if defined(__x86_64__) || defined(__aarch64__)
+#if CLRMUX_ELT_STUBS
         hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3(rt, any_enter ? clrmux_elt_enter3_stub : NULL,
                                                      any_leave ? clrmux_elt_leave3_stub : NULL,
                                                      any_tail ? clrmux_elt_tailcall3_stub : NULL);
 #else
-        hr = E_NOTIMPL; /* the fast-path stubs exist for x86-64 and arm64 only */
+        hr = E_NOTIMPL; /* the fast-path stubs exist for x86-64 and arm64 Linux only */
 #endif
     }
     if (FAILED(hr)) {
@@ -558,9 +571,11 @@ void clrmux_elt_installed(struct clrmux_mux *m, struct clrmux_elt_installed *out
     out->mapper = elt_mapper;
     out->mapper_data = e;
     if (out->fast) {
+#if CLRMUX_ELT_STUBS /* else never installed: SetEnterLeaveFunctionHooks3 is not called */
         out->enter = (void *)clrmux_elt_enter3_stub;
         out->leave = (void *)clrmux_elt_leave3_stub;
         out->tailcall = (void *)clrmux_elt_tailcall3_stub;
+#endif
     } else {
         out->enter = (void *)elt_enter_info;
         out->leave = (void *)elt_leave_info;

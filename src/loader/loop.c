@@ -1,8 +1,6 @@
 /* Loader-loop guards: the exported busy marker and the search for a busy clrmux copy. */
 #include "loader/loop.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,31 +16,22 @@ CLRMUX_EXPORT int clrmux_loader_busy(void) { return atomic_load(&g_busy); }
 void clrmux_loop_enter(void) { atomic_fetch_add(&g_busy, 1); }
 void clrmux_loop_leave(void) { atomic_fetch_sub(&g_busy, 1); }
 
-int clrmux_is_clrmux_library(void *lib) { return lib && dlsym(lib, CLRMUX_LOOP_SYMBOL) != NULL; }
+int clrmux_is_clrmux_library(void *lib) { return lib && clrmux_lib_sym(lib, CLRMUX_LOOP_SYMBOL) != NULL; }
 
-struct names {
-    char **v;
-    size_t n, cap;
+struct found {
+    char *who;
+    size_t whosz;
 };
 
-static int collect(struct dl_phdr_info *info, size_t size, void *data)
+/* another clrmux build: a loaded object that exports the marker and says it is busy */
+static int busy_copy(void *lib, const char *path, void *ctx)
 {
-    (void)size;
-    struct names *ns = data;
-    if (!info->dlpi_name || !info->dlpi_name[0])
+    struct found *f = ctx;
+    int (*busy)(void) = (int (*)(void))clrmux_lib_sym(lib, CLRMUX_LOOP_SYMBOL);
+    if (!busy || !busy())
         return 0;
-    if (ns->n == ns->cap) {
-        size_t cap = ns->cap ? ns->cap * 2 : 64;
-        char **v = realloc(ns->v, cap * sizeof *v);
-        if (!v)
-            return 1;
-        ns->v = v;
-        ns->cap = cap;
-    }
-    ns->v[ns->n] = strdup(info->dlpi_name);
-    if (ns->v[ns->n])
-        ns->n++;
-    return 0;
+    snprintf(f->who, f->whosz, "%s", path);
+    return 2;
 }
 
 int clrmux_loop_detect(char *who, size_t whosz)
@@ -52,25 +41,7 @@ int clrmux_loop_detect(char *who, size_t whosz)
             snprintf(who, whosz, "this library");
         return 1;
     }
-    /* other clrmux builds: every loaded object that exports the marker (names are copied
-     * first; dlopen is not called under dl_iterate_phdr's lock) */
-    struct names ns = {0};
-    dl_iterate_phdr(collect, &ns);
-    int found = 0;
-    for (size_t i = 0; i < ns.n; i++) {
-        if (!found) {
-            void *h = dlopen(ns.v[i], RTLD_LAZY | RTLD_NOLOAD);
-            if (h) {
-                int (*busy)(void) = (int (*)(void))dlsym(h, CLRMUX_LOOP_SYMBOL);
-                if (busy && busy()) {
-                    found = 2;
-                    snprintf(who, whosz, "%s", ns.v[i]);
-                }
-                dlclose(h);
-            }
-        }
-        free(ns.v[i]);
-    }
-    free(ns.v);
-    return found;
+    struct found f = {who, whosz};
+    int r = clrmux_each_module(busy_copy, &f);
+    return r > 0 ? r : 0;
 }

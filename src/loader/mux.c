@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "common/guid.h"
 #include "common/hresult.h"
@@ -143,7 +141,7 @@ static void watch_exception(struct clrmux_mux *m, enum clrmux_exc_event ev, Func
         return;
     int found = clrmux_unhandled_exception_event((ICorProfilerInfo2 *)m->info, ev, fid);
     if (found == CLRMUX_EXC_UNHANDLED) {
-        LOG_DEBUG("exception callbacks: an unhandled managed exception on thread %ld", (long)syscall(SYS_gettid));
+        LOG_DEBUG("exception callbacks: an unhandled managed exception on thread %ld", clrmux_thread_id());
         clrmux_lastgasp_now();
     }
     if (m->runtime_major >= 10 && !m->attaching) {
@@ -162,7 +160,7 @@ static inline void watch_jit(struct clrmux_mux *m, FunctionID fid)
     if (atomic_load_explicit(&m->windows, memory_order_relaxed) &&
         clrmux_unhandled_is_hook(&m->hook, (ICorProfilerInfo *)m->info, fid)) {
         LOG_DEBUG("AppContext.OnUnhandledException: an unhandled managed exception on thread %ld",
-                  (long)syscall(SYS_gettid));
+                  clrmux_thread_id());
         clrmux_lastgasp_now();
     }
 }
