@@ -165,7 +165,7 @@ FUZZ_QUICK_SECONDS ?= 15
 FUZZ_CFLAGS  := $(CSTD) -Wall -Wextra -Werror -Iinclude -Isrc -I$(BUILD)/gen -g -O1 \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DCLRMUX_TESTING
 FUZZ_NAMES   := config target il utf16 framename events
-fuzz_config_SRCS    := src/loader/config.c src/common/guid.c src/common/log.c src/common/trust.c
+fuzz_config_SRCS    := src/loader/config.c src/common/guid.c src/common/log.c src/common/trust.c src/common/platform_posix.c
 fuzz_config_LIBS    := -linih
 fuzz_target_SRCS    := src/tracer/target.c src/tracer/il.c
 fuzz_il_SRCS        := src/tracer/il.c
@@ -208,12 +208,31 @@ ARM64_CC ?= aarch64-linux-gnu-gcc
 arm64: | setup
 	@$(MAKE) --no-print-directory NO_SETUP=1 BUILD=$(BUILD)/arm64 CC=$(ARM64_CC) SAN= arm64-parts
 arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(BUILD)/clrmux $(FAKES) $(UNIT_BINS)
-# `make windows`: build/win-x64/ holds the Windows x64 platform layer's test and the recorder
-# child as a DLL (mingw-w64: x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh.
-# (libclrmux.dll itself is not built yet: README "Platforms".)
+# `make windows`: build/win-x64/ holds libclrmux.dll (the loader; its exports in
+# src/loader/libclrmux.def; inih built from Debian's source by scripts/win-deps.sh), the
+# Windows x64 platform layer's test and the recorder child as a DLL (mingw-w64:
+# x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh. Not in the DLL: the built-in
+# profiler (Linux-only samplers), the built-in tracer, the fast-path ELT stubs (System V
+# registers): README "Platforms".
 WIN_CC ?= x86_64-w64-mingw32-gcc
-WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g
-windows: $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll $(BUILD)/win-x64/recorder.dll
+WIN_DEPS := $(BUILD)/win-x64/deps
+WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g -D__USE_MINGW_ANSI_STDIO=1 -D_WIN32_WINNT=0x0601
+# the POSIX halves of the platform-specific files, and what is not in the DLL
+WIN_LIB_SRCS := $(filter-out src/common/platform_posix.c src/common/trust.c src/common/lastgasp.c src/tracer/%,$(LIB_SRCS))
+WIN_LIB_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/obj/%.o) $(WIN_DEPS)/obj/ini.o
+windows: $(BUILD)/win-x64/libclrmux.dll $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll $(BUILD)/win-x64/recorder.dll
+$(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h $(WIN_DEPS)/cmocka/cmocka.c &: scripts/win-deps.sh | setup
+	scripts/win-deps.sh $(WIN_DEPS)
+$(WIN_DEPS)/obj/ini.o: $(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h
+	@mkdir -p $(dir $@)
+	$(WIN_CC) -std=c11 -O2 -g -Wall -Wextra -Werror -c $< -o $@
+$(BUILD)/win-x64/obj/%.o: %.c $(HDRS) $(WIN_DEPS)/inih/ini.h
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L -I$(WIN_DEPS)/inih -DCLRMUX_NO_TRACER -c $< -o $@
+# winpthreads and libgcc linked statically: the DLL needs only Windows's own DLLs
+$(BUILD)/win-x64/libclrmux.dll: $(WIN_LIB_OBJS) src/loader/libclrmux.def
+	$(WIN_CC) -shared -o $@ $(WIN_LIB_OBJS) src/loader/libclrmux.def -static-libgcc \
+	    -Wl,-Bstatic -lwinpthread -Wl,-Bdynamic -ladvapi32 -lshell32 -Wl,--no-undefined
 $(BUILD)/win-x64/recorder.dll: fake_profilers/recorder.c fake_profilers/fake_common.h $(wildcard include/clrmux/*.h) | setup
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
@@ -223,6 +242,30 @@ $(BUILD)/win-x64/test_platform.exe: tests/win/test_platform.c src/common/platfor
 $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
+# Unit tests for Windows (cmocka built from Debian's source by scripts/win-deps.sh): the loader's
+# tests whose subject is in libclrmux.dll, linked with its objects built -DCLRMUX_TESTING.
+# cmocka.h declares its printf-like functions with the MS printf format, while everything here
+# uses mingw's C99 printf (__USE_MINGW_ANSI_STDIO): -D__printf__=__gnu_printf__ makes the
+# compile-time checks match what runs.
+WIN_UNIT_NAMES := config common compose unhandled
+WIN_UNIT_BINS := $(WIN_UNIT_NAMES:%=$(BUILD)/win-x64/unit/test_%.exe)
+WIN_TEST_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/tobj/%.o) $(WIN_DEPS)/obj/ini.o $(WIN_DEPS)/obj/cmocka.o
+WIN_TEST_CFLAGS := $(WIN_CFLAGS) -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L -D__printf__=__gnu_printf__ -DCLRMUX_TESTING \
+                   -DCLRMUX_NO_TRACER -I$(WIN_DEPS)/inih -I$(WIN_DEPS)/cmocka -Itests/unit
+windows: $(WIN_UNIT_BINS)
+$(WIN_DEPS)/obj/cmocka.o: $(WIN_DEPS)/cmocka/cmocka.c
+	@mkdir -p $(dir $@)
+	$(WIN_CC) -std=gnu11 -O1 -g -D__USE_MINGW_ANSI_STDIO=1 -DHAVE_MALLOC_H -DHAVE_INTTYPES_H -DHAVE_SIGNAL_H \
+	    -DHAVE_STRINGS_H -DHAVE_GCC_THREAD_LOCAL_STORAGE -DHAVE_STRUCT_TIMESPEC -DHAVE_CLOCK_REALTIME \
+	    -I$(WIN_DEPS)/cmocka -c $< -o $@
+$(BUILD)/win-x64/tobj/%.o: %.c $(HDRS) $(WIN_DEPS)/inih/ini.h
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_TEST_CFLAGS) -c $< -o $@
+$(BUILD)/win-x64/unit/test_%.exe: tests/unit/test_%.c tests/win/posix_compat.h $(WIN_TEST_OBJS)
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_TEST_CFLAGS) -include tests/win/posix_compat.h -o $@ $< $(WIN_TEST_OBJS) -static \
+	    -lwinpthread -ladvapi32 -lshell32
+
 cross-test:
 	@tests/cross.sh
 

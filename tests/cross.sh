@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cross builds in `make test`: Linux arm64 (make arm64; the unit tests, then a real .NET 10
 # runtime with clrmux, tests/clr/arm64.sh, under qemu-aarch64) and Windows x64 (make windows;
-# the platform layer's test under Wine). A missing toolchain, emulator or
+# the platform layer's test, the loader's unit tests, then a real .NET 10 runtime with
+# libclrmux.dll, tests/clr/windows.sh, under Wine). A missing toolchain, emulator or
 # library is reported loudly and that platform is skipped, except under CI (CI=true), where
 # scripts/setup.sh installs them and a skip is a failure.
 #   tests/cross.sh [arm64|windows]...   (default: both)
@@ -36,7 +37,7 @@ run_units() {
         log="$dir/$(basename "$t").log"
         if CLRMUX_FAKE_DIR="$fakedir" timeout 300 "$@" "$t" >"$log" 2>&1; then
             PASS=$((PASS + 1))
-            echo "ok   - $label $(basename "$t"): $(grep -aE '^\[  PASSED  \]' "$log" | tr -s ' ' | tr -d '[]' | xargs)$(grep -aE '^\[  SKIPPED \] [0-9]' "$log" | tr -s ' ' | tr -d '[]' | sed -e 's/, listed below://' -e 's/^/, /' | xargs)"
+            echo "ok   - $label $(basename "$t"): $(grep -aE '^\[  PASSED  \]' "$log" | tr -s ' ' | tr -d '[]\r' | xargs)$(grep -aE '^\[  SKIPPED \] [0-9]' "$log" | tr -s ' ' | tr -d '[]\r' | sed -e 's/, listed below://' -e 's/^/, /' | xargs)"
         else
             FAIL=$((FAIL + 1))
             echo "FAIL - $label $(basename "$t") (log: $log)"
@@ -98,6 +99,12 @@ windows() {
     fi
     echo "ok   - Windows x64: make windows built $(cd "$BUILD/win-x64" && ls ./*.exe ./*.dll | xargs)"
     PASS=$((PASS + 1))
+    # temporary files (the unit tests', tests/clr/windows.sh's, wineserver's socket) in a folder
+    # of the build: the trust check (common/trust_win.c) refuses /tmp, which Wine shows as
+    # writable by Everyone (Windows has no sticky bit)
+    local TMPDIR="$ROOT/$BUILD/win-x64/tmp"
+    export TMPDIR
+    mkdir -p "$TMPDIR" && chmod 700 "$TMPDIR"
     # a private Wine prefix in the build folder (its first start takes ~30 s)
     local prefix="$ROOT/$BUILD/win-x64/wineprefix" log="$BUILD/win-x64/test_platform.log"
     if WINEPREFIX="$prefix" WINEDEBUG=-all timeout 600 "$wine" "$BUILD/win-x64/test_platform.exe" \
@@ -109,6 +116,8 @@ windows() {
         echo "FAIL - Windows x64 (wine) test_platform (log: $log)"
         grep -aE '^FAIL|err' "$log" | head -20 | sed 's/^/       /'
     fi
+    # the loader's unit tests (cmocka) under Wine
+    run_units "Windows x64 (wine)" "$BUILD/win-x64/unit" "$BUILD/win-x64" env WINEPREFIX="$prefix" WINEDEBUG=-all "$wine"
     # a real .NET 10 runtime for win-x64 (a self-contained app) under Wine
     if ! command -v dotnet >/dev/null 2>&1; then
         skip_platform "win-x64 .NET under Wine: dotnet is not on PATH"

@@ -4,6 +4,12 @@
 # with the recorder child built by mingw-w64 (build/win-x64/recorder.dll) as the runtime's
 # profiler (CORECLR_PROFILER_PATH_64): the COM ABI of include/clrmux/corprof.h against the
 # Windows runtime. Called by tests/cross.sh after `make windows` with WINE set.
+# Then the same app with clrmux itself (build/win-x64/libclrmux.dll) as the profiler: two
+# recorder children listed in a loader.conf beside the DLL (each sees what it saw alone, the
+# app's output is unchanged), a loader.conf named by CLRMUX_CONFIG with a backslashed absolute
+# child path, a configuration in a folder others may write (refused, the app runs
+# unprofiled), and the built-in profiler and tracer (not in the Windows build: logged,
+# skipped, the other child runs).
 # Prints one line per check and a closing "N passed, N failed" line.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,4 +61,82 @@ if grep -q '^Initialize 1$' <<<"$r" && grep -q '^ExceptionThrown 5$' <<<"$r" && 
         && grep -q '^Shutdown 1$' <<<"$r" && grep -q '^# GetEventMask2 low=0x0000024C' <<<"$r"; then
     ok "the runtime loads the recorder DLL, sets its mask, and calls Initialize, module, exception and Shutdown callbacks"
 else bad "the runtime loads the recorder DLL and calls its callbacks" "$r"; fi
+
+# ---- libclrmux.dll: two recorders as children, loader.conf beside the DLL ---------------------
+CLRMUX="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+DET="AssemblyLoadStarted AssemblyLoadFinished ModuleLoadStarted ModuleLoadFinished ModuleAttachedToAssembly
+ ExceptionThrown ExceptionSearchFunctionEnter ExceptionSearchFunctionLeave ExceptionSearchCatcherFound
+ ExceptionUnwindFunctionEnter ExceptionCatcherEnter ExceptionCatcherLeave ThreadCreated Shutdown"
+counts() { local f=$1; shift; for n in "$@"; do printf '%s %s\n' "$n" "$(tr -d '\r' <"$f" | awk -v n="$n" '$1==n {print $2}')"; done; }
+same_output() { # same_output TAG LABEL: the app's output is the unprofiled run's
+    if [ "$(cat "$WORK/$1.rc")" = 0 ] && cmp -s <(tr -d '\r' <"$WORK/base.out") <(tr -d '\r' <"$WORK/$1.out"); then ok "$2: the app's output is unchanged"
+    else bad "$2: the app's output is unchanged" "$(tail -5 "$WORK/$1.out" "$WORK/$1.err")"; fi
+}
+# the trust check (common/trust_win.c) reads owners and ACLs: Wine shows a world-writable
+# folder (such as /tmp, whose sticky bit Windows has no word for) as writable by Everyone, so
+# the DLL and its configuration live in build/win-x64, not under mktemp's /tmp
+D="$W/clrmux-run"
+rm -rf "$D" && mkdir -p "$D" && chmod 755 "$D"
+cp "$W/libclrmux.dll" "$W/recorder.dll" "$D/"
+cat >"$D/loader.conf" <<CONF
+[loader]
+log_level = debug
+[child a]
+path = recorder.dll
+clsid = {A0000001-0000-0000-0000-000000000001}
+[child b]
+path = recorder.dll
+clsid = {B0000002-0000-0000-0000-000000000002}
+CONF
+PROF=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLRMUX" CORECLR_PROFILER_PATH_64="$(winpath "$D/libclrmux.dll")")
+run two "${PROF[@]}" RECORDER_MASK_A0000001=0x24C RECORDER_OUT_A0000001="$(winpath "$WORK/two_a.rec")" \
+    RECORDER_MASK_B0000002=0x4 RECORDER_OUT_B0000002="$(winpath "$WORK/two_b.rec")"
+same_output two "libclrmux.dll with two recorder children"
+# shellcheck disable=SC2086
+d=$(counts "$WORK/rec.txt" $DET 2>/dev/null); m=$(counts "$WORK/two_a.rec" $DET 2>/dev/null)
+if [ -s "$WORK/two_a.rec" ] && [ "$d" = "$m" ] && grep -q '^ExceptionThrown 5$' <<<"$d" && grep -q '^ModuleLoadFinished [1-9]' <<<"$d"; then
+    ok "a recorder under libclrmux.dll sees the same deterministic callbacks as alone ($(grep -c . <<<"$d") kinds)"
+else bad "a recorder under libclrmux.dll sees the same deterministic callbacks as alone" "$(diff <(echo "$d") <(echo "$m"); tail -5 "$WORK/two.err")"; fi
+b=$(tr -d '\r' <"$WORK/two_b.rec" 2>/dev/null)
+if grep -q '^ModuleLoadFinished [1-9]' <<<"$b" && ! grep -q '^ExceptionThrown' <<<"$b" && grep -q '^Shutdown 1$' <<<"$b"; then
+    ok "the second recorder (mask 0x4) gets its module loads, no exceptions, and Shutdown"
+else bad "the second recorder (mask 0x4) gets its module loads, no exceptions, and Shutdown" "$b"; fi
+e=$(tr -d '\r' <"$WORK/two.err")
+if grep -q "config Z:/.*/clrmux-run/loader.conf" <<<"$e" && grep -q "union low=0x0000024C" <<<"$e" \
+        && grep -q "INFO  runtime: .NET 10" <<<"$e" && grep -q "2 child profiler(s) active" <<<"$e"; then
+    ok "libclrmux.dll finds loader.conf beside itself, loads both children, gives the runtime the union of the masks; the log names .NET 10"
+else bad "libclrmux.dll finds loader.conf beside itself and loads both children" "$e"; fi
+
+# ---- CLRMUX_CONFIG, a backslashed absolute child path, the built-ins ---------------------------
+mkdir -p "$D/conf" && chmod 755 "$D/conf"
+cat >"$D/conf/other.conf" <<CONF
+[child a]
+path = $(winpath "$D/recorder.dll")
+clsid = {A0000001-0000-0000-0000-000000000001}
+[child prof]
+builtin = profiler
+[child tracer]
+builtin = tracer
+CONF
+run env "${PROF[@]}" CLRMUX_CONFIG="$(winpath "$D/conf/other.conf")" RECORDER_MASK_A0000001=0x24C \
+    RECORDER_OUT_A0000001="$(winpath "$WORK/env_a.rec")"
+same_output env "CLRMUX_CONFIG with the built-ins listed"
+e=$(tr -d '\r' <"$WORK/env.err")
+if grep -q "config Z:.*conf.other.conf" <<<"$e" && grep -q "child 'a': loaded" <<<"$e" && grep -q '^Shutdown 1$' <(tr -d '\r' <"$WORK/env_a.rec"); then
+    ok "CLRMUX_CONFIG names the configuration; a child path with backslashes (Z:\\...\\recorder.dll) loads"
+else bad "CLRMUX_CONFIG names the configuration; a child path with backslashes loads" "$e"; fi
+if grep -q "child 'prof': the built-in profiler (builtin = profiler) is unavailable on Windows" <<<"$e" \
+        && grep -q "child 'tracer': the built-in tracer (builtin = tracer) is not in this build" <<<"$e" \
+        && grep -q "1 child profiler(s) active" <<<"$e"; then
+    ok "builtin = profiler and builtin = tracer: logged as unavailable on Windows, skipped; the other child runs"
+else bad "builtin = profiler / tracer: logged as unavailable on Windows, skipped" "$e"; fi
+
+# ---- a configuration others may write is refused ------------------------------------------------
+mkdir -p "$D/open" && cp "$D/loader.conf" "$D/open/loader.conf" && chmod 777 "$D/open"
+run open "${PROF[@]}" CLRMUX_CONFIG="$(winpath "$D/open/loader.conf")" RECORDER_OUT_A0000001="$(winpath "$WORK/open_a.rec")"
+same_output open "a configuration in a folder Everyone may write"
+e=$(tr -d '\r' <"$WORK/open.err")
+if grep -q "refused: .*open is writable by Everyone" <<<"$e" && ! [ -e "$WORK/open_a.rec" ]; then
+    ok "a configuration in a folder Everyone may write (its ACL, as Wine maps mode 0777) is refused; no child loads"
+else bad "a configuration in a folder Everyone may write is refused" "$e"; fi
 finish

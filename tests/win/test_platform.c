@@ -4,6 +4,8 @@
  * module with the marker in its sections, and files opened without following reparse points.
  * A plain C program (no cmocka for mingw-w64 here): prints "ok"/"FAIL" per check and exits 1
  * when one failed. Usage: test_platform.exe DIR (DIR holds testdll.dll). */
+#include <errno.h>
+#include <io.h>
 #include <stdio.h>
 #include <string.h>
 #include <windows.h>
@@ -29,6 +31,14 @@ static int copy_file_utf8(const char *from, const char *to)
     MultiByteToWideChar(CP_UTF8, 0, from, -1, wf, 1024);
     MultiByteToWideChar(CP_UTF8, 0, to, -1, wt, 1024);
     return CopyFileW(wf, wt, FALSE) ? 0 : -1;
+}
+
+/* clrmux_each_module's callback: 7 for the test's child DLL when its export is found */
+static int find_child(void *lib, const char *path, void *ctx)
+{
+    (void)ctx;
+    const char *base = strrchr(path, '/');
+    return base && _stricmp(base + 1, "child.dll") == 0 && clrmux_lib_sym(lib, "clrmux_test_answer") ? 7 : 0;
 }
 
 int main(int argc, char **argv)
@@ -63,9 +73,15 @@ int main(int argc, char **argv)
     CHECK(clrmux_lib_open(missing, err, sizeof err) == NULL && strstr(err, "LoadLibraryExW: error 126"),
           "clrmux_lib_open: a missing DLL gives the loader's reason (%s)", err);
 
+    /* clrmux's own paths use '/' (every Windows file API accepts it): the expected path too */
+    char slashed[1024];
+    snprintf(slashed, sizeof slashed, "%s", path);
+    for (char *c = slashed; *c; c++)
+        if (*c == '\\')
+            *c = '/';
     got[0] = 0;
     int rc = answer ? clrmux_module_path_of((const void *)answer, got, sizeof got) : -1;
-    CHECK(rc == 0 && _stricmp(got, path) == 0, "clrmux_module_path_of: the DLL's own UTF-8 path (%s)", got);
+    CHECK(rc == 0 && _stricmp(got, slashed) == 0, "clrmux_module_path_of: the DLL's own UTF-8 path (%s)", got);
     rc = clrmux_module_path_of((const void *)&main, got, sizeof got);
     CHECK(rc == 0 && strstr(got, "test_platform.exe"), "clrmux_module_path_of: the executable (%s)", got);
     CHECK(clrmux_module_path_of((const void *)&main, got, 4) == -1, "clrmux_module_path_of: -1 when it does not fit");
@@ -77,7 +93,7 @@ int main(int argc, char **argv)
 
     found[0] = 0;
     rc = clrmux_loaded_module("child.dll", "@(#)Version ", got, sizeof got, found, sizeof found);
-    CHECK(rc == 0 && _stricmp(got, path) == 0 && strcmp(found, "@(#)Version 9.8.7 clrmux test dll") == 0,
+    CHECK(rc == 0 && _stricmp(got, slashed) == 0 && strcmp(found, "@(#)Version 9.8.7 clrmux test dll") == 0,
           "clrmux_loaded_module: the loaded DLL's path and the marker in its sections (\"%s\")", found);
     rc = clrmux_loaded_module("kernel32.dll", NULL, got, sizeof got, NULL, 0);
     CHECK(rc == 0 && strstr(got, "kernel32"), "clrmux_loaded_module: kernel32.dll (%s)", got);
@@ -118,6 +134,27 @@ int main(int argc, char **argv)
         printf("skip - CreateSymbolicLinkW failed (error %lu): the reparse-point refusal is not checked here\n",
                (unsigned long)GetLastError());
     }
+
+    /* clrmux_open: a descriptor; O_NOFOLLOW refuses a link (or Wine: cannot open it) */
+    int fd = clrmux_open(conf, O_RDONLY | O_NOFOLLOW, 0);
+    CHECK(fd >= 0, "clrmux_open reads a file with O_NOFOLLOW (errno %d)", fd < 0 ? errno : 0);
+    if (fd >= 0)
+        _close(fd);
+    errno = 0;
+    CHECK(clrmux_open(missing, O_RDONLY, 0) == -1 && errno == ENOENT, "clrmux_open: ENOENT for a missing file");
+    if (GetFileAttributesW(wlink) != INVALID_FILE_ATTRIBUTES) {
+        fd = clrmux_open(link, O_RDONLY | O_NOFOLLOW, 0);
+        CHECK(fd == -1, "clrmux_open: O_NOFOLLOW does not follow a symbolic link (errno %d)", errno);
+    }
+    /* the loaded modules, the pin, the barrier, absolute paths */
+    CHECK(clrmux_each_module(find_child, NULL) == 7, "clrmux_each_module sees child.dll and its export");
+    CHECK(answer && clrmux_pin_module_of((const void *)answer) == 0, "clrmux_pin_module_of pins child.dll");
+    CHECK(clrmux_process_barrier_register() == 0 && clrmux_process_barrier() == 0,
+          "clrmux_process_barrier (FlushProcessWriteBuffers)");
+    CHECK(clrmux_path_is_absolute("C:\\x") && clrmux_path_is_absolute("c:/x") && clrmux_path_is_absolute("\\\\srv\\s") &&
+              clrmux_path_is_absolute("/x") && !clrmux_path_is_absolute("x/y") && !clrmux_path_is_absolute("C:x"),
+          "clrmux_path_is_absolute: drive, UNC and rooted paths; relative and drive-relative are not");
+    CHECK(clrmux_thread_id() == (long)GetCurrentThreadId(), "clrmux_thread_id");
     printf("windows platform: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
