@@ -4,8 +4,10 @@
 #   clrmux_VERSION_amd64.deb          the same tree in /opt/clrmux, /usr/bin/clrmux (dpkg-deb)
 #   clrmux-VERSION-linux-arm64.tar.gz the same for Linux arm64 (make arm64), and
 #   clrmux_VERSION_arm64.deb          when the arm64 cross toolchain is there (under CI: must be)
+#   clrmux-VERSION-win-x64.zip        clrmux-VERSION/{libclrmux.dll,loader.conf,...} for Windows
+#                                     x64 (make windows) when mingw-w64 is there (CI: must be)
 #   Clrmux.Bundle.VERSION.nupkg       the native files under runtimes/linux-x64/native/ (and
-#                                     runtimes/linux-arm64/native/), dotnet pack of
+#                                     runtimes/linux-arm64/native/, runtimes/win-x64/native/), dotnet pack of
 #                                     packaging/nuget, when dotnet is there
 # Usage: scripts/dist.sh VERSION   (make dist passes the Makefile's VERSION)
 set -euo pipefail
@@ -67,6 +69,29 @@ else
     echo "dist: WARNING: no Linux arm64 artifacts (aarch64-linux-gnu-gcc or make arm64 failed; scripts/setup.sh dist installs the toolchain)" >&2
 fi
 
+# Windows x64: libclrmux.dll (make windows) with its loader.conf, zipped
+WIN_NATIVE=""
+if command -v "${WIN_CC:-x86_64-w64-mingw32-gcc}" >/dev/null 2>&1 && command -v zip >/dev/null 2>&1 \
+        && make -s NO_SETUP=1 -j2 build/win-x64/libclrmux.dll >"$STAGE/win-x64.log" 2>&1; then
+    W="$STAGE/win-x64/clrmux-$VERSION"
+    mkdir -p "$W"
+    cp build/win-x64/libclrmux.dll README.md loader.conf.example "$W/"
+    cp packaging/loader-win.conf "$W/loader.conf"
+    (cd "$STAGE/win-x64" && find "clrmux-$VERSION" -exec touch -d 2020-01-01T00:00:00Z {} + && zip -q -X -r "$ROOT/$DIST/clrmux-$VERSION-win-x64.zip" "clrmux-$VERSION")
+    echo "dist: $DIST/clrmux-$VERSION-win-x64.zip"
+    WIN_NATIVE="$ROOT/$STAGE/native-win-x64"
+    mkdir -p "$WIN_NATIVE"
+    cp build/win-x64/libclrmux.dll "$WIN_NATIVE/"
+    cp packaging/loader-win.conf "$WIN_NATIVE/loader.conf"
+else
+    [ -f "$STAGE/win-x64.log" ] && tail -20 "$STAGE/win-x64.log" >&2
+    if [ "${CI:-}" = true ]; then
+        echo "dist: CI: the Windows x64 build failed or mingw-w64/zip is missing (scripts/setup.sh dist installs them)" >&2
+        exit 1
+    fi
+    echo "dist: WARNING: no Windows x64 artifacts (x86_64-w64-mingw32-gcc, zip or make windows failed; scripts/setup.sh dist installs them)" >&2
+fi
+
 # the NuGet package
 if command -v dotnet >/dev/null 2>&1; then
     NATIVE="$ROOT/$STAGE/native"
@@ -75,7 +100,7 @@ if command -v dotnet >/dev/null 2>&1; then
     cp packaging/loader.conf "$NATIVE/loader.conf"
     tfm=net$(dotnet --version | cut -d. -f1).0
     if ! dotnet pack packaging/nuget/Clrmux.Bundle.csproj -c Release -o "$DIST" -p:Version="$VERSION" -p:TargetFramework="$tfm" \
-            -p:ClrmuxNativeDir="$NATIVE" -p:ClrmuxNativeArm64Dir="$ARM64_NATIVE" --disable-build-servers -nodeReuse:false -v:quiet \
+            -p:ClrmuxNativeDir="$NATIVE" -p:ClrmuxNativeArm64Dir="$ARM64_NATIVE" -p:ClrmuxNativeWinX64Dir="$WIN_NATIVE" --disable-build-servers -nodeReuse:false -v:quiet \
             -clp:NoSummary >"$STAGE/pack.log" 2>&1; then
         cat "$STAGE/pack.log" >&2
         echo "dist: dotnet pack failed" >&2

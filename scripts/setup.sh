@@ -20,10 +20,10 @@ BUILD_PKGS="build-essential libinih-dev libprotobuf-c-dev protobuf-c-compiler zl
 # Pyroscope tests (protoc and python3-protobuf decode what clrmux sends)
 TEST_PKGS="$BUILD_PKGS libcmocka-dev python3 golang-go:go clang clang-14 libclang-rt-14-dev libcurl4 file
            python3-protobuf protobuf-compiler
-           chromium:chromium fonts-dejavu-core tesseract-ocr tesseract-ocr-eng dpkg-dev nodejs:node npm:npm"
+           chromium:chromium fonts-dejavu-core tesseract-ocr tesseract-ocr-eng dpkg-dev zip nodejs:node npm:npm"
 # the demo's report: go tool pprof reads the profile, npm fetches d3-flame-graph
 DEMO_PKGS="$BUILD_PKGS python3 golang-go:go nodejs:node npm:npm"
-DIST_PKGS="$BUILD_PKGS dpkg-dev"
+DIST_PKGS="$BUILD_PKGS dpkg-dev zip"
 # make bench: instruction counts (valgrind's callgrind), pprof
 BENCH_PKGS="$BUILD_PKGS python3 golang-go:go valgrind"
 

@@ -105,6 +105,19 @@ if [ -s "$ATAR" ]; then
     fi
 fi
 
+# the Windows x64 zip (when mingw-w64 is there: tests/cross.sh says so)
+WZIP=build/dist/clrmux-$VERSION-win-x64.zip
+if [ -s "$WZIP" ]; then
+    mkdir -p "$WORK/wzip"
+    python3 -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" "$WZIP" "$WORK/wzip"
+    WZ="$WORK/wzip/clrmux-$VERSION"
+    check "win-x64 zip: libclrmux.dll is a PE32+ x86-64 DLL" bash -c "file '$WZ/libclrmux.dll' | grep -q 'PE32+ executable (DLL).*x86-64'"
+    check "win-x64 zip: loader.conf (no built-in child), README.md, loader.conf.example" \
+        bash -c "[ -s '$WZ/README.md' ] && [ -s '$WZ/loader.conf.example' ] && ! grep -q '^builtin' '$WZ/loader.conf'"
+    check "win-x64 zip: libclrmux.dll exports DllGetClassObject and DllCanUnloadNow" \
+        bash -c "! command -v x86_64-w64-mingw32-objdump >/dev/null || x86_64-w64-mingw32-objdump -p '$WZ/libclrmux.dll' | grep -c '\] Dll\(GetClassObject\|CanUnloadNow\)$' | grep -qx 2"
+fi
+
 # ---- the tarball ----------------------------------------------------------------------
 mkdir -p "$WORK/tar"
 tar -C "$WORK/tar" -xzf "$TAR"
@@ -179,6 +192,12 @@ if [ $have_dotnet = 1 ]; then
         for f in libclrmux.so libclrmux_profiler.so libclrmux_otlp.so loader.conf; do
             grep -qx "runtimes/linux-arm64/native/$f" <<<"$listing" && ok "nupkg holds runtimes/linux-arm64/native/$f" \
                 || bad "nupkg lacks runtimes/linux-arm64/native/$f" "$listing"
+        done
+    fi
+    if [ -s "$WZIP" ]; then
+        for f in libclrmux.dll loader.conf; do
+            grep -qx "runtimes/win-x64/native/$f" <<<"$listing" && ok "nupkg holds runtimes/win-x64/native/$f" \
+                || bad "nupkg lacks runtimes/win-x64/native/$f" "$listing"
         done
     fi
     # a user's app: a local folder source, a private package cache (no stale Clrmux.Bundle)
