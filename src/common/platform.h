@@ -34,6 +34,10 @@ int clrmux_loaded_module(const char *base_name, const char *marker, char *path, 
  * the path itself is refused (on Windows any reparse point: a symbolic link or junction,
  * opened with FILE_FLAG_OPEN_REPARSE_POINT). Returns the descriptor, or -1 with errno set. */
 int clrmux_open(const char *path, int flags, int mode);
+/* stat(2) of the UTF-8 `path` (on Windows through the UTF-16 name: wstat). Returns 0, or -1
+ * with errno set. */
+struct stat;
+int clrmux_stat(const char *path, struct stat *st);
 /* Clears O_NONBLOCK on `fd` after an open that must not block on a FIFO (no-op on Windows,
  * where a file open never blocks that way). */
 void clrmux_fd_clear_nonblock(int fd);

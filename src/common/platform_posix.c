@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <errno.h>
 #include <linux/membarrier.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 void *clrmux_lib_open(const char *path, char *err, size_t errsz)
@@ -134,6 +135,8 @@ int clrmux_loaded_module(const char *base_name, const char *marker, char *path, 
 }
 
 int clrmux_open(const char *path, int flags, int mode) { return open(path, flags | O_CLOEXEC, mode); }
+
+int clrmux_stat(const char *path, struct stat *st) { return stat(path, st); }
 
 void clrmux_fd_clear_nonblock(int fd)
 {

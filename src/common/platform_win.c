@@ -16,6 +16,7 @@
 #include <windows.h>
 #include <errno.h>
 #include <psapi.h>
+#include <sys/stat.h>
 
 #define WPATH 32768 /* the longest path Windows accepts (\\?\ form), in UTF-16 units */
 
@@ -297,6 +298,16 @@ int clrmux_open(const char *path, int flags, int mode)
         return -1;
     }
     return fd;
+}
+
+int clrmux_stat(const char *path, struct stat *st)
+{
+    static __thread wchar_t w[WPATH];
+    if (to_wide(path, w, WPATH) != 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return wstat(w, st);
 }
 
 void clrmux_fd_clear_nonblock(int fd) { (void)fd; }

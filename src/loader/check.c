@@ -70,7 +70,7 @@ static void check_library_child(struct check_ctx *c, const struct clrmux_child_c
     char msg[10240], err[512], clsid[CLRMUX_GUID_STRLEN];
     clrmux_guid_format(&cc->clsid, clsid);
     struct stat st;
-    if (stat(cc->path, &st) != 0) {
+    if (clrmux_stat(cc->path, &st) != 0) {
         snprintf(msg, sizeof msg, "[child %s]: %s: %s; the child would be skipped", cc->name, cc->path, strerror(errno));
         emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
         return;

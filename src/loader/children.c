@@ -28,7 +28,7 @@ static ICorProfilerCallback11 *create_library_child(const struct clrmux_child_co
     char clsid[CLRMUX_GUID_STRLEN];
     clrmux_guid_format(&cc->clsid, clsid);
     struct stat st;
-    if (stat(cc->path, &st) != 0) {
+    if (clrmux_stat(cc->path, &st) != 0) {
         LOG_ERROR("child '%s': %s: %s; child skipped", cc->name, cc->path, strerror(errno));
         return NULL;
     }

@@ -6,8 +6,8 @@
 # Windows runtime. Called by tests/cross.sh after `make windows` with WINE set.
 # Then the same app with clrmux itself (build/win-x64/libclrmux.dll) as the profiler: two
 # recorder children listed in a loader.conf beside the DLL (each sees what it saw alone, the
-# app's output is unchanged), a loader.conf named by CLRMUX_CONFIG with a backslashed absolute
-# child path, a configuration in a folder others may write (refused, the app runs
+# app's output is unchanged), a loader.conf named by CLRMUX_CONFIG (its log_file, a backslashed
+# child path in a non-ASCII folder), a configuration in a folder others may write (refused, the app runs
 # unprofiled), and the built-in profiler and tracer (not in the Windows build: logged,
 # skipped, the other child runs).
 # Prints one line per check and a closing "N passed, N failed" line.
@@ -107,11 +107,14 @@ if grep -q "config Z:/.*/clrmux-run/loader.conf" <<<"$e" && grep -q "union low=0
     ok "libclrmux.dll finds loader.conf beside itself, loads both children, gives the runtime the union of the masks; the log names .NET 10"
 else bad "libclrmux.dll finds loader.conf beside itself and loads both children" "$e"; fi
 
-# ---- CLRMUX_CONFIG, a backslashed absolute child path, the built-ins ---------------------------
-mkdir -p "$D/conf" && chmod 755 "$D/conf"
+# ---- CLRMUX_CONFIG, log_file, a backslashed non-ASCII child path, the built-ins -----------------
+mkdir -p "$D/conf" "$D/ünï 子" && chmod 755 "$D/conf" "$D/ünï 子"
+cp "$W/recorder.dll" "$D/ünï 子/"
 cat >"$D/conf/other.conf" <<CONF
+[loader]
+log_file = clrmux-%p.log
 [child a]
-path = $(winpath "$D/recorder.dll")
+path = $(winpath "$D/ünï 子/recorder.dll")
 clsid = {A0000001-0000-0000-0000-000000000001}
 [child prof]
 builtin = profiler
@@ -121,10 +124,11 @@ CONF
 run env "${PROF[@]}" CLRMUX_CONFIG="$(winpath "$D/conf/other.conf")" RECORDER_MASK_A0000001=0x24C \
     RECORDER_OUT_A0000001="$(winpath "$WORK/env_a.rec")"
 same_output env "CLRMUX_CONFIG with the built-ins listed"
-e=$(tr -d '\r' <"$WORK/env.err")
-if grep -q "config Z:.*conf.other.conf" <<<"$e" && grep -q "child 'a': loaded" <<<"$e" && grep -q '^Shutdown 1$' <(tr -d '\r' <"$WORK/env_a.rec"); then
-    ok "CLRMUX_CONFIG names the configuration; a child path with backslashes (Z:\\...\\recorder.dll) loads"
-else bad "CLRMUX_CONFIG names the configuration; a child path with backslashes loads" "$e"; fi
+e=$(cat "$WORK/env.err" "$D"/conf/clrmux-*.log 2>/dev/null | tr -d '\r')
+if grep -q "config Z:.*conf.other.conf" <<<"$e" && grep -q "child 'a': loaded (Z:/.*/ünï 子/recorder.dll" "$D"/conf/clrmux-*.log \
+        && grep -q '^Shutdown 1$' <(tr -d '\r' <"$WORK/env_a.rec"); then
+    ok "CLRMUX_CONFIG names the configuration; its log_file is written; a child in a non-ASCII folder, named with backslashes, loads"
+else bad "CLRMUX_CONFIG names the configuration; its log_file is written; a non-ASCII backslashed child path loads" "$e"; fi
 if grep -q "child 'prof': the built-in profiler (builtin = profiler) is unavailable on Windows" <<<"$e" \
         && grep -q "child 'tracer': the built-in tracer (builtin = tracer) is not in this build" <<<"$e" \
         && grep -q "1 child profiler(s) active" <<<"$e"; then
