@@ -91,7 +91,7 @@ windows() {
         skip_platform "Windows x64: missing$missing (scripts/setup.sh installs them)"
         return
     fi
-    if ! make -s --no-print-directory NO_SETUP=1 windows >"$BUILD/windows.log" 2>&1; then
+    if ! make -s --no-print-directory NO_SETUP=1 -j2 windows >"$BUILD/windows.log" 2>&1; then
         FAIL=$((FAIL + 1))
         echo "FAIL - Windows x64: make windows failed (log: $BUILD/windows.log)"
         grep -aE 'error|Error' "$BUILD/windows.log" | head -20 | sed 's/^/       /'
