@@ -5,9 +5,11 @@
  *         SIGEV_THREAD_ID): every interval of CPU the thread used, the kernel sends SIGPROF
  *         to that thread, which walks its own stack.
  *   wall: every interval the sampler thread signals (rt_tgsigqueueinfo, SIGPROF) each thread
- *         that ran since its last walk; a thread that did not run has the same stack, so its
- *         wall time is added to that stack without a signal (200 blocked threads cost 200
- *         clock reads per tick, not 200 signals).
+ *         that ran since its last walk but is not running now; a thread that did not run has
+ *         the same stack, so its wall time is added to that stack without a signal (200
+ *         blocked threads cost a few clock reads per tick, not 200 signals), and a thread that
+ *         runs is walked by its CPU timer anyway: its wall time goes to the last cpu walk
+ *         (when recent) or waits for the next walk, without a signal.
  *
  * Why SIGPROF: the runtime (PAL, signal.cpp) handles SIGILL, SIGTRAP, SIGFPE, SIGBUS,
  * SIGSEGV, SIGABRT, SIGINT, SIGQUIT, SIGTERM and, for its thread suspension (activation
@@ -62,11 +64,17 @@ static inline uint64_t cycles(void)
  * of the interrupted system call cost it a few microseconds (~20 us on a VM where a system
  * call costs 5 us). */
 #define WALL_RAN_NS 50000
-/* A thread found idle is checked again after 1, 3, 7, 15, then 31 ticks: 200 threads blocked
- * for long cost ~7 clock reads per tick instead of 200. Its wall time accrues meanwhile; when
- * a check finds it ran, the wall time since the previous check minus its CPU time and one
- * interval stays with the old stack, the rest goes to the new walk. */
-#define WALL_MAX_SKIP 31
+/* A thread found idle is checked again after 1, 3, 7, 15, 31, then 63 ticks: 200 threads
+ * blocked for long cost ~3 clock reads per tick instead of 200. Its wall time accrues
+ * meanwhile; when a check finds it ran, the wall time since the previous check minus its CPU
+ * time and one interval stays with the old stack, the rest goes to the new walk (a cpu walk
+ * drained meanwhile ends the wait: the time until then stays with the old stack). */
+#define WALL_MAX_SKIP 63
+/* A thread that used at least half of the wall time since the sampler last read its CPU
+ * clock (a read at most this many intervals old) runs: its CPU timer walks it about every
+ * other interval, and the next walk (cpu or wall) carries its wall time. At most this many
+ * intervals wait so: beyond, the thread is signalled. */
+#define WALL_DEFER_WINDOW 16
 /* A wall signal not handled after this many ticks (the thread blocks SIGPROF) is given up. */
 #define WALL_STUCK_TICKS 100
 #define CODE_RELOAD_NS 5000000000ll /* executable ranges reloaded every 5 s */
@@ -91,25 +99,28 @@ struct slot {
     _Atomic int64_t cpu_carry;       /* CPU ns of cpu walks dropped (ring full), for the next */
     _Atomic int64_t wall_pending;    /* wall ns the next wall walk carries */
     _Atomic int wall_inflight;
-    struct ent ring[RING];
-    /* sampler thread only */
-    ThreadID id;
+    /* sampler thread only; what every tick reads is here, before the ring, so that a tick
+     * over 200 idle threads touches a cache line or two of each, not three far apart */
     uint32_t tid;
-    int has_timer;
-    timer_t timer;
-    char name[PROF_THREAD_NAME];
-    uint64_t last_f[PROF_MAX_FRAMES];
-    struct clrmux_span_ids last_span; /* the last walk's span: a thread that did not run since
-                                         is still in it */
-    uint16_t last_n;
-    uint8_t last_status, have_last;
+    ThreadID id;
+    uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
+                                  idle (doubles per idle check); ticks left to skip */
     int64_t wall_cpu_seen, last_wall, wall_accum;
+    int64_t wall_next;          /* wall ns of a running thread, for its next walk */
+    int64_t chk_cpu, chk_mono;  /* its CPU clock at the sampler's last read, and when (0: none) */
     uint64_t cpu_walk_tick;     /* the tick that drained its last cpu walk (0: none) */
     uint64_t sent_tick;         /* the tick that sent the wall signal in flight */
     int64_t sent_cpu;           /* the thread's CPU clock read just before that signal */
-    uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
-                                  idle (doubles per idle check); ticks left to skip */
     uint64_t cpu_samples;
+    uint16_t last_n;
+    uint8_t last_status, have_last;
+    int has_timer;
+    timer_t timer;
+    struct clrmux_span_ids last_span; /* the last walk's span: a thread that did not run since
+                                         is still in it */
+    char name[PROF_THREAD_NAME];
+    struct ent ring[RING]; /* shared with the handler */
+    uint64_t last_f[PROF_MAX_FRAMES]; /* sampler thread only: the last walk's frames */
 };
 
 struct prof_sig {
@@ -133,12 +144,14 @@ struct prof_sig {
     _Atomic(struct prof_code_ranges *) code;
     int64_t code_loaded;
     uint64_t tick_no; /* ticks so far, from 1 */
+    int64_t tick_now; /* the monotonic clock at the last tick */
 };
 
 static _Atomic(struct prof_sig *) g_sig;
 static struct sigaction g_prev;
 static _Atomic int g_selftest_hits;
 static pid_t g_pid;
+static uid_t g_uid;
 
 static int64_t mono_ns(void)
 {
@@ -164,7 +177,7 @@ static int send_to(uint32_t tid, uint32_t code)
     si.si_signo = SIGPROF;
     si.si_code = SI_QUEUE; /* negative: allowed from any thread of the process */
     si.si_pid = g_pid;
-    si.si_uid = getuid();
+    si.si_uid = g_uid;
     si.si_value.sival_int = (int)code;
     return (int)syscall(SYS_rt_tgsigqueueinfo, (long)g_pid, (long)tid, (long)SIGPROF, &si);
 }
@@ -317,6 +330,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     s->mono0 = mono_ns();
     s->tsc0 = cycles();
     g_pid = getpid();
+    g_uid = getuid();
 
     struct sigaction prev, sa;
     if (sigaction(SIGPROF, NULL, &prev) != 0) {
@@ -405,7 +419,8 @@ static void push(struct prof_sig *s, struct slot *sl, struct prof_rawq *q, const
     r.truncated = status != PROF_WALK_OK;
     r.v0 = cpu_ns;
     r.v1 = wall_ns;
-    snprintf(r.tname, sizeof r.tname, "%s", sl->name);
+    _Static_assert(sizeof r.tname == sizeof sl->name, "thread name sizes");
+    memcpy(r.tname, sl->name, sizeof r.tname); /* NUL-terminated: snprintf'd into sl->name */
     for (uint16_t i = 0; i < n; i++)
         s->frames[i] = PROF_FRAME_MANAGED_IP | (f[i] & ~PROF_FRAME_TAG_MASK);
     prof_rawq_push(q, &r, s->frames, n);
@@ -418,20 +433,31 @@ static void flush_accum(struct prof_sig *s, struct slot *sl, struct prof_rawq *q
     sl->wall_accum = 0;
 }
 
-static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
+static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q, int64_t now)
 {
     uint64_t t = atomic_load_explicit(&sl->tail, memory_order_relaxed);
     uint64_t h = atomic_load_explicit(&sl->head, memory_order_acquire);
+    if (t != h && sl->idle_level && sl->have_last && now > sl->last_wall) {
+        /* it was idle, checked less often, and has been walked: the wall time until this
+         * tick stays with the old stack, and the thread is checked again this tick */
+        sl->wall_accum += now - sl->last_wall;
+        s->st.wall_ns += now - sl->last_wall;
+        sl->last_wall = now;
+        sl->idle_level = sl->skip = 0;
+    }
     for (; t != h; t++) {
         struct ent *e = &sl->ring[t % RING];
         if (e->status == PROF_WALK_BROKEN)
             s->st.truncated++;
         else if (e->status == PROF_WALK_DEPTH)
             s->st.depth_cut++;
+        /* the wall time of a running thread waits for its next walk: this one */
+        int64_t next = sl->wall_next;
+        sl->wall_next = 0;
         if (e->wall) {
             flush_accum(s, sl, q);
-            if (e->v > 0)
-                push(s, sl, q, e->f, e->n, &e->span, e->status, 0, e->v);
+            if (e->v + next > 0)
+                push(s, sl, q, e->f, e->n, &e->span, e->status, 0, e->v + next);
         } else {
             s->st.cpu_samples++;
             s->st.cpu_ns += e->v;
@@ -439,7 +465,7 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
             sl->cpu_samples++;
             if (sl->cpu_samples > s->st.max_thread_cpu_samples)
                 s->st.max_thread_cpu_samples = sl->cpu_samples;
-            push(s, sl, q, e->f, e->n, &e->span, e->status, e->v, 0);
+            push(s, sl, q, e->f, e->n, &e->span, e->status, e->v, next);
         }
         /* the newest stack, for wall time of a thread that does not run */
         flush_accum(s, sl, q);
@@ -468,11 +494,25 @@ static void disarm(struct slot *sl)
         sched_yield();
 }
 
+/* The wall time not pushed yet goes to the last stack: the ticks skipped while the thread is
+ * idle (counted, not added yet) and a running thread's time that waits for its next walk. */
+static void settle_wall(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
+{
+    drain_slot(s, sl, q, s->tick_now);
+    if (sl->skip && sl->have_last && s->tick_now > sl->last_wall) {
+        sl->wall_accum += s->tick_now - sl->last_wall;
+        s->st.wall_ns += s->tick_now - sl->last_wall;
+        sl->last_wall = s->tick_now;
+    }
+    sl->wall_accum += sl->wall_next;
+    sl->wall_next = 0;
+    flush_accum(s, sl, q);
+}
+
 static void retire(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
 {
     disarm(sl);
-    drain_slot(s, sl, q);
-    flush_accum(s, sl, q);
+    settle_wall(s, sl, q);
     sl->id = 0;
     sl->tid = 0;
 }
@@ -488,6 +528,8 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     sl->wall_cpu_seen = -1;
     sl->last_wall = now;
     sl->wall_accum = 0;
+    sl->wall_next = 0;
+    sl->chk_cpu = sl->chk_mono = 0;
     sl->cpu_samples = 0;
     sl->idle_level = sl->skip = 0;
     sl->cpu_walk_tick = 0;
@@ -543,10 +585,12 @@ static void lookup_stacks(struct prof_sig *s, size_t npend)
     }
 }
 
-void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q)
+void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, int changed,
+                   struct prof_rawq *q)
 {
     int64_t now = mono_ns();
     s->tick_no++;
+    s->tick_now = now;
     /* JIT'd code and libraries come and go: the executable ranges are reloaded every 5 s
      * into the copy the handler does not use (a handler still reading a 5-s old copy reads
      * valid, bounded memory) */
@@ -557,8 +601,9 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             atomic_store_explicit(&s->code, next, memory_order_release);
         s->code_loaded = now;
     }
-    memset(s->present, 0, sizeof s->present);
-    for (size_t i = 0; i < n; i++) {
+    if (changed)
+        memset(s->present, 0, sizeof s->present);
+    for (size_t i = 0; changed && i < n; i++) {
         const struct prof_thread *t = &v[i].t;
         size_t idx = v[i].slot;
         if (!t->tid || idx >= PROF_MAX_THREADS)
@@ -590,7 +635,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             retire(s, sl, q);
             continue;
         }
-        drain_slot(s, sl, q);
+        drain_slot(s, sl, q, now);
         uint64_t sp = atomic_load(&sl->seen_sp);
         if (sp && !atomic_load(&sl->map_hi)) {
             s->pend_idx[npend] = (uint16_t)idx;
@@ -645,13 +690,28 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         if (fresh) {
             /* it runs, and its CPU timer walked it within the last two intervals: that stack
              * is a sample of where it was, as good as a new walk, without a signal or a clock
-             * read (a thread using half a CPU or more needs no wall signals) */
+             * read */
             sl->wall_accum += d;
             s->st.wall_from_cpu++;
             sl->idle_level = sl->skip = 0;
             continue;
         }
-        if (sl->have_last && sl->wall_cpu_seen >= 0 && cpu - sl->wall_cpu_seen < WALL_RAN_NS) {
+        /* it used half or more of the time since the last clock read (a recent one): it
+         * runs, and its CPU timer will walk it within about two intervals; that walk carries
+         * d. If it stops running before, the next check finds it idle and signals it: the
+         * walk of where it waits then carries d. No signal for a thread that runs. */
+        int64_t since = now - sl->chk_mono;
+        int running = sl->have_last && sl->chk_mono && since > 0 && since <= WALL_DEFER_WINDOW * s->interval_ns &&
+                      (cpu - sl->chk_cpu) * 2 >= since && sl->wall_next < WALL_DEFER_WINDOW * s->interval_ns;
+        sl->chk_cpu = cpu;
+        sl->chk_mono = now;
+        if (running) {
+            sl->wall_next += d;
+            s->st.wall_from_cpu++;
+            sl->idle_level = sl->skip = 0;
+            continue;
+        }
+        if (sl->have_last && !sl->wall_next && sl->wall_cpu_seen >= 0 && cpu - sl->wall_cpu_seen < WALL_RAN_NS) {
             sl->wall_accum += d; /* did not run: same stack */
             s->st.wall_reused++;
             sl->idle_level = sl->idle_level * 2 + 1 < WALL_MAX_SKIP ? sl->idle_level * 2 + 1 : WALL_MAX_SKIP;
@@ -668,7 +728,8 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             newpart = d;
         sl->idle_level = sl->skip = 0;
         flush_accum(s, sl, q);
-        atomic_fetch_add(&sl->wall_pending, newpart);
+        atomic_fetch_add(&sl->wall_pending, newpart + sl->wall_next);
+        sl->wall_next = 0;
         atomic_store(&sl->wall_inflight, 1);
         sl->sent_tick = s->tick_no;
         sl->sent_cpu = cpu;
@@ -684,10 +745,8 @@ void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q)
 {
     for (size_t idx = 0; idx < s->high; idx++) {
         struct slot *sl = atomic_load(&s->slots[idx]);
-        if (sl && sl->id) {
-            drain_slot(s, sl, q);
-            flush_accum(s, sl, q);
-        }
+        if (sl && sl->id)
+            settle_wall(s, sl, q); /* a file is written now */
     }
 }
 
@@ -722,9 +781,10 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     return NULL;
 }
 int prof_sig_check(struct prof_sig *s, char *why, size_t whysz) { (void)s, (void)why, (void)whysz; return 0; }
-void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q)
+void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, int changed,
+                   struct prof_rawq *q)
 {
-    (void)s, (void)v, (void)n, (void)q;
+    (void)s, (void)v, (void)n, (void)changed, (void)q;
 }
 void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q) { (void)s, (void)q; }
 void prof_sig_stop(struct prof_sig *s) { (void)s; }
