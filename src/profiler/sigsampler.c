@@ -477,8 +477,9 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q,
         /* a wall walk stands while the thread's CPU clock stays where the sampler read it
          * before signalling (the handler itself costs the thread a few microseconds); a cpu
          * walk's thread was running. A walk made before the stack mapping was known could not
-         * scan past frameless frames: walk this thread again rather than reuse it. */
-        sl->wall_cpu_seen = e->safe || !e->wall ? -1 : sl->sent_cpu;
+         * scan past frameless frames: when it broke, walk this thread again rather than reuse
+         * it (a complete chain needed no scan). */
+        sl->wall_cpu_seen = (e->safe && e->status != PROF_WALK_OK) || !e->wall ? -1 : sl->sent_cpu;
     }
     atomic_store_explicit(&sl->tail, t, memory_order_release);
 }
@@ -642,7 +643,14 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             s->pend_sp[npend++] = sp;
             atomic_store(&sl->seen_sp, 0);
         }
-        if (!s->wall)
+    }
+    /* the stacks first seen by this tick's walks are looked up before any wall signal: a
+     * walk made without its stack's bounds reads each frame by a system call and, when it
+     * breaks, is made again */
+    lookup_stacks(s, npend);
+    for (size_t idx = 0; s->wall && idx < s->high; idx++) {
+        struct slot *sl = atomic_load(&s->slots[idx]);
+        if (!sl || !sl->id)
             continue;
         if (sl->skip) { /* long idle: checked less often; this tick's wall time accrues to its
                            unchanged stack (counted here, added at the next check) */
@@ -738,7 +746,6 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         else
             s->st.wall_signals++;
     }
-    lookup_stacks(s, npend);
 }
 
 void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q)
