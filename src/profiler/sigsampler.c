@@ -77,6 +77,7 @@ static inline uint64_t cycles(void)
 #define WALL_DEFER_WINDOW 16
 /* A wall signal not handled after this many ticks (the thread blocks SIGPROF) is given up. */
 #define WALL_STUCK_TICKS 100
+#define SLOT_CHUNK 64             /* slots allocated together */
 #define CODE_RELOAD_NS 5000000000ll /* executable ranges reloaded every 5 s */
 
 struct ent {
@@ -99,8 +100,9 @@ struct slot {
     _Atomic int64_t cpu_carry;       /* CPU ns of cpu walks dropped (ring full), for the next */
     _Atomic int64_t wall_pending;    /* wall ns the next wall walk carries */
     _Atomic int wall_inflight;
-    /* sampler thread only; what every tick reads is here, before the ring, so that a tick
-     * over 200 idle threads touches a cache line or two of each, not three far apart */
+    /* sampler thread only. The walks' frames (ring, last_f: 10 KB) are allocated apart, so
+     * that the slots are small and close together: a tick over 200 idle threads touches a
+     * cache line or two of each, not 200 pages */
     uint32_t tid;
     ThreadID id;
     uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
@@ -119,8 +121,8 @@ struct slot {
     struct clrmux_span_ids last_span; /* the last walk's span: a thread that did not run since
                                          is still in it */
     char name[PROF_THREAD_NAME];
-    struct ent ring[RING]; /* shared with the handler */
-    uint64_t last_f[PROF_MAX_FRAMES]; /* sampler thread only: the last walk's frames */
+    struct ent *ring;  /* [RING], shared with the handler; allocated with the slot, never freed */
+    uint64_t *last_f;  /* [PROF_MAX_FRAMES], sampler thread only: the last walk's frames */
 };
 
 struct prof_sig {
@@ -144,6 +146,8 @@ struct prof_sig {
     _Atomic(struct prof_code_ranges *) code;
     int64_t code_loaded;
     uint64_t tick_no; /* ticks so far, from 1 */
+    struct slot *chunk; /* the chunk new slots come from, chunk_used of SLOT_CHUNK taken */
+    size_t chunk_used;
     int64_t tick_now; /* the monotonic clock at the last tick */
 };
 
@@ -586,6 +590,29 @@ static void lookup_stacks(struct prof_sig *s, size_t npend)
     }
 }
 
+/* A zeroed slot with its ring and frames, or NULL (out of memory). Slots come from chunks of
+ * SLOT_CHUNK, next to each other; like their rings, they are never freed (a late signal may
+ * still find one). */
+static struct slot *new_slot(struct prof_sig *s)
+{
+    if (s->chunk_used == SLOT_CHUNK || !s->chunk) {
+        struct slot *c = calloc(SLOT_CHUNK, sizeof *c);
+        if (!c)
+            return NULL;
+        s->chunk = c;
+        s->chunk_used = 0;
+    }
+    struct slot *sl = &s->chunk[s->chunk_used];
+    if (!sl->ring)
+        sl->ring = calloc(RING, sizeof *sl->ring);
+    if (!sl->last_f)
+        sl->last_f = calloc(PROF_MAX_FRAMES, sizeof *sl->last_f);
+    if (!sl->ring || !sl->last_f)
+        return NULL; /* kept for the next attempt */
+    s->chunk_used++;
+    return sl;
+}
+
 void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, int changed,
                    struct prof_rawq *q)
 {
@@ -611,7 +638,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             continue;
         struct slot *sl = atomic_load(&s->slots[idx]);
         if (!sl) {
-            sl = calloc(1, sizeof *sl);
+            sl = new_slot(s);
             if (!sl)
                 continue;
             atomic_store_explicit(&s->slots[idx], sl, memory_order_release);
