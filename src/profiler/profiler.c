@@ -289,7 +289,7 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
     snprintf(out, outsz,
              "signal sampler (%llu ticks, %.1f per second) delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
              "%llu wall samples (%.1f per second per thread; %llu by signal, %llu on unchanged stacks, %llu on "
-             "the last cpu walk); "
+             "a running thread's next walk); "
              "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu wall signals unanswered "
              "(%llu merged into a cpu signal), "
              "%llu threads; handler %.1f us per walk",

@@ -8,8 +8,8 @@
  *         that ran since its last walk but is not running now; a thread that did not run has
  *         the same stack, so its wall time is added to that stack without a signal (200
  *         blocked threads cost a few clock reads per tick, not 200 signals), and a thread that
- *         runs is walked by its CPU timer anyway: its wall time goes to the last cpu walk
- *         (when recent) or waits for the next walk, without a signal.
+ *         runs is walked by its CPU timer anyway: its wall time waits for the next walk,
+ *         without a signal.
  *
  * Why SIGPROF: the runtime (PAL, signal.cpp) handles SIGILL, SIGTRAP, SIGFPE, SIGBUS,
  * SIGSEGV, SIGABRT, SIGINT, SIGQUIT, SIGTERM and, for its thread suspension (activation
@@ -723,10 +723,11 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             continue;
         }
         if (fresh) {
-            /* it runs, and its CPU timer walked it within the last two intervals: that stack
-             * is a sample of where it was, as good as a new walk, without a signal or a clock
-             * read */
-            sl->wall_accum += d;
+            /* it runs: its CPU timer walked it within the last two intervals, and its next
+             * walk is a sample of where it is, as good as a new walk, without a signal or a
+             * clock read; d goes into that walk's record (if the thread blocks before, a
+             * check finds it idle and the wall walk of where it waits carries d) */
+            sl->wall_next += d;
             s->st.wall_from_cpu++;
             sl->idle_level = sl->skip = 0;
             continue;
