@@ -481,9 +481,11 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q,
         /* a wall walk stands while the thread's CPU clock stays where the sampler read it
          * before signalling (the handler itself costs the thread a few microseconds); a cpu
          * walk's thread was running. A walk made before the stack mapping was known could not
-         * scan past frameless frames: when it broke, walk this thread again rather than reuse
-         * it (a complete chain needed no scan). */
-        sl->wall_cpu_seen = (e->safe && e->status != PROF_WALK_OK) || !e->wall ? -1 : sl->sent_cpu;
+         * scan past frameless frames: when it broke, or stopped at its first frame (a zero
+         * frame pointer, where a bounded walk scans), walk this thread again rather than reuse
+         * it (a chain followed to its outermost frame needed no scan). */
+        sl->wall_cpu_seen =
+            (e->safe && (e->status != PROF_WALK_OK || e->n < 2)) || !e->wall ? -1 : sl->sent_cpu;
     }
     atomic_store_explicit(&sl->tail, t, memory_order_release);
 }
