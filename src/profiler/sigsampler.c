@@ -25,6 +25,7 @@
  * the slot's ring of preallocated entries, and publishes it; the sampler thread drains the
  * rings, maps IPs to functions (GetFunctionFromIP, in the drain) and writes the profile. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -524,6 +525,35 @@ static void retire(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
     sl->tid = 0;
 }
 
+/* The stack pointer of thread tid from /proc/self/task/<tid>/syscall ("nr args... sp pc", or
+ * "-1 sp pc" when blocked outside a system call), or 0 when it runs or cannot be read. */
+static uint64_t blocked_sp(uint32_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    if (strncmp(buf, "running", 7) == 0)
+        return 0;
+    uint64_t tok[9];
+    size_t k = 0;
+    char *p = buf, *end;
+    while (k < 9) {
+        unsigned long long v = strtoull(p, &end, 0);
+        if (end == p)
+            break;
+        tok[k++] = v;
+        p = end;
+    }
+    return k >= 3 ? tok[k - 2] : 0;
+}
+
 static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct prof_thread *t, int64_t now)
 {
     int64_t cpu = thread_cpu_ns(t->tid);
@@ -550,6 +580,12 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     atomic_store(&sl->wall_pending, 0);
     atomic_store(&sl->wall_inflight, 0);
     atomic_store(&sl->owner, t->tid);
+    /* a thread blocked in a system call shows its stack pointer in /proc: its stack mapping
+     * is then looked up in this tick, before its first walk (a walk without it reads each
+     * frame by a system call, cannot scan frameless frames, and is made again) */
+    uint64_t sp = blocked_sp(t->tid);
+    if (sp)
+        atomic_store(&sl->seen_sp, sp);
     s->st.threads++;
     if (!s->cpu || cpu < 0)
         return;
