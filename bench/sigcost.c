@@ -122,6 +122,7 @@ int main(int argc, char **argv)
 
     double *ratio = calloc((size_t)rounds, sizeof *ratio), base = 0;
     int64_t sampler_cpu = 0, sampled_ms = 0;
+    int prev = 0;
     printf("sigcost: worker kernels per worker-CPU-second, %d ms rounds, sampled every other round at %d ms, "
            "%d blocked threads\n", ms, interval, nblocked);
     for (int r = 0; r < 2 * rounds; r++) {
@@ -131,7 +132,8 @@ int main(int argc, char **argv)
         atomic_store(&g_ops, -1);
         atomic_store(&g_run, 1);
         while (ns(CLOCK_MONOTONIC) < t_end) { /* the sampler thread's loop, as profiler.c runs it */
-            prof_sig_tick(s, v, sampled ? (size_t)nblocked + 1 : 0, &q);
+            prof_sig_tick(s, v, sampled ? (size_t)nblocked + 1 : 0, r == 0 || sampled != prev, &q);
+            prev = sampled;
             struct prof_rawbuf *b = prof_rawq_swap(&q);
             prof_rawbuf_clear(b);
             next += (int64_t)interval * 1000000;
@@ -154,7 +156,7 @@ int main(int argc, char **argv)
             printf("  round %2d  sampled   %12.0f  ratio %.4f\n", r / 2 + 1, rate, ratio[r / 2]);
         }
     }
-    prof_sig_tick(s, v, 0, &q);
+    prof_sig_tick(s, v, 0, 1, &q);
     struct prof_sig_stats st;
     prof_sig_get_stats(s, &st);
     qsort(ratio, (size_t)rounds, sizeof *ratio, cmp);

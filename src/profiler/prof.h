@@ -73,6 +73,7 @@ struct prof_threads {
     pthread_mutex_t lock;
     size_t high; /* slots [0, high) may be in use */
     uint64_t dropped; /* ThreadCreated with no free slot */
+    uint64_t gen;     /* bumped when a thread is added or removed, or its OS id or name changes */
     struct prof_thread t[PROF_MAX_THREADS];
 };
 
@@ -89,6 +90,12 @@ struct prof_thread_view {
     struct prof_thread t;
 };
 size_t prof_threads_snapshot(struct prof_threads *r, struct prof_thread_view *out, size_t cap);
+/* The same, only when the registry changed (a thread added or removed, an OS id or a name
+ * changed) since the copy made when the generation was *gen: returns 1 with out[*n] and *gen
+ * updated, or 0 (out, *n and *gen untouched: the previous copy still holds). Start with
+ * *gen = UINT64_MAX. */
+int prof_threads_snapshot_changed(struct prof_threads *r, uint64_t *gen, struct prof_thread_view *out,
+                                  size_t cap, size_t *n);
 /* Stores the sampler's state for slot `slot` if it still holds thread `id`. */
 void prof_threads_set_last(struct prof_threads *r, size_t slot, ThreadID id, int64_t cpu_ns, int64_t wall_ns);
 size_t prof_threads_count(struct prof_threads *r);
@@ -260,9 +267,13 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
 /* One sampler tick (sampler thread only): arms a CPU timer for each new thread of v[n]
  * (views of the registry: slot = index), disarms the threads gone, moves the walked stacks
  * into q as PROF_K_SAMPLE records (v0 cpu ns or v1 wall ns; frames PROF_FRAME_MANAGED_IP),
- * and for wall time signals each thread that ran since its last wall sample (a thread that
- * did not run keeps its last stack: its wall time is added to it without a signal). */
-void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q);
+ * and for wall time signals each thread that ran since its last wall sample but is not
+ * running now (a thread that did not run keeps its last stack: its wall time is added to it
+ * without a signal; a running thread's wall time goes to its CPU timer's walks).
+ * changed: 0 when v[n] is the same as in the previous call (the thread list is then not
+ * looked at), else 1. */
+void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, int changed,
+                   struct prof_rawq *q);
 /* Pushes the wall time accumulated on unchanged stacks into q (before a file is written). */
 void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q);
 /* 0 while our handler is still installed for SIGPROF; -1 (reason in why[]) when someone

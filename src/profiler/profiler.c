@@ -3,6 +3,8 @@
  * gzip'd pprof file per period. See src/profiler/README.md for the design and its costs. */
 #define COBJMACROS
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +75,7 @@ struct profiler {
      * gasp (common/lastgasp.h), which sets `final`: no file is written after it */
     pthread_mutex_t work_lock;
     int final;
-    _Atomic int stop;
-    pthread_mutex_t wake_lock;
-    pthread_cond_t wake;
+    _Atomic int stop; /* 1: the sampler thread ends; it sleeps on this word (a futex) */
     _Atomic int shut_down;
 
     int want_session;
@@ -84,6 +84,8 @@ struct profiler {
     int session_attempts;
 
     struct prof_thread_view *views; /* sampler's copy of the registry */
+    size_t nviews;                  /* the signal sampler's copy: views[nviews] ... */
+    uint64_t views_gen;             /* ... made at this registry generation */
     int64_t period_start_unix, period_start_mono;
     uint64_t registry_drops_reported;
 
@@ -207,6 +209,7 @@ static void tick(struct profiler *p)
     }
     int64_t t_susp = mono_ns();
     size_t n = prof_threads_snapshot(&p->threads, p->views, PROF_MAX_THREADS);
+    p->views_gen = UINT64_MAX; /* views[] overwritten: the signal sampler's copy is gone */
     int64_t interval = (int64_t)p->cfg.interval_ms * 1000000;
     static struct snap s; /* sampler thread only */
     for (size_t i = 0; i < n; i++) {
@@ -271,8 +274,9 @@ static void sig_tick(struct profiler *p)
                      "suspend sampler)", p->name, why);
         return;
     }
-    size_t n = prof_threads_snapshot(&p->threads, p->views, PROF_MAX_THREADS);
-    prof_sig_tick(p->sig, p->views, n, &p->q);
+    /* the registry is copied only when a thread came, went or was renamed */
+    int changed = prof_threads_snapshot_changed(&p->threads, &p->views_gen, p->views, PROF_MAX_THREADS, &p->nviews);
+    prof_sig_tick(p->sig, p->views, p->nviews, changed, &p->q);
     p->sig_ticks++;
 }
 
@@ -285,7 +289,7 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
     snprintf(out, outsz,
              "signal sampler (%llu ticks, %.1f per second) delivered %llu cpu samples (%.1f per CPU-second of a thread, busiest thread %llu), "
              "%llu wall samples (%.1f per second per thread; %llu by signal, %llu on unchanged stacks, %llu on "
-             "the last cpu walk); "
+             "a running thread's next walk); "
              "%llu truncated walks, %llu cut at %d frames, %llu dropped (ring full), %llu wall signals unanswered "
              "(%llu merged into a cpu signal), "
              "%llu threads; handler %.1f us per walk",
@@ -519,6 +523,37 @@ static void start_session(struct profiler *p)
 
 /* ---- the sampler thread --------------------------------------------------------------- */
 
+/* The sampler thread sleeps until its next tick (CLOCK_MONOTONIC ns) or until p->stop is set:
+ * a futex wait on p->stop with an absolute timeout, one system call per tick (a condition
+ * variable's timed wait took two, and the tick's own system calls are few). */
+static void sleep_until(struct profiler *p, int64_t deadline)
+{
+    struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
+    while (!atomic_load(&p->stop)) {
+        /* FUTEX_WAIT_BITSET: an absolute timeout on CLOCK_MONOTONIC; returns at once
+         * (EAGAIN) when stop is no longer 0 */
+        long r = syscall(SYS_futex, (int *)&p->stop, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts, NULL,
+                         FUTEX_BITSET_MATCH_ANY);
+        if (r != 0 && errno == ETIMEDOUT)
+            return;
+        if (r != 0 && errno != EINTR && errno != EAGAIN) { /* no futex: sleep in steps of 1 ms */
+            int64_t now = mono_ns();
+            if (now >= deadline)
+                return;
+            int64_t step = deadline - now < 1000000 ? deadline - now : 1000000;
+            struct timespec st = {.tv_sec = 0, .tv_nsec = step};
+            nanosleep(&st, NULL);
+        }
+    }
+}
+
+/* Sets p->stop and wakes the sampler thread. */
+static void stop_and_wake(struct profiler *p)
+{
+    atomic_store(&p->stop, 1);
+    syscall(SYS_futex, (int *)&p->stop, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+}
+
 static void *sampler_main(void *arg)
 {
     struct profiler *p = arg;
@@ -528,18 +563,13 @@ static void *sampler_main(void *arg)
     int64_t period = (int64_t)p->cfg.period_s * 1000000000;
     int64_t next = mono_ns() + interval;
     int sample = (p->sig || p->info10) && (p->cfg.cpu || p->cfg.wall);
-    pthread_mutex_lock(&p->wake_lock);
     while (!atomic_load(&p->stop)) {
-        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
-        while (!atomic_load(&p->stop) && pthread_cond_timedwait(&p->wake, &p->wake_lock, &ts) != ETIMEDOUT) {
-        }
+        sleep_until(p, next);
         if (atomic_load(&p->stop))
             break;
-        pthread_mutex_unlock(&p->wake_lock);
         pthread_mutex_lock(&p->work_lock);
         if (p->final) {
             pthread_mutex_unlock(&p->work_lock);
-            pthread_mutex_lock(&p->wake_lock);
             break;
         }
         if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3)
@@ -564,9 +594,7 @@ static void *sampler_main(void *arg)
         next += iv;
         if (next <= now)
             next = now + iv; /* missed ticks are skipped, not bunched */
-        pthread_mutex_lock(&p->wake_lock);
     }
-    pthread_mutex_unlock(&p->wake_lock);
     struct timespec cpu;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
         p->sampler_cpu_ns = (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
@@ -690,10 +718,7 @@ static void stop_sampler(struct profiler *p)
 {
     if (!p->sampler_started)
         return;
-    pthread_mutex_lock(&p->wake_lock);
-    atomic_store(&p->stop, 1);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->wake_lock);
+    stop_and_wake(p);
     pthread_join(p->sampler, NULL);
     p->sampler_started = 0;
 }
@@ -705,12 +730,8 @@ static void stop_sampler(struct profiler *p)
 static void prof_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final)
 {
     struct profiler *p = ctx;
-    if (final) {
-        pthread_mutex_lock(&p->wake_lock);
-        atomic_store(&p->stop, 1); /* no more ticks */
-        pthread_cond_broadcast(&p->wake);
-        pthread_mutex_unlock(&p->wake_lock);
-    }
+    if (final)
+        stop_and_wake(p); /* no more ticks */
     if (clrmux_lastgasp_lock(&p->work_lock, deadline_ns) != 0) {
         LOG_ERROR("profiler '%s': last gasp (%s): the sampler did not finish its tick in time; the current period "
                   "(%.1f s) is lost", p->name, cause, (double)(mono_ns() - p->period_start_mono) / 1e9);
@@ -865,6 +886,7 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     int rc = clrmux_pprof_create(&pc, &p->pb);
     p->names = rc == 0 ? prof_names_create(p->info, NAME_ENTRIES, NAME_ARENA) : NULL;
     p->views = calloc(PROF_MAX_THREADS, sizeof *p->views);
+    p->views_gen = UINT64_MAX;
     if (rc != 0 || !p->names || !p->views || prof_rawq_init(&p->q, RAW_RECORDS, RAW_FRAMES) != 0) {
         LOG_ERROR("profiler '%s': out of memory; profiler disabled", p->name);
         return E_FAIL;
@@ -894,12 +916,6 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     if (p->want_session)
         start_session(p);
 
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->wake, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&p->wake_lock, NULL);
     pthread_mutex_init(&p->work_lock, NULL);
     if (pthread_create(&p->sampler, NULL, sampler_main, p) == 0)
         p->sampler_started = 1;

@@ -5,9 +5,11 @@
  *         SIGEV_THREAD_ID): every interval of CPU the thread used, the kernel sends SIGPROF
  *         to that thread, which walks its own stack.
  *   wall: every interval the sampler thread signals (rt_tgsigqueueinfo, SIGPROF) each thread
- *         that ran since its last walk; a thread that did not run has the same stack, so its
- *         wall time is added to that stack without a signal (200 blocked threads cost 200
- *         clock reads per tick, not 200 signals).
+ *         that ran since its last walk but is not running now; a thread that did not run has
+ *         the same stack, so its wall time is added to that stack without a signal (200
+ *         blocked threads cost a few clock reads per tick, not 200 signals), and a thread that
+ *         runs is walked by its CPU timer anyway: its wall time waits for the next walk,
+ *         without a signal.
  *
  * Why SIGPROF: the runtime (PAL, signal.cpp) handles SIGILL, SIGTRAP, SIGFPE, SIGBUS,
  * SIGSEGV, SIGABRT, SIGINT, SIGQUIT, SIGTERM and, for its thread suspension (activation
@@ -23,6 +25,7 @@
  * the slot's ring of preallocated entries, and publishes it; the sampler thread drains the
  * rings, maps IPs to functions (GetFunctionFromIP, in the drain) and writes the profile. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -62,13 +65,20 @@ static inline uint64_t cycles(void)
  * of the interrupted system call cost it a few microseconds (~20 us on a VM where a system
  * call costs 5 us). */
 #define WALL_RAN_NS 50000
-/* A thread found idle is checked again after 1, 3, 7, 15, then 31 ticks: 200 threads blocked
- * for long cost ~7 clock reads per tick instead of 200. Its wall time accrues meanwhile; when
- * a check finds it ran, the wall time since the previous check minus its CPU time and one
- * interval stays with the old stack, the rest goes to the new walk. */
-#define WALL_MAX_SKIP 31
+/* A thread found idle is checked again after 1, 3, 7, 15, 31, then 63 ticks: 200 threads
+ * blocked for long cost ~3 clock reads per tick instead of 200. Its wall time accrues
+ * meanwhile; when a check finds it ran, the wall time since the previous check minus its CPU
+ * time and one interval stays with the old stack, the rest goes to the new walk (a cpu walk
+ * drained meanwhile ends the wait: the time until then stays with the old stack). */
+#define WALL_MAX_SKIP 63
+/* A thread that used at least half of the wall time since the sampler last read its CPU
+ * clock (a read at most this many intervals old) runs: its CPU timer walks it about every
+ * other interval, and the next walk (cpu or wall) carries its wall time. At most this many
+ * intervals wait so: beyond, the thread is signalled. */
+#define WALL_DEFER_WINDOW 16
 /* A wall signal not handled after this many ticks (the thread blocks SIGPROF) is given up. */
 #define WALL_STUCK_TICKS 100
+#define SLOT_CHUNK 64             /* slots allocated together */
 #define CODE_RELOAD_NS 5000000000ll /* executable ranges reloaded every 5 s */
 
 struct ent {
@@ -91,25 +101,29 @@ struct slot {
     _Atomic int64_t cpu_carry;       /* CPU ns of cpu walks dropped (ring full), for the next */
     _Atomic int64_t wall_pending;    /* wall ns the next wall walk carries */
     _Atomic int wall_inflight;
-    struct ent ring[RING];
-    /* sampler thread only */
-    ThreadID id;
+    /* sampler thread only. The walks' frames (ring, last_f: 10 KB) are allocated apart, so
+     * that the slots are small and close together: a tick over 200 idle threads touches a
+     * cache line or two of each, not 200 pages */
     uint32_t tid;
-    int has_timer;
-    timer_t timer;
-    char name[PROF_THREAD_NAME];
-    uint64_t last_f[PROF_MAX_FRAMES];
-    struct clrmux_span_ids last_span; /* the last walk's span: a thread that did not run since
-                                         is still in it */
-    uint16_t last_n;
-    uint8_t last_status, have_last;
+    ThreadID id;
+    uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
+                                  idle (doubles per idle check); ticks left to skip */
     int64_t wall_cpu_seen, last_wall, wall_accum;
+    int64_t wall_next;          /* wall ns of a running thread, for its next walk */
+    int64_t chk_cpu, chk_mono;  /* its CPU clock at the sampler's last read, and when (0: none) */
     uint64_t cpu_walk_tick;     /* the tick that drained its last cpu walk (0: none) */
     uint64_t sent_tick;         /* the tick that sent the wall signal in flight */
     int64_t sent_cpu;           /* the thread's CPU clock read just before that signal */
-    uint32_t idle_level, skip; /* ticks skipped after the last check that found the thread
-                                  idle (doubles per idle check); ticks left to skip */
     uint64_t cpu_samples;
+    uint16_t last_n;
+    uint8_t last_status, have_last;
+    int has_timer;
+    timer_t timer;
+    struct clrmux_span_ids last_span; /* the last walk's span: a thread that did not run since
+                                         is still in it */
+    char name[PROF_THREAD_NAME];
+    struct ent *ring;  /* [RING], shared with the handler; allocated with the slot, never freed */
+    uint64_t *last_f;  /* [PROF_MAX_FRAMES], sampler thread only: the last walk's frames */
 };
 
 struct prof_sig {
@@ -133,12 +147,16 @@ struct prof_sig {
     _Atomic(struct prof_code_ranges *) code;
     int64_t code_loaded;
     uint64_t tick_no; /* ticks so far, from 1 */
+    struct slot *chunk; /* the chunk new slots come from, chunk_used of SLOT_CHUNK taken */
+    size_t chunk_used;
+    int64_t tick_now; /* the monotonic clock at the last tick */
 };
 
 static _Atomic(struct prof_sig *) g_sig;
 static struct sigaction g_prev;
 static _Atomic int g_selftest_hits;
 static pid_t g_pid;
+static uid_t g_uid;
 
 static int64_t mono_ns(void)
 {
@@ -164,7 +182,7 @@ static int send_to(uint32_t tid, uint32_t code)
     si.si_signo = SIGPROF;
     si.si_code = SI_QUEUE; /* negative: allowed from any thread of the process */
     si.si_pid = g_pid;
-    si.si_uid = getuid();
+    si.si_uid = g_uid;
     si.si_value.sival_int = (int)code;
     return (int)syscall(SYS_rt_tgsigqueueinfo, (long)g_pid, (long)tid, (long)SIGPROF, &si);
 }
@@ -317,6 +335,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     s->mono0 = mono_ns();
     s->tsc0 = cycles();
     g_pid = getpid();
+    g_uid = getuid();
 
     struct sigaction prev, sa;
     if (sigaction(SIGPROF, NULL, &prev) != 0) {
@@ -405,7 +424,8 @@ static void push(struct prof_sig *s, struct slot *sl, struct prof_rawq *q, const
     r.truncated = status != PROF_WALK_OK;
     r.v0 = cpu_ns;
     r.v1 = wall_ns;
-    snprintf(r.tname, sizeof r.tname, "%s", sl->name);
+    _Static_assert(sizeof r.tname == sizeof sl->name, "thread name sizes");
+    memcpy(r.tname, sl->name, sizeof r.tname); /* NUL-terminated: snprintf'd into sl->name */
     for (uint16_t i = 0; i < n; i++)
         s->frames[i] = PROF_FRAME_MANAGED_IP | (f[i] & ~PROF_FRAME_TAG_MASK);
     prof_rawq_push(q, &r, s->frames, n);
@@ -418,20 +438,31 @@ static void flush_accum(struct prof_sig *s, struct slot *sl, struct prof_rawq *q
     sl->wall_accum = 0;
 }
 
-static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
+static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q, int64_t now)
 {
     uint64_t t = atomic_load_explicit(&sl->tail, memory_order_relaxed);
     uint64_t h = atomic_load_explicit(&sl->head, memory_order_acquire);
+    if (t != h && sl->idle_level && sl->have_last && now > sl->last_wall) {
+        /* it was idle, checked less often, and has been walked: the wall time until this
+         * tick stays with the old stack, and the thread is checked again this tick */
+        sl->wall_accum += now - sl->last_wall;
+        s->st.wall_ns += now - sl->last_wall;
+        sl->last_wall = now;
+        sl->idle_level = sl->skip = 0;
+    }
     for (; t != h; t++) {
         struct ent *e = &sl->ring[t % RING];
         if (e->status == PROF_WALK_BROKEN)
             s->st.truncated++;
         else if (e->status == PROF_WALK_DEPTH)
             s->st.depth_cut++;
+        /* the wall time of a running thread waits for its next walk: this one */
+        int64_t next = sl->wall_next;
+        sl->wall_next = 0;
         if (e->wall) {
             flush_accum(s, sl, q);
-            if (e->v > 0)
-                push(s, sl, q, e->f, e->n, &e->span, e->status, 0, e->v);
+            if (e->v + next > 0)
+                push(s, sl, q, e->f, e->n, &e->span, e->status, 0, e->v + next);
         } else {
             s->st.cpu_samples++;
             s->st.cpu_ns += e->v;
@@ -439,7 +470,7 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
             sl->cpu_samples++;
             if (sl->cpu_samples > s->st.max_thread_cpu_samples)
                 s->st.max_thread_cpu_samples = sl->cpu_samples;
-            push(s, sl, q, e->f, e->n, &e->span, e->status, e->v, 0);
+            push(s, sl, q, e->f, e->n, &e->span, e->status, e->v, next);
         }
         /* the newest stack, for wall time of a thread that does not run */
         flush_accum(s, sl, q);
@@ -451,8 +482,11 @@ static void drain_slot(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
         /* a wall walk stands while the thread's CPU clock stays where the sampler read it
          * before signalling (the handler itself costs the thread a few microseconds); a cpu
          * walk's thread was running. A walk made before the stack mapping was known could not
-         * scan past frameless frames: walk this thread again rather than reuse it. */
-        sl->wall_cpu_seen = e->safe || !e->wall ? -1 : sl->sent_cpu;
+         * scan past frameless frames: when it broke, or stopped at its first frame (a zero
+         * frame pointer, where a bounded walk scans), walk this thread again rather than reuse
+         * it (a chain followed to its outermost frame needed no scan). */
+        sl->wall_cpu_seen =
+            (e->safe && (e->status != PROF_WALK_OK || e->n < 2)) || !e->wall ? -1 : sl->sent_cpu;
     }
     atomic_store_explicit(&sl->tail, t, memory_order_release);
 }
@@ -468,13 +502,56 @@ static void disarm(struct slot *sl)
         sched_yield();
 }
 
+/* The wall time not pushed yet goes to the last stack: the ticks skipped while the thread is
+ * idle (counted, not added yet) and a running thread's time that waits for its next walk. */
+static void settle_wall(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
+{
+    drain_slot(s, sl, q, s->tick_now);
+    if (sl->skip && sl->have_last && s->tick_now > sl->last_wall) {
+        sl->wall_accum += s->tick_now - sl->last_wall;
+        s->st.wall_ns += s->tick_now - sl->last_wall;
+        sl->last_wall = s->tick_now;
+    }
+    sl->wall_accum += sl->wall_next;
+    sl->wall_next = 0;
+    flush_accum(s, sl, q);
+}
+
 static void retire(struct prof_sig *s, struct slot *sl, struct prof_rawq *q)
 {
     disarm(sl);
-    drain_slot(s, sl, q);
-    flush_accum(s, sl, q);
+    settle_wall(s, sl, q);
     sl->id = 0;
     sl->tid = 0;
+}
+
+/* The stack pointer of thread tid from /proc/self/task/<tid>/syscall ("nr args... sp pc", or
+ * "-1 sp pc" when blocked outside a system call), or 0 when it runs or cannot be read. */
+static uint64_t blocked_sp(uint32_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    if (strncmp(buf, "running", 7) == 0)
+        return 0;
+    uint64_t tok[9];
+    size_t k = 0;
+    char *p = buf, *end;
+    while (k < 9) {
+        unsigned long long v = strtoull(p, &end, 0);
+        if (end == p)
+            break;
+        tok[k++] = v;
+        p = end;
+    }
+    return k >= 3 ? tok[k - 2] : 0;
 }
 
 static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct prof_thread *t, int64_t now)
@@ -488,6 +565,8 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     sl->wall_cpu_seen = -1;
     sl->last_wall = now;
     sl->wall_accum = 0;
+    sl->wall_next = 0;
+    sl->chk_cpu = sl->chk_mono = 0;
     sl->cpu_samples = 0;
     sl->idle_level = sl->skip = 0;
     sl->cpu_walk_tick = 0;
@@ -501,6 +580,12 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     atomic_store(&sl->wall_pending, 0);
     atomic_store(&sl->wall_inflight, 0);
     atomic_store(&sl->owner, t->tid);
+    /* a thread blocked in a system call shows its stack pointer in /proc: its stack mapping
+     * is then looked up in this tick, before its first walk (a walk without it reads each
+     * frame by a system call, cannot scan frameless frames, and is made again) */
+    uint64_t sp = blocked_sp(t->tid);
+    if (sp)
+        atomic_store(&sl->seen_sp, sp);
     s->st.threads++;
     if (!s->cpu || cpu < 0)
         return;
@@ -543,10 +628,35 @@ static void lookup_stacks(struct prof_sig *s, size_t npend)
     }
 }
 
-void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q)
+/* A zeroed slot with its ring and frames, or NULL (out of memory). Slots come from chunks of
+ * SLOT_CHUNK, next to each other; like their rings, they are never freed (a late signal may
+ * still find one). */
+static struct slot *new_slot(struct prof_sig *s)
+{
+    if (s->chunk_used == SLOT_CHUNK || !s->chunk) {
+        struct slot *c = calloc(SLOT_CHUNK, sizeof *c);
+        if (!c)
+            return NULL;
+        s->chunk = c;
+        s->chunk_used = 0;
+    }
+    struct slot *sl = &s->chunk[s->chunk_used];
+    if (!sl->ring)
+        sl->ring = calloc(RING, sizeof *sl->ring);
+    if (!sl->last_f)
+        sl->last_f = calloc(PROF_MAX_FRAMES, sizeof *sl->last_f);
+    if (!sl->ring || !sl->last_f)
+        return NULL; /* kept for the next attempt */
+    s->chunk_used++;
+    return sl;
+}
+
+void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, int changed,
+                   struct prof_rawq *q)
 {
     int64_t now = mono_ns();
     s->tick_no++;
+    s->tick_now = now;
     /* JIT'd code and libraries come and go: the executable ranges are reloaded every 5 s
      * into the copy the handler does not use (a handler still reading a 5-s old copy reads
      * valid, bounded memory) */
@@ -557,15 +667,16 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             atomic_store_explicit(&s->code, next, memory_order_release);
         s->code_loaded = now;
     }
-    memset(s->present, 0, sizeof s->present);
-    for (size_t i = 0; i < n; i++) {
+    if (changed)
+        memset(s->present, 0, sizeof s->present);
+    for (size_t i = 0; changed && i < n; i++) {
         const struct prof_thread *t = &v[i].t;
         size_t idx = v[i].slot;
         if (!t->tid || idx >= PROF_MAX_THREADS)
             continue;
         struct slot *sl = atomic_load(&s->slots[idx]);
         if (!sl) {
-            sl = calloc(1, sizeof *sl);
+            sl = new_slot(s);
             if (!sl)
                 continue;
             atomic_store_explicit(&s->slots[idx], sl, memory_order_release);
@@ -590,14 +701,21 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             retire(s, sl, q);
             continue;
         }
-        drain_slot(s, sl, q);
+        drain_slot(s, sl, q, now);
         uint64_t sp = atomic_load(&sl->seen_sp);
         if (sp && !atomic_load(&sl->map_hi)) {
             s->pend_idx[npend] = (uint16_t)idx;
             s->pend_sp[npend++] = sp;
             atomic_store(&sl->seen_sp, 0);
         }
-        if (!s->wall)
+    }
+    /* the stacks first seen by this tick's walks are looked up before any wall signal: a
+     * walk made without its stack's bounds reads each frame by a system call and, when it
+     * breaks, is made again */
+    lookup_stacks(s, npend);
+    for (size_t idx = 0; s->wall && idx < s->high; idx++) {
+        struct slot *sl = atomic_load(&s->slots[idx]);
+        if (!sl || !sl->id)
             continue;
         if (sl->skip) { /* long idle: checked less often; this tick's wall time accrues to its
                            unchanged stack (counted here, added at the next check) */
@@ -643,15 +761,31 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             continue;
         }
         if (fresh) {
-            /* it runs, and its CPU timer walked it within the last two intervals: that stack
-             * is a sample of where it was, as good as a new walk, without a signal or a clock
-             * read (a thread using half a CPU or more needs no wall signals) */
-            sl->wall_accum += d;
+            /* it runs: its CPU timer walked it within the last two intervals, and its next
+             * walk is a sample of where it is, as good as a new walk, without a signal or a
+             * clock read; d goes into that walk's record (if the thread blocks before, a
+             * check finds it idle and the wall walk of where it waits carries d) */
+            sl->wall_next += d;
             s->st.wall_from_cpu++;
             sl->idle_level = sl->skip = 0;
             continue;
         }
-        if (sl->have_last && sl->wall_cpu_seen >= 0 && cpu - sl->wall_cpu_seen < WALL_RAN_NS) {
+        /* it used half or more of the time since the last clock read (a recent one): it
+         * runs, and its CPU timer will walk it within about two intervals; that walk carries
+         * d. If it stops running before, the next check finds it idle and signals it: the
+         * walk of where it waits then carries d. No signal for a thread that runs. */
+        int64_t since = now - sl->chk_mono;
+        int running = sl->have_last && sl->chk_mono && since > 0 && since <= WALL_DEFER_WINDOW * s->interval_ns &&
+                      (cpu - sl->chk_cpu) * 2 >= since && sl->wall_next < WALL_DEFER_WINDOW * s->interval_ns;
+        sl->chk_cpu = cpu;
+        sl->chk_mono = now;
+        if (running) {
+            sl->wall_next += d;
+            s->st.wall_from_cpu++;
+            sl->idle_level = sl->skip = 0;
+            continue;
+        }
+        if (sl->have_last && !sl->wall_next && sl->wall_cpu_seen >= 0 && cpu - sl->wall_cpu_seen < WALL_RAN_NS) {
             sl->wall_accum += d; /* did not run: same stack */
             s->st.wall_reused++;
             sl->idle_level = sl->idle_level * 2 + 1 < WALL_MAX_SKIP ? sl->idle_level * 2 + 1 : WALL_MAX_SKIP;
@@ -668,7 +802,8 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
             newpart = d;
         sl->idle_level = sl->skip = 0;
         flush_accum(s, sl, q);
-        atomic_fetch_add(&sl->wall_pending, newpart);
+        atomic_fetch_add(&sl->wall_pending, newpart + sl->wall_next);
+        sl->wall_next = 0;
         atomic_store(&sl->wall_inflight, 1);
         sl->sent_tick = s->tick_no;
         sl->sent_cpu = cpu;
@@ -677,17 +812,14 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         else
             s->st.wall_signals++;
     }
-    lookup_stacks(s, npend);
 }
 
 void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q)
 {
     for (size_t idx = 0; idx < s->high; idx++) {
         struct slot *sl = atomic_load(&s->slots[idx]);
-        if (sl && sl->id) {
-            drain_slot(s, sl, q);
-            flush_accum(s, sl, q);
-        }
+        if (sl && sl->id)
+            settle_wall(s, sl, q); /* a file is written now */
     }
 }
 
@@ -722,9 +854,10 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     return NULL;
 }
 int prof_sig_check(struct prof_sig *s, char *why, size_t whysz) { (void)s, (void)why, (void)whysz; return 0; }
-void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, struct prof_rawq *q)
+void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, int changed,
+                   struct prof_rawq *q)
 {
-    (void)s, (void)v, (void)n, (void)q;
+    (void)s, (void)v, (void)n, (void)changed, (void)q;
 }
 void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q) { (void)s, (void)q; }
 void prof_sig_stop(struct prof_sig *s) { (void)s; }

@@ -35,12 +35,15 @@ void prof_threads_add(struct prof_threads *r, ThreadID id, uint32_t tid)
         if (t) {
             memset(t, 0, sizeof *t);
             t->id = id;
+            r->gen++;
         } else {
             r->dropped++;
         }
     }
-    if (t && tid)
+    if (t && tid && t->tid != tid) {
         t->tid = tid;
+        r->gen++;
+    }
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -50,6 +53,7 @@ void prof_threads_remove(struct prof_threads *r, ThreadID id)
     struct prof_thread *t = find(r, id);
     if (t) {
         memset(t, 0, sizeof *t);
+        r->gen++;
         while (r->high > 0 && !r->t[r->high - 1].id)
             r->high--;
     }
@@ -66,8 +70,10 @@ void prof_threads_set_name(struct prof_threads *r, ThreadID id, const char *utf8
     prof_threads_add(r, id, 0);
     pthread_mutex_lock(&r->lock);
     struct prof_thread *t = find(r, id);
-    if (t)
+    if (t) {
         snprintf(t->name, sizeof t->name, "%s", utf8 ? utf8 : "");
+        r->gen++;
+    }
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -98,6 +104,27 @@ size_t prof_threads_snapshot(struct prof_threads *r, struct prof_thread_view *ou
     }
     pthread_mutex_unlock(&r->lock);
     return n;
+}
+
+int prof_threads_snapshot_changed(struct prof_threads *r, uint64_t *gen, struct prof_thread_view *out,
+                                  size_t cap, size_t *n)
+{
+    pthread_mutex_lock(&r->lock);
+    int changed = r->gen != *gen;
+    if (changed) {
+        size_t k = 0;
+        for (size_t i = 0; i < r->high && k < cap; i++) {
+            if (!r->t[i].id)
+                continue;
+            out[k].slot = i;
+            out[k].t = r->t[i];
+            k++;
+        }
+        *n = k;
+        *gen = r->gen;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return changed;
 }
 
 void prof_threads_set_last(struct prof_threads *r, size_t slot, ThreadID id, int64_t cpu_ns, int64_t wall_ns)

@@ -214,6 +214,29 @@ static void test_threads_registry(void **state)
     n = prof_threads_snapshot(r, v, 8);
     assert_int_equal(n, 2);
     assert_true(v[0].t.id == 0x200 && v[0].t.last_cpu_ns == 500 && v[0].t.last_wall_ns == 600);
+    /* the signal sampler's copy: made again only when a thread comes, goes, gets an OS id or
+     * a name (not for the suspend sampler's last_* bookkeeping) */
+    uint64_t gen = UINT64_MAX;
+    size_t nv = 99;
+    assert_int_equal(prof_threads_snapshot_changed(r, &gen, v, 8, &nv), 1);
+    assert_int_equal(nv, 2);
+    nv = 99;
+    assert_int_equal(prof_threads_snapshot_changed(r, &gen, v, 8, &nv), 0);
+    prof_threads_set_last(r, v[0].slot, v[0].t.id, 7, 8);
+    prof_threads_set_tid(r, 0x200, 42); /* the same OS id */
+    assert_int_equal(prof_threads_snapshot_changed(r, &gen, v, 8, &nv), 0);
+    assert_int_equal(nv, 99); /* untouched */
+    prof_threads_set_name(r, 0x200, "renamed");
+    assert_int_equal(prof_threads_snapshot_changed(r, &gen, v, 8, &nv), 1);
+    assert_true(nv == 2 && strcmp(v[0].t.name, "renamed") == 0);
+    prof_threads_set_tid(r, 0x300, 43);
+    assert_int_equal(prof_threads_snapshot_changed(r, &gen, v, 8, &nv), 1);
+    prof_threads_add(r, 0x400, 44);
+    assert_int_equal(prof_threads_snapshot_changed(r, &gen, v, 8, &nv), 1);
+    assert_int_equal(nv, 3);
+    prof_threads_remove(r, 0x400);
+    assert_int_equal(prof_threads_snapshot_changed(r, &gen, v, 8, &nv), 1);
+    assert_int_equal(nv, 2);
     /* the slot is reused and the table is bounded */
     for (ThreadID id = 1; id <= PROF_MAX_THREADS + 5; id++)
         prof_threads_add(r, 0x10000 + id, 1);

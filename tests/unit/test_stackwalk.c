@@ -302,12 +302,12 @@ static void test_sampler_in_process(void **state)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < 110; i++) { /* ~0.55 s at 5 ms */
-        prof_sig_tick(s, views, 3, &q);
+        prof_sig_tick(s, views, 3, i == 0, &q); /* the same views after the first tick */
         usleep(5000);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     prof_sig_flush_wall(s, &q);
-    prof_sig_tick(s, views, 0, &q); /* both threads gone from the registry: disarmed */
+    prof_sig_tick(s, views, 0, 1, &q); /* both threads gone from the registry: disarmed */
     atomic_store(&g_stop, 1);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
