@@ -195,7 +195,11 @@ void tracer_export_pending(struct tracer *t, int flush)
         write_batch(t, t->stage + t->shead, n);
         t->shead += n;
         written += n;
-        if (written < budget && (t->shead == t->nstage || clrmux_spans_pending() > hw))
+        /* refilled once less than a batch is left, so the thread goes back to sleep with the
+         * ring (nearly) empty rather than up to its high-water mark: the whole ring is slack
+         * for the next time the thread waits for a CPU */
+        if (written < budget &&
+            (t->nstage - t->shead < EXPORT_BATCH || clrmux_spans_pending() > hw))
             stage_fill(t);
     }
     if (written) {
