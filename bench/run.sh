@@ -147,6 +147,8 @@ if [ -f "$WORK/spans.sum" ]; then
     sp() { awk -v k="$1" '$1 == k {print $'"$2"'}' "$WORK/spans.sum"; }
     printf 'span: clrmux %s ns, hand-made OpenTelemetry SDK span %s ns: OTel/clrmux %sx (with a GC transition: %s ns, %sx)\n' \
         "$(sp span_fast 2)" "$(sp span_fast 3)" "$(sp span_fast 4)" "$(sp span_slow 2)" "$(sp span_slow 4)"
+    [ -n "$(sp span_floor 2)" ] && printf 'span floor (two TSC reads, bench/clocks.c): %s ns (rdtsc %s ns, clock_gettime %s ns)\n' \
+        "$(sp span_floor 2)" "$(sp span_floor 3)" "$(sp span_floor 4)"
     printf 'export spans/s (export thread CPU): /dev/null %s, file %s; dropped of %s at 1 M/s: /dev/null %s, file %s; at full speed: %s, %s\n' \
         "$(sp export_devnull_0 5)" "$(sp export_file_0 5)" "${BENCH_SPANS_LOAD:-2000000}" "$(sp export_devnull_1000000 4)" \
         "$(sp export_file_1000000 4)" "$(sp export_devnull_0 4)" "$(sp export_file_0 4)"

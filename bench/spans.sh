@@ -63,9 +63,26 @@ for c in fast slow; do
     label=$([ "$c" = fast ] && echo "without GC transition (SuppressGCTransition)" || echo "with GC transition")
     awk -v l="$label" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "  %-44s %9.2f %9.2f %9.2f %10.2f %10.2f %7.1fx\n", l, p, t, o, t - p, o - p, (o - p) / (t - p) }'
     [ -n "$SUMMARY" ] && awk -v c="$c" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "span_%s %.2f %.2f %.1f\n", c, t - p, o - p, (o - p) / (t - p) }' >>"$SUMMARY"
+    if [ "$c" = fast ]; then
+        fast_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
+        fast_otel=$(awk -v p="$p" -v o="$o" 'BEGIN { printf "%.2f", o - p }')
+    fi
     grep -q 'tracer: 1 method(s) rewritten' "$WORK/$c.log" || { echo "spans: Traced was not rewritten:" >&2; cat "$WORK/$c.log" >&2; exit 1; }
 done
 echo "  (ns per call; clrmux/sp and OTel/span: the method's cost minus Plain's; OTel/clrmux: their ratio)"
+# The time source's cost on this machine (bench/clocks.c) beside the span costs just measured:
+# two TSC reads are the floor under a span timed as the probes time it.
+if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -o "$WORK/clocks" bench/clocks.c; then
+    echo
+    echo "clocks: ns per read on this machine (bench/clocks.c, thread CPU time, best of 5 x 2M)"
+    cw=$("$WORK/clocks" | tee "$WORK/clocks.out" | tail -1)
+    head -n -1 "$WORK/clocks.out"
+    fl=$(f span_floor <<<"$cw")
+    if [ -n "$fl" ]; then
+        awk -v fl="$fl" -v t="$fast_sp" -v o="$fast_otel" 'BEGIN { printf "  clrmux/sp %.2f ns = the floor %.2f + %.2f ns; OTel/span / floor = %.1fx: the best ratio a TSC-timed span could show in this run\n", t, fl, t - fl, o / fl }'
+        [ -n "$SUMMARY" ] && echo "span_floor $fl $(f rdtsc <<<"$cw") $(f clock_monotonic <<<"$cw")" >>"$SUMMARY"
+    fi
+fi
 echo
 echo "export: otelapp load $LOAD RATE, tracing Traced, default buffer_spans (262144): one export thread"
 printf '  %-30s %12s %12s %12s %16s\n' "output, rate" "calls/s" "written" "dropped" "export spans/s"

@@ -175,7 +175,8 @@ static void stage_fill(struct tracer *t)
  * the lines are written, it is drained again first. One call writes at most two stages'
  * worth of spans: threads that produce spans faster than they can be written must not keep
  * the caller here forever (it holds wr_lock, which the last gasp and Shutdown wait for);
- * what is left stays in the ring or the stage for the next call. Export thread (or Shutdown). */
+ * what is left stays in the ring or the stage for the next call, which the export thread
+ * makes without waiting (the return value). Export thread (or Shutdown). */
 static uint64_t thread_cpu_ns(void)
 {
     struct timespec ts;
@@ -183,7 +184,7 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void tracer_export_pending(struct tracer *t, int flush)
+int tracer_export_pending(struct tracer *t, int flush)
 {
     uint64_t cpu0 = thread_cpu_ns();
     stage_fill(t);
@@ -195,7 +196,11 @@ void tracer_export_pending(struct tracer *t, int flush)
         write_batch(t, t->stage + t->shead, n);
         t->shead += n;
         written += n;
-        if (written < budget && (t->shead == t->nstage || clrmux_spans_pending() > hw))
+        /* refilled once less than a batch is left, so the thread goes back to sleep with the
+         * ring (nearly) empty rather than up to its high-water mark: the whole ring is slack
+         * for the next time the thread waits for a CPU */
+        if (written < budget &&
+            (t->nstage - t->shead < EXPORT_BATCH || clrmux_spans_pending() > hw))
             stage_fill(t);
     }
     if (written) {
@@ -210,6 +215,7 @@ void tracer_export_pending(struct tracer *t, int flush)
                  (unsigned long long)(st.dropped - t->dropped_logged), t->buffer_spans);
         t->dropped_logged = st.dropped;
     }
+    return written >= budget && t->nstage - t->shead + clrmux_spans_pending() >= EXPORT_BATCH;
 }
 
 /* One ExportMetricsServiceRequest with the cumulative totals: to the metrics file and/or
@@ -296,6 +302,7 @@ void *tracer_export_thread(void *arg)
     const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
     int64_t flush_at = clrmux_now_ns() + (int64_t)t->flush_ms * 1000000;
     int64_t metrics_at = clrmux_now_ns() + (int64_t)t->metrics_ms * 1000000;
+    int more = 0; /* the last export stopped at its budget with spans left: no wait */
     for (;;) {
         pthread_mutex_lock(&t->ex_lock);
         int stop = t->ex_stop;
@@ -303,8 +310,9 @@ void *tracer_export_thread(void *arg)
         if (stop)
             break;
         /* no wait while requests are ready to send (the pump stopped at its budget) */
-        if (!(t->http && clrmux_http_ready(t->http)) && !(t->mhttp && clrmux_http_ready(t->mhttp)))
+        if (!more && !(t->http && clrmux_http_ready(t->http)) && !(t->mhttp && clrmux_http_ready(t->mhttp)))
             clrmux_spans_wait(poll);
+        more = 0;
         int64_t now = clrmux_now_ns();
         int flush = now >= flush_at;
         if (flush)
@@ -316,7 +324,7 @@ void *tracer_export_thread(void *arg)
         }
         pthread_mutex_lock(&t->wr_lock);
         if (!t->final && clrmux_mono_ns() >= atomic_load(&t->hold_until_ns)) {
-            tracer_export_pending(t, flush);
+            more = tracer_export_pending(t, flush);
             if (now >= metrics_at) {
                 metrics_at = now + (int64_t)t->metrics_ms * 1000000;
                 tracer_export_metrics(t);

@@ -202,7 +202,9 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 /* export.c */
 const struct clrmux_otlp_pb_api *tracer_load_pb(void); /* libclrmux_otlp.so, or NULL */
 void *tracer_export_thread(void *arg);                  /* pthread body; arg: the tracer */
-void tracer_export_pending(struct tracer *t, int flush); /* drain the ring, write batches (under wr_lock) */
+/* drain the ring, write batches (under wr_lock); 1 when it stopped at its budget (two stages'
+ * worth of spans) with a batch or more left to write, else 0 */
+int tracer_export_pending(struct tracer *t, int flush);
 void tracer_export_metrics(struct tracer *t);           /* one metrics export */
 void tracer_finish_http(struct tracer *t);              /* Shutdown: send what is queued, bounded */
 
