@@ -150,7 +150,7 @@ $(BUILD)/fake/lib%.so: fake_profilers/%.c $(wildcard fake_profilers/*.h) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -shared -o $@ $< $(LIBS)
 
-$(BUILD)/unit/%: tests/unit/%.c $(ASAN_OBJS) $(HDRS)
+$(BUILD)/unit/%: tests/unit/%.c $(ASAN_OBJS) $(HDRS) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -O1 $(SAN) -DCLRMUX_TESTING -o $@ $< $(ASAN_OBJS) -lcmocka -linih -lprotobuf-c -lz $(LIBS)
 

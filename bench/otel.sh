@@ -26,12 +26,7 @@ command -v dotnet >/dev/null 2>&1 || { echo "otel: dotnet is not on PATH: benchm
 [ -f "$LIB" ] || { echo "otel: build/libclrmux.so missing (make all)" >&2; exit 1; }
 APP=build/clr/otelapp/otelapp.dll
 export DOTNET_ROLL_FORWARD=Major # otelapp targets net8.0: run it on the SDK's runtime
-if [ ! -f "$APP" ] || [ -n "$(find tests/clr/otelapps/otelapp -newer "$APP" -type f -print -quit)" ]; then
-    rm -rf build/clr/otelapp build/clr/obj/otelapp
-    dotnet build tests/clr/otelapps/otelapp/otelapp.csproj -c Release -o build/clr/otelapp \
-        -p:BaseIntermediateOutputPath="$ROOT/build/clr/obj/otelapp/" --disable-build-servers -nodeReuse:false \
-        -p:UseSharedCompilation=false -v:quiet -clp:NoSummary >/dev/null
-fi
+tests/clr/build-otelapp.sh otelapp # (re)built when its sources changed
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-obench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 BUF=$((N * 2 * 11 / 10 + 1024))

@@ -5,19 +5,17 @@
  * class factory (DllGetClassObject with its clsid; CreateInstance and Initialize are not
  * called), a builtin child is created with its section's keys, which is where the tracer and
  * the profiler check them. Every problem reaches the caller with its file and line. */
-#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "clrmux/clrmux.h"
 #include "common/guid.h"
 #include "common/log.h"
 #include "common/platform.h"
-#include "common/trust.h"
 #include "loader/builtin.h"
-#include "loader/loop.h"
+#include "loader/children.h"
 #include "loader/mux.h"
 #include "loader/versions.h"
 
@@ -65,61 +63,28 @@ static void sink(int level, const char *text, void *ctx)
     emit(c, level, line, body);
 }
 
+/* Reports a problem of clrmux_child_open_factory for the child being checked. */
+static void check_problem(int level, const char *text, void *ctx)
+{
+    struct check_ctx *c = ctx;
+    char msg[10240];
+    snprintf(msg, sizeof msg, "[child %s]: %s; %s", c->child, text,
+             level <= CLRMUX_LOG_ERROR ? "the child would be skipped" : "loaded anyway (allow_insecure_paths = true)");
+    emit(c, level, c->child_line, msg);
+}
+
 static void check_library_child(struct check_ctx *c, const struct clrmux_child_conf *cc)
 {
-    char msg[10240], err[512], clsid[CLRMUX_GUID_STRLEN];
-    clrmux_guid_format(&cc->clsid, clsid);
-    struct stat st;
-    if (clrmux_stat(cc->path, &st) != 0) {
-        snprintf(msg, sizeof msg, "[child %s]: %s: %s; the child would be skipped", cc->name, cc->path, strerror(errno));
-        emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
+    /* the same rules, in the same order, as the mux's Initialize (children.c) */
+    char real[PATH_MAX];
+    IClassFactory *factory = clrmux_child_open_factory(cc, c->cfg->allow_insecure_paths, real, sizeof real,
+                                                       check_problem, c);
+    if (!factory)
         return;
-    }
-    /* the same rules, in the same order, as children.c's create_library_child */
-    char real[4096], why[4096 + 160];
-    if (clrmux_path_trusted(cc->path, real, sizeof real, why, sizeof why) != 0) {
-        if (!c->cfg->allow_insecure_paths) {
-            snprintf(msg, sizeof msg, "[child %s]: refused to load %s: %s (a child library must be owned by root or "
-                     "this process's user and writable only by its owner, as must each folder above it; "
-                     "allow_insecure_paths = true in [loader] overrides this); the child would be skipped",
-                     cc->name, cc->path, why);
-            emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
-            return;
-        }
-        snprintf(msg, sizeof msg, "[child %s]: %s: %s; loaded anyway (allow_insecure_paths = true)", cc->name,
-                 cc->path, why);
-        emit(c, CLRMUX_LOG_WARN, cc->line, msg);
-    }
-    void *lib = clrmux_lib_open(cc->path, err, sizeof err);
-    if (!lib) {
-        snprintf(msg, sizeof msg, "[child %s]: cannot load %s as a shared library: %s; the child would be skipped",
-                 cc->name, cc->path, err);
-        emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
-        return;
-    }
-    if (clrmux_is_clrmux_library(lib)) {
-        snprintf(msg, sizeof msg, "[child %s]: %s is a build of clrmux: clrmux cannot be its own child (a loader "
-                 "loop); the child would be skipped", cc->name, real[0] ? real : cc->path);
-        emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
-        return;
-    }
-    clrmux_DllGetClassObject_fn get = (clrmux_DllGetClassObject_fn)clrmux_lib_sym(lib, "DllGetClassObject");
-    if (!get) {
-        snprintf(msg, sizeof msg, "[child %s]: %s exports no DllGetClassObject; the child would be skipped", cc->name,
-                 cc->path);
-        emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
-        return;
-    }
-    IClassFactory *factory = NULL;
-    HRESULT hr = get(&cc->clsid, &IID_IClassFactory, (void **)&factory);
-    if (FAILED(hr) || !factory) {
-        snprintf(msg, sizeof msg, "[child %s]: DllGetClassObject(%s) failed with HRESULT 0x%08X; the child would be skipped",
-                 cc->name, clsid, (unsigned)hr);
-        emit(c, CLRMUX_LOG_ERROR, cc->line, msg);
-        return;
-    }
     factory->lpVtbl->Release(factory);
     c->res->active_children++;
+    char msg[10240], clsid[CLRMUX_GUID_STRLEN];
+    clrmux_guid_format(&cc->clsid, clsid);
     snprintf(msg, sizeof msg, "[child %s]: %s answers DllGetClassObject(%s)", cc->name, cc->path, clsid);
     emit(c, CLRMUX_LOG_INFO, cc->line, msg);
     /* the library stays loaded, as it would in the profiled process */

@@ -15,57 +15,86 @@
 #include "common/platform.h"
 #include "common/trust.h"
 #include "loader/builtin.h"
+#include "loader/children.h"
 #include "loader/eventpipe.h"
 #include "loader/loop.h"
 #include "loader/mux.h"
 #include "loader/versions.h"
+
+IClassFactory *clrmux_child_open_factory(const struct clrmux_child_conf *cc, int allow_insecure, char *real,
+                                         size_t realsz, clrmux_child_problem_fn problem, void *ctx)
+{
+    char text[PATH_MAX * 3 + 512];
+    real[0] = 0;
+    struct stat st;
+    if (clrmux_stat(cc->path, &st) != 0) {
+        snprintf(text, sizeof text, "%s: %s", cc->path, strerror(errno));
+        problem(CLRMUX_LOG_ERROR, text, ctx);
+        return NULL;
+    }
+    char why[PATH_MAX + 160];
+    if (clrmux_path_trusted(cc->path, real, realsz, why, sizeof why) != 0) {
+        if (!allow_insecure) {
+            snprintf(text, sizeof text, "refused to load %s: %s (a child library must be owned by root or this "
+                     "process's user and writable only by its owner, as must each folder above it; "
+                     "allow_insecure_paths = true in [loader] overrides this)", cc->path, why);
+            problem(CLRMUX_LOG_ERROR, text, ctx);
+            return NULL;
+        }
+        snprintf(text, sizeof text, "%s: %s", cc->path, why);
+        problem(CLRMUX_LOG_WARN, text, ctx);
+    }
+    char err[512];
+    void *lib = clrmux_lib_open(cc->path, err, sizeof err);
+    if (!lib) {
+        snprintf(text, sizeof text, "cannot load %s as a shared library: %s", cc->path, err);
+        problem(CLRMUX_LOG_ERROR, text, ctx);
+        return NULL;
+    }
+    if (clrmux_is_clrmux_library(lib)) {
+        snprintf(text, sizeof text, "%s is a build of clrmux: clrmux cannot be its own child (a loader loop)",
+                 real[0] ? real : cc->path);
+        problem(CLRMUX_LOG_ERROR, text, ctx);
+        return NULL; /* the library stays loaded (its constructors ran), as children are never unloaded */
+    }
+    clrmux_DllGetClassObject_fn get = (clrmux_DllGetClassObject_fn)clrmux_lib_sym(lib, "DllGetClassObject");
+    if (!get) {
+        snprintf(text, sizeof text, "%s exports no DllGetClassObject", cc->path);
+        problem(CLRMUX_LOG_ERROR, text, ctx);
+        return NULL;
+    }
+    IClassFactory *factory = NULL;
+    HRESULT hr = get(&cc->clsid, &IID_IClassFactory, (void **)&factory);
+    if (FAILED(hr) || !factory) {
+        char clsid[CLRMUX_GUID_STRLEN];
+        clrmux_guid_format(&cc->clsid, clsid);
+        snprintf(text, sizeof text, "DllGetClassObject(%s) failed with HRESULT %s", clsid, HR_STR(hr));
+        problem(CLRMUX_LOG_ERROR, text, ctx);
+        return NULL;
+    }
+    return factory;
+}
+
+/* Logs a problem of clrmux_child_open_factory for the child named `ctx`. */
+static void log_problem(int level, const char *text, void *ctx)
+{
+    if (level <= CLRMUX_LOG_ERROR)
+        LOG_ERROR("child '%s': %s; child skipped", (const char *)ctx, text);
+    else
+        LOG_WARN("child '%s': %s; loaded anyway (allow_insecure_paths = true)", (const char *)ctx, text);
+}
 
 /* Creates the child's callback object. Returns it (one reference) with its version, or
  * NULL after logging why. */
 static ICorProfilerCallback11 *create_library_child(const struct clrmux_child_conf *cc, int allow_insecure,
                                                     char *real, size_t realsz, int *version)
 {
-    char clsid[CLRMUX_GUID_STRLEN];
-    clrmux_guid_format(&cc->clsid, clsid);
-    struct stat st;
-    if (clrmux_stat(cc->path, &st) != 0) {
-        LOG_ERROR("child '%s': %s: %s; child skipped", cc->name, cc->path, strerror(errno));
+    IClassFactory *factory = clrmux_child_open_factory(cc, allow_insecure, real, realsz, log_problem,
+                                                       (void *)cc->name);
+    if (!factory)
         return NULL;
-    }
-    char why[PATH_MAX + 160];
-    if (clrmux_path_trusted(cc->path, real, realsz, why, sizeof why) != 0) {
-        if (!allow_insecure) {
-            LOG_ERROR("child '%s': refused to load %s: %s (a child library must be owned by root or this process's "
-                      "user and writable only by its owner, as must each folder above it; allow_insecure_paths = "
-                      "true in [loader] overrides this); child skipped", cc->name, cc->path, why);
-            return NULL;
-        }
-        LOG_WARN("child '%s': %s: %s; loaded anyway (allow_insecure_paths = true)", cc->name, cc->path, why);
-    }
-    char err[512];
-    void *lib = clrmux_lib_open(cc->path, err, sizeof err);
-    if (!lib) {
-        LOG_ERROR("child '%s': cannot load %s as a shared library: %s; child skipped", cc->name, cc->path, err);
-        return NULL;
-    }
-    if (clrmux_is_clrmux_library(lib)) {
-        LOG_ERROR("child '%s': %s is a build of clrmux: clrmux cannot be its own child (a loader loop); child skipped",
-                  cc->name, real[0] ? real : cc->path);
-        return NULL; /* the library stays loaded (its constructors ran), as children are never unloaded */
-    }
-    clrmux_DllGetClassObject_fn get = (clrmux_DllGetClassObject_fn)clrmux_lib_sym(lib, "DllGetClassObject");
-    if (!get) {
-        LOG_ERROR("child '%s': %s exports no DllGetClassObject; child skipped", cc->name, cc->path);
-        return NULL;
-    }
-    IClassFactory *factory = NULL;
-    HRESULT hr = get(&cc->clsid, &IID_IClassFactory, (void **)&factory);
-    if (FAILED(hr) || !factory) {
-        LOG_ERROR("child '%s': DllGetClassObject(%s) failed with HRESULT %s; child skipped", cc->name, clsid, HR_STR(hr));
-        return NULL;
-    }
     IUnknown *obj = NULL;
-    hr = factory->lpVtbl->CreateInstance(factory, NULL, &IID_ICorProfilerCallback2, (void **)&obj);
+    HRESULT hr = factory->lpVtbl->CreateInstance(factory, NULL, &IID_ICorProfilerCallback2, (void **)&obj);
     if (FAILED(hr) || !obj) {
         IUnknown *v1 = NULL;
         if (SUCCEEDED(factory->lpVtbl->CreateInstance(factory, NULL, &IID_ICorProfilerCallback, (void **)&v1)) && v1) {

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tracer/otlp_http.h"
+
 void clrmux_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -234,38 +236,6 @@ const char *clrmux_resource_get(const struct clrmux_resource *r, const char *key
     return NULL;
 }
 
-static int hexdig(int c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* trims spaces and tabs, percent-decodes; -1 on a bad escape or an overlong result */
-static int decode(const char *s, size_t n, char *out, size_t outsz)
-{
-    while (n && (*s == ' ' || *s == '\t'))
-        s++, n--;
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-        n--;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int c = (unsigned char)s[i];
-        if (c == '%') {
-            if (i + 2 >= n)
-                return -1;
-            int h = hexdig(s[i + 1]), l = hexdig(s[i + 2]);
-            if (h < 0 || l < 0)
-                return -1;
-            c = h << 4 | l;
-            i += 2;
-        }
-        if (o + 1 >= outsz)
-            return -1;
-        out[o++] = (char)c;
-    }
-    out[o] = 0;
-    return 0;
-}
-
 int clrmux_resource_parse(struct clrmux_resource *r, const char *text, char *bad, size_t badlen)
 {
     int nbad = 0;
@@ -276,8 +246,8 @@ int clrmux_resource_parse(struct clrmux_resource *r, const char *text, char *bad
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         const char *eq = memchr(p, '=', n);
         char key[128], value[256];
-        int ok = eq && decode(p, (size_t)(eq - p), key, sizeof key) == 0 && key[0] &&
-                 decode(eq + 1, n - (size_t)(eq - p) - 1, value, sizeof value) == 0;
+        int ok = eq && clrmux_otel_decode(p, (size_t)(eq - p), key, sizeof key, 0) == 0 && key[0] &&
+                 clrmux_otel_decode(eq + 1, n - (size_t)(eq - p) - 1, value, sizeof value, 0) == 0;
         if (ok) {
             if (!clrmux_resource_get(r, key))
                 ok = clrmux_resource_set(r, key, value, 0) == 0;

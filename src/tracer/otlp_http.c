@@ -389,8 +389,7 @@ static int hexd(int c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* percent-decoded, trimmed copy of s[0..n); -1 if malformed or too long */
-static int hdr_decode(const char *s, size_t n, char *out, size_t outsz)
+int clrmux_otel_decode(const char *s, size_t n, char *out, size_t outsz, int refuse_controls)
 {
     while (n && (*s == ' ' || *s == '\t'))
         s++, n--;
@@ -405,8 +404,8 @@ static int hdr_decode(const char *s, size_t n, char *out, size_t outsz)
             c = hexd(s[i + 1]) << 4 | hexd(s[i + 2]);
             i += 2;
         }
-        if (c == '\r' || c == '\n' || c == 0 || o + 1 >= outsz)
-            return -1; /* no header injection */
+        if ((refuse_controls && (c == '\r' || c == '\n' || c == 0)) || o + 1 >= outsz)
+            return -1;
         out[o++] = (char)c;
     }
     out[o] = 0;
@@ -428,8 +427,8 @@ int clrmux_curl_set_headers(struct clrmux_curl *c, const char *content_type, con
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         const char *eq = memchr(p, '=', n);
         char k[256], v[900];
-        if (eq && hdr_decode(p, (size_t)(eq - p), k, sizeof k) == 0 && k[0] && !strpbrk(k, ": \t") &&
-            hdr_decode(eq + 1, n - (size_t)(eq - p) - 1, v, sizeof v) == 0) {
+        if (eq && clrmux_otel_decode(p, (size_t)(eq - p), k, sizeof k, 1) == 0 && k[0] && !strpbrk(k, ": \t") &&
+            clrmux_otel_decode(eq + 1, n - (size_t)(eq - p) - 1, v, sizeof v, 1) == 0 /* no header injection */) {
             snprintf(line, sizeof line, "%s: %s", k, v);
             hd = c->slist_append(hd, line);
         } else if (strspn(p, " \t") < n) {

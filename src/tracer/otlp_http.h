@@ -103,6 +103,12 @@ struct clrmux_curl *clrmux_curl_open(const char *lib, const char *url, char *loa
                                      size_t errlen);
 /* Points the handle at another URL (a clrmux_http_conf set_url). */
 void clrmux_curl_set_url(void *ctx, const char *url);
+/* The percent-decoding of the OpenTelemetry environment variables' members
+ * (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES: the W3C Baggage encoding): the
+ * spaces and tabs around s[0..n) trimmed, each %XX decoded, the result NUL-terminated in
+ * out[outsz]. refuse_controls: a decoded CR, LF or NUL is an error (a header value). Returns
+ * 0, or -1 on a bad escape, a refused character or a result that does not fit. */
+int clrmux_otel_decode(const char *s, size_t n, char *out, size_t outsz, int refuse_controls);
 /* Replaces the request headers: "Content-Type: <content_type>", then those of `headers`
  * (OTEL_EXPORTER_OTLP_HEADERS format: "key1=value1,key2=value2", percent-decoded; a member
  * without '=' or with CR/LF is skipped and counted; the skipped keys, never their values,

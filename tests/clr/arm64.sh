@@ -16,7 +16,6 @@ PUB="$B/clr/pub"
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 A="{A0000001-0000-0000-0000-000000000001}"
 Bc="{B0000002-0000-0000-0000-000000000002}"
-C="{C0000003-0000-0000-0000-000000000003}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-arm64.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 PASS=0
@@ -116,45 +115,23 @@ if [ -n "$prof" ] && grep -q "signal sampler" "$WORK/builtin.log" && gzip -dc "$
 else bad "the signal sampler walks arm64 stacks into a pprof profile that names Sample.Work.Fib" "$(grep -i profiler "$WORK/builtin.log" | cut -c1-300)"; fi
 
 # ---- enter/leave hooks: clrmux's arm64 stubs (fast path) and the WithInfo path ----------------
-counts_ok() { # FILE FIB MIX LEAF
-    grep -q "^enter Fib $2$" "$1" && grep -q "^leave Fib $2$" "$1" && grep -q "^enter Mix $3$" "$1" &&
-        grep -q "^leave Mix $3$" "$1" && grep -q "^enter Leaf $4$" "$1" && grep -q "^leave Leaf $4$" "$1" &&
-        grep -q "^# client-bad 0$" "$1"
+. tests/clr/elt_cases.sh
+elt_alone() { # elt_alone TAG LIB MASK [VAR=VALUE...]
+    local tag=$1 lib=$2 mask=$3
+    shift 3
+    qemu eltapp "$tag" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$ELT_A" CORECLR_PROFILER_PATH="$FAKE/$lib" \
+        RECORDER_MASK="$mask" RECORDER_OUT="$WORK/$tag.rec" "$@"
 }
-check_counts() { if [ -s "$2" ] && counts_ok "$2" "$3" "$4" "$5"; then ok "$1"; else bad "$1" "$(grep -v '^[A-Z]' "$2" 2>/dev/null)"; fi; }
+elt_under() { under eltapp "$@"; }                             # elt_under TAG CONF [VAR=VALUE...]
+elt_same_output() { same_output ebase "$1" "$2 (arm64)"; }   # elt_same_output TAG DESC
 qemu eltapp ebase
-qemu eltapp fast_alone CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$A" CORECLR_PROFILER_PATH="$FAKE/libeltfast.so" \
-    RECORDER_MASK=0x1000 RECORDER_OUT="$WORK/fast_alone.rec" ELT_MAPPER=1
-check_counts "fast-path (ELT3) child alone counts every enter/leave" "$WORK/fast_alone.rec" 1973 1 100
-cat >"$WORK/fast.conf" <<CONF
-[child fast]
-path = $FAKE/libeltfast.so
-clsid = $A
-[child two]
-path = $FAKE/libelt2.so
-clsid = $C
-CONF
-under eltapp fast "$WORK/fast.conf" RECORDER_MASK_A0000001=0x1000 ELT_MAPPER_A0000001=1 RECORDER_OUT_A0000001="$WORK/fast_a.rec" \
-    RECORDER_MASK_C0000003=0x1000 RECORDER_OUT_C0000003="$WORK/fast_c.rec"
-same_output ebase fast "fast path (elt_arm64.S stubs)"
-grep -q "enter/leave hooks for 2 child(ren), fast path" "$WORK/fast.log" && ok "two ELT3/ELT2 children: clrmux installs its arm64 fast-path stubs" \
-    || bad "two ELT3/ELT2 children: clrmux installs its arm64 fast-path stubs" "$(grep -i 'enter/leave' "$WORK/fast.log")"
-check_counts "fast path: the ELT3 child (x10/x11 convention) sees every enter/leave once" "$WORK/fast_a.rec" 1973 1 100
-check_counts "fast path: the ELT2 child sees every enter/leave once" "$WORK/fast_c.rec" 1973 1 100
-cat >"$WORK/info.conf" <<CONF
-[child fast]
-path = $FAKE/libeltfast.so
-clsid = $A
-[child info]
-path = $FAKE/libeltinfo.so
-clsid = $Bc
-CONF
-under eltapp info "$WORK/info.conf" RECORDER_MASK_A0000001=0x1000 ELT_MAPPER_A0000001=1 RECORDER_OUT_A0000001="$WORK/info_a.rec" \
-    RECORDER_MASK_B0000002=0x0E001000 ELT_MAPPER_B0000002=2 RECORDER_OUT_B0000002="$WORK/info_b.rec"
-same_output ebase info "WithInfo path"
-check_counts "WithInfo path: the ELT3 fast-path child, called by clrmux with x10/x11, sees every enter/leave once" "$WORK/info_a.rec" 1973 1 100
-check_counts "WithInfo path: the ELT3WithInfo child sees every enter/leave once" "$WORK/info_b.rec" 1973 1 100
-grep -q '^# args Mix 7 40000000000 2.5 (ranges 3)$' "$WORK/info_b.rec" && grep -q '^# retval Mix 40000000009.5$' "$WORK/info_b.rec" \
-    && ok "WithInfo child reads Mix's arguments and return value through its proxy" \
-    || bad "WithInfo child reads Mix's arguments and return value through its proxy" "$(grep '^#' "$WORK/info_b.rec")"
+elt_case_fast_alone elt_alone
+elt_case_fast_path elt_under elt_same_output fast
+elt_conf "$WORK/info.conf" fast info
+elt_under info "$WORK/info.conf" RECORDER_MASK_A0000001=$ELT ELT_MAPPER_A0000001=1 RECORDER_OUT_A0000001="$WORK/info_a.rec" \
+    RECORDER_MASK_B0000002=$ELT_INFO ELT_MAPPER_B0000002=2 RECORDER_OUT_B0000002="$WORK/info_b.rec"
+elt_same_output info "WithInfo path"
+elt_check_counts "WithInfo path: the ELT3 fast-path child, called by clrmux with x10/x11, sees every enter/leave once" "$WORK/info_a.rec" 1973 1 100
+elt_check_counts "WithInfo path: the ELT3WithInfo child sees every enter/leave once" "$WORK/info_b.rec" 1973 1 100
+elt_check_args "WithInfo child reads Mix's arguments and return value through its proxy" "$WORK/info_b.rec"
 finish

@@ -19,15 +19,7 @@ clr_suite otel "$@"
 LIB="$ROOT/build/libclrmux.so"
 [ -f "$LIB" ] || { bad "$LIB is missing (run make all)"; clr_done; }
 # the OpenTelemetry apps (NuGet: OpenTelemetry 1.20.1), built by the first runtime's run
-build_otel_app() { # build_otel_app NAME
-    local src=tests/clr/otelapps/$1 out=build/clr/$1
-    if [ ! -f "$out/$1.dll" ] || [ -n "$(find "$src" tests/clr/otelapps/otelapp/Work.cs -newer "$out/$1.dll" -type f -print -quit)" ]; then
-        rm -rf "$out" "build/clr/obj/$1" # no stale assemblies of another target framework
-        dotnet build "$src/$1.csproj" -c Release -o "$out" -p:BaseIntermediateOutputPath="$ROOT/build/clr/obj/$1/" \
-            --disable-build-servers -nodeReuse:false -p:UseSharedCompilation=false -v:minimal -clp:NoSummary \
-            >"build/clr/$1-build.log" 2>&1 || { cat "build/clr/$1-build.log"; return 1; }
-    fi
-}
+build_otel_app() { tests/clr/build-otelapp.sh "$1"; } # build_otel_app NAME
 build_otel_app otelapp || { bad "building tests/clr/otelapps/otelapp failed (OpenTelemetry 1.20.1 from the NuGet source)"; clr_done; }
 APP=build/clr/otelapp/otelapp.dll
 

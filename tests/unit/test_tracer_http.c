@@ -484,6 +484,24 @@ static void test_curl_missing(void **state)
     assert_non_null(strstr(err, "cannot load libcurl (/nonexistent/libcurl.so.4: cannot open shared object file"));
 }
 
+/* The percent-decoding shared by OTEL_EXPORTER_OTLP_HEADERS and OTEL_RESOURCE_ATTRIBUTES. */
+static void test_otel_decode(void **state)
+{
+    (void)state;
+    char out[16];
+    const char *in = " a%20b%2C\t";
+    assert_int_equal(clrmux_otel_decode(in, strlen(in), out, sizeof out, 1), 0);
+    assert_string_equal(out, "a b,");
+    assert_int_equal(clrmux_otel_decode("%zz", 3, out, sizeof out, 0), -1); /* bad escape */
+    assert_int_equal(clrmux_otel_decode("%4", 2, out, sizeof out, 0), -1);  /* cut short */
+    assert_int_equal(clrmux_otel_decode("0123456789abcdef", 16, out, sizeof out, 0), -1); /* no room for NUL */
+    /* a header refuses CR, LF and NUL; a resource attribute takes them */
+    assert_int_equal(clrmux_otel_decode("x%0D%0Ay", 8, out, sizeof out, 1), -1);
+    assert_int_equal(clrmux_otel_decode("x%00", 4, out, sizeof out, 1), -1);
+    assert_int_equal(clrmux_otel_decode("x%0Ay", 5, out, sizeof out, 0), 0);
+    assert_string_equal(out, "x\ny");
+}
+
 int main(void)
 {
     if (!getenv("CLRMUX_TEST_VERBOSE"))
@@ -500,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_curl_post),
         cmocka_unit_test(test_curl_nothing_listening),
         cmocka_unit_test(test_curl_missing),
+        cmocka_unit_test(test_otel_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
