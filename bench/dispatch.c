@@ -229,6 +229,10 @@ static ICorProfilerCallback11 *make_clrmux(int k, int subscribed, const char *ch
         die("clrmux Initialize with %s failed: 0x%08X", conf, (unsigned)hr);
     if (subscribed)
         check_mask(fi, mask, "clrmux");
+    /* clrmux registers for membarrier(2) on a thread of its own (0.1-6 ms); until then a child
+     * that may detach goes the long way (a fenced count): measure the steady state */
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL);
     return mux;
 }
 

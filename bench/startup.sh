@@ -7,9 +7,12 @@
 #   full    clrmux with the same child, the built-in tracer (tracing the app's Main, spans to a
 #           file) and the built-in profiler (its default cpu and wall sampling, pprof at exit)
 #   direct  the same no-op child loaded directly as CORECLR_PROFILER
-# interleaved (none, clrmux, full, direct, none, ...) so that drift hits all alike, and prints
+# and, to show where full's time goes, the child beside only one of them:
+#   tracer  the child + the tracer;  prof  the child + the profiler;  prof_noep  the child + the
+#           profiler without its EventPipe session (allocations = false, contention = false)
+# interleaved (none, clrmux, full, direct, tracer, ...) so that drift hits all alike, and prints
 # the median wall time of each and the ratios clrmux/none, clrmux/direct and full/direct
-# (issue 12's goal: full/direct <= 1.01). The child asks
+# (issue 12's goal: full/direct <= 1.01), and tracer, prof, prof_noep / direct. The child asks
 # for BENCH_STARTUP_MASK (hex low event mask, default 0x224: module loads, JIT, threads) in
 # both profiled configurations, so the runtime delivers the same callbacks to it either way.
 set -euo pipefail
@@ -53,6 +56,9 @@ trace = hello!Program::<Main>\$
 builtin = profiler
 output_dir = $WORK/profiles
 EOF
+{ cat "$WORK/loader.conf"; sed -n '/^\[child tracer\]/,/^trace =/p' "$WORK/full.conf"; } >"$WORK/tracer.conf"
+{ cat "$WORK/loader.conf"; sed -n '/^\[child profiler\]/,$p' "$WORK/full.conf"; } >"$WORK/prof.conf"
+{ cat "$WORK/prof.conf"; printf 'allocations = false\ncontention = false\n'; } >"$WORK/prof_noep.conf"
 
 # The three configurations as env(1) arguments; every run goes through env(1) alike.
 CLEAN=(-u CORECLR_ENABLE_PROFILING -u CORECLR_PROFILER -u CORECLR_PROFILER_PATH -u CLRMUX_CONFIG
@@ -64,7 +70,10 @@ cfg_full=("${CLEAN[@]}" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLRMUX_CLS
           CLRMUX_CONFIG="$WORK/full.conf" RECORDER_MASK="$MASK")
 cfg_direct=("${CLEAN[@]}" CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$NOOP_CLSID" CORECLR_PROFILER_PATH="$NOOP"
             RECORDER_MASK="$MASK")
-CONFIGS=(none clrmux full direct)
+cfg_tracer=("${cfg_full[@]/#CLRMUX_CONFIG=*/CLRMUX_CONFIG=$WORK/tracer.conf}")
+cfg_prof=("${cfg_full[@]/#CLRMUX_CONFIG=*/CLRMUX_CONFIG=$WORK/prof.conf}")
+cfg_prof_noep=("${cfg_full[@]/#CLRMUX_CONFIG=*/CLRMUX_CONFIG=$WORK/prof_noep.conf}")
+CONFIGS=(none clrmux full direct tracer prof prof_noep)
 
 # Microseconds since the epoch, without forking (bash 5's EPOCHREALTIME), else date(1).
 now_us() {
@@ -91,6 +100,15 @@ grep -q "1 child profiler(s) active" "$WORK/clrmux.clrmux.log" \
     || { echo "startup: clrmux did not activate its child:" >&2; cat "$WORK/clrmux.clrmux.log" >&2; exit 1; }
 grep -q "3 child profiler(s) active" "$WORK/clrmux.full.log" \
     || { echo "startup: clrmux did not activate the child, the tracer and the profiler:" >&2; cat "$WORK/clrmux.full.log" >&2; exit 1; }
+for c in tracer prof prof_noep; do
+    grep -q "2 child profiler(s) active" "$WORK/clrmux.$c.log" \
+        || { echo "startup: '$c': clrmux did not activate its two children:" >&2; cat "$WORK/clrmux.$c.log" >&2; exit 1; }
+done
+grep -q "EventPipe session started" "$WORK/clrmux.prof.log" \
+    || { echo "startup: 'prof': the profiler did not start its EventPipe session" >&2; exit 1; }
+if grep -q "EventPipe session started" "$WORK/clrmux.prof_noep.log"; then
+    echo "startup: 'prof_noep': the profiler started an EventPipe session" >&2; exit 1
+fi
 
 TIMEFORMAT='%U %S'
 for ((i = 0; i < R; i++)); do
@@ -129,6 +147,16 @@ printf '  %-40s %8s ms (%-13s) %7s ms\n' "no profiler" "$none" "$(range_ms "$WOR
     "no-op child alone as CORECLR_PROFILER" "$direct" "$(range_ms "$WORK/t.direct")" "$cpu_direct"
 printf '  %-40s %8s   (CPU %s)\n' "ratio clrmux/none" "$r_none" "-" "ratio clrmux/direct" "$r_direct" "$c_direct" \
     "ratio full (tracer + profiler)/direct" "$r_full" "$c_full"
+echo "  where full's time goes (clrmux + the child + one of them):"
+for c in tracer prof prof_noep; do
+    case $c in tracer) label="+ tracer" ;; prof) label="+ profiler" ;; *) label="+ profiler, no EventPipe session" ;; esac
+    m=$(median_ms "$WORK/t.$c")
+    declare -n cpu="cpu_$c"
+    printf '  %-40s %8s ms (%-13s) %7s ms   /direct %s (CPU %s)\n' "$label" "$m" "$(range_ms "$WORK/t.$c")" "$cpu" \
+        "$(awk -v a="$m" -v b="$direct" 'BEGIN {printf "%.3f", a / b}')" \
+        "$(awk -v a="$cpu" -v b="$cpu_direct" 'BEGIN {printf "%.3f", a / b}')"
+    unset -n cpu
+done
 if [ -n "$SUMMARY" ]; then
     printf 'none %s\nclrmux %s\nfull %s\ndirect %s\nclrmux/none %s\nclrmux/direct %s\nfull/direct %s\ncpu_clrmux/direct %s\ncpu_full/direct %s\nruns %s\n' \
         "$none" "$clrmux" "$full" "$direct" "$r_none" "$r_direct" "$r_full" "$c_direct" "$c_full" "$R" >"$SUMMARY"

@@ -59,14 +59,19 @@ static _Atomic int membarrier_state;
 
 static void *register_membarrier(void *arg)
 {
-    (void)arg;
-    if (clrmux_process_barrier_register() == 0)
+    struct clrmux_mux *m = arg;
+    if (clrmux_process_barrier_register() == 0) {
         atomic_store(&clrmux_evac_asymmetric, 1);
+        /* the sole subscribers that may detach get their counted fast path (dispatch.h); the
+         * mux is never freed */
+        if (m && !atomic_load(&m->shut_down))
+            clrmux_dispatch_update(m);
+    }
     atomic_store(&membarrier_state, 2);
     return NULL;
 }
 
-void clrmux_pin_self(void)
+void clrmux_pin_self(struct clrmux_mux *m)
 {
     int expected = 0;
     if (atomic_compare_exchange_strong(&membarrier_state, &expected, 1)) {
@@ -74,10 +79,10 @@ void clrmux_pin_self(void)
         pthread_t tid;
         int started = pthread_attr_init(&attr) == 0 &&
                       pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-                      pthread_create(&tid, &attr, register_membarrier, NULL) == 0;
+                      pthread_create(&tid, &attr, register_membarrier, m) == 0;
         pthread_attr_destroy(&attr);
         if (!started)
-            register_membarrier(NULL);
+            register_membarrier(m);
     }
     if (clrmux_pin_module_of((const void *)&clrmux_pin_self) != 0)
         LOG_WARN("cannot pin libclrmux.so in memory; detaching clrmux from the runtime is refused");

@@ -68,6 +68,31 @@ static inline __attribute__((always_inline)) struct clrmux_thread_rec *clrmux_ev
     return t;
 }
 
+/* The counted fast path (dispatch.h, mux->counted[]), only once clrmux_evac_asymmetric is set:
+ * one non-atomic add to the calling thread's own counter (a single instruction on x86-64,
+ * the compiler kept from moving loads above it), the evacuating side forcing the fence on
+ * every thread with membarrier(2); then clrmux_evac_dec. */
+static inline __attribute__((always_inline)) void clrmux_evac_inc(struct clrmux_thread_rec *t)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+    __asm__ volatile("addq $1, %0" : "+m"(*(unsigned long *)&t->inside) : : "memory");
+#else
+    atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+static inline __attribute__((always_inline)) void clrmux_evac_dec(struct clrmux_thread_rec *t)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+    __asm__ volatile("subq $1, %0" : "+m"(*(unsigned long *)&t->inside) : : "memory"); /* a release on x86-64 */
+#else
+    atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) - 1,
+                          memory_order_release);
+#endif
+}
+
 static inline __attribute__((always_inline)) void clrmux_evac_leave(struct clrmux_thread_rec *t)
 {
     if (t)
@@ -87,7 +112,8 @@ void clrmux_detach_shutdown(struct clrmux_mux *mux);
 
 /* Keeps libclrmux.so mapped until the process ends (the runtime unloads a profiler after it
  * detached), and registers for membarrier(2) on a short-lived thread of its own (the
- * registration can take milliseconds; evacuation waits for its outcome). */
-void clrmux_pin_self(void);
+ * registration can take milliseconds; evacuation waits for its outcome), then rebuilds the
+ * dispatch tables of `mux` (its counted routes need the registration). */
+void clrmux_pin_self(struct clrmux_mux *mux);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "loader/detach.h"
 #include "loader/mux.h"
 
 const struct clrmux_route clrmux_route_empty = {0};
@@ -87,6 +88,7 @@ static const struct clrmux_route *intern(struct clrmux_mux *m, uint64_t set, int
 void clrmux_dispatch_rebuild(struct clrmux_mux *m)
 {
     int n = m->nchildren < 64 ? m->nchildren : 64;
+    int asym = atomic_load(&clrmux_evac_asymmetric);
     uint64_t pinned = 0;
     for (int i = 0; i < n; i++)
         if (never_detaches(m, &m->children[i]))
@@ -108,6 +110,10 @@ void clrmux_dispatch_rebuild(struct clrmux_mux *m)
             atomic_store_explicit(&m->routes[id], r, memory_order_release);
         if (r->one != atomic_load_explicit(&m->direct[id], memory_order_relaxed))
             atomic_store_explicit(&m->direct[id], r->one, memory_order_release);
+        /* a sole subscriber that may detach: counted in with plain stores (needs membarrier) */
+        ICorProfilerCallback11 *counted = !r->one && r->n == 1 && asym ? r->e[0].cb : NULL;
+        if (counted != atomic_load_explicit(&m->counted[id], memory_order_relaxed))
+            atomic_store_explicit(&m->counted[id], counted, memory_order_release);
     }
 }
 
@@ -122,6 +128,7 @@ void clrmux_dispatch_free(struct clrmux_mux *m)
 {
     for (int id = 0; id < CLRMUX_NROUTES; id++) {
         atomic_store(&m->direct[id], NULL);
+        atomic_store(&m->counted[id], NULL);
         atomic_store(&m->routes[id], &clrmux_route_empty);
     }
     while (m->route_pool) {

@@ -12,7 +12,10 @@
  * clrmux_dispatch_rebuild) has `one` set, also published in mux->direct[]; the mux then
  * loads that pointer and calls the child as a tail call
  * without counting itself in for detach evacuation (detach.h), so the child's HRESULT reaches
- * the runtime as it would alone. Any other route is walked inside clrmux_evac_enter/leave.
+ * the runtime as it would alone. A route with one subscriber that may detach is published in
+ * mux->counted[] once membarrier(2) is registered: the mux counts itself in with one plain
+ * add to its thread's record, loads that pointer, calls the child and counts itself out
+ * (clrmux_evac_inc/dec). Any other route is walked inside clrmux_evac_enter/leave.
  *
  * Lifetime: routes are interned per mux (one object per distinct subscriber set and `one`
  * flag) and never freed while the mux lives, so a callback may hold a route it loaded for

@@ -37,6 +37,8 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
 #define ROUTE(m, N) atomic_load_explicit(&(m)->routes[CLRMUX_ROUTE_##N], memory_order_acquire)
 /* Its only subscriber when that child never detaches (else NULL): one acquire load. */
 #define DIRECT(m, N) atomic_load_explicit(&(m)->direct[CLRMUX_ROUTE_##N], memory_order_acquire)
+/* Its only subscriber when that child may detach and membarrier is registered (else NULL). */
+#define COUNTED(m, N) atomic_load_explicit(&(m)->counted[CLRMUX_ROUTE_##N], memory_order_acquire)
 
 /* mux_one_N: the call of a route's only subscriber, counted in for evacuation (the route is
  * reloaded after counting in; if it no longer has one subscriber, WALK does the work). */
@@ -55,9 +57,11 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
     }
 
 /* MASK and ALL: the children of the callback's route. A direct route (one subscriber that can
- * never detach) is a tail call: one load, a test, the child's call. Any other goes through
- * mux_one_N (one subscriber) or mux_walk_N, counted in for detach evacuation (detach.h),
- * which reload the route after counting themselves in. One subscriber's HRESULT reaches the
+ * never detach) is a tail call: one load, a test, the child's call. A counted one (one
+ * subscriber that may detach, membarrier registered) is the child's call between a plain add
+ * and a plain subtract on the thread's evacuation counter (clrmux_evac_inc/dec). Any other
+ * goes through mux_one_N (one subscriber) or mux_walk_N, counted in for detach evacuation
+ * (detach.h), which reload the route after counting themselves in. One subscriber's HRESULT reaches the
  * runtime, as it would alone (e.g. an error from ObjectReferences ends that heap walk); with
  * several, S_OK. */
 #define GEN_MASK(I, D, R, N, P, A, L, H)                                                     \
@@ -81,6 +85,21 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
         ICorProfilerCallback11 *one = DIRECT(m, N);                                        \
         if (__builtin_expect(one != NULL, 1))                                              \
             return one->lpVtbl->N(one CLRMUX_EXPAND A);                                    \
+        /* a sole subscriber that may detach: the thread counts itself in, then loads the   \
+         * child it calls (the first load only spares the other routes the counting) */     \
+        if (__builtin_expect(COUNTED(m, N) != NULL, 1)) {                                  \
+            struct clrmux_thread_rec *t_ = clrmux_tls_rec;                                 \
+            if (__builtin_expect(t_ != NULL, 1)) {                                         \
+                clrmux_evac_inc(t_);                                                       \
+                one = COUNTED(m, N);                                                       \
+                if (__builtin_expect(one != NULL, 1)) {                                    \
+                    HRESULT hr = one->lpVtbl->N(one CLRMUX_EXPAND A);                      \
+                    clrmux_evac_dec(t_);                                                   \
+                    return hr;                                                             \
+                }                                                                          \
+                clrmux_evac_dec(t_);                                                       \
+            }                                                                              \
+        }                                                                                  \
         if (ROUTE(m, N)->n == 1)                                                           \
             return mux_one_##N(m CLRMUX_EXPAND A);                                         \
         return mux_walk_##N(m CLRMUX_EXPAND A);                                            \
@@ -341,7 +360,7 @@ static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *p
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     }
     LOG_INFO("runtime: .NET %s, ICorProfilerInfo%d", m->runtime_version.text, m->info_version);
-    clrmux_pin_self(); /* children may detach one by one; clrmux's code stays mapped */
+    clrmux_pin_self(m); /* children may detach one by one; clrmux's code stays mapped */
     atomic_store(&m->initializing, 1);
     clrmux_loop_enter();
     int n = clrmux_load_children(m);

@@ -55,6 +55,9 @@ struct clrmux_mux {
     _Atomic(const struct clrmux_route *) routes[CLRMUX_NROUTES];
     /* routes[i]->one, one load nearer: the callback's only subscriber when it never detaches */
     _Atomic(ICorProfilerCallback11 *) direct[CLRMUX_NROUTES];
+    /* the callback's only subscriber when it may detach, once membarrier(2) is registered
+     * (detach.h): called between two plain stores to the thread's evacuation counter */
+    _Atomic(ICorProfilerCallback11 *) counted[CLRMUX_NROUTES];
     struct clrmux_route *route_pool; /* every route ever built (interned; under mask_lock) */
     const _Atomic int *compose_pending; /* held-back ReJIT requests (compose.c): non-zero sends JIT callbacks the long way */
     ICorProfilerInfo15 *info; /* the runtime's Info, highest version answered */

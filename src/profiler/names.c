@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lazymem.h"
 #include "common/log.h"
 #include "profiler/framename.h"
 #include "profiler/prof.h"
@@ -59,7 +60,7 @@ struct prof_names *prof_names_create(ICorProfilerInfo3 *info, size_t max_entries
     n->info = info;
     n->cap = cap;
     n->max_used = max_entries;
-    n->tab = calloc(cap, sizeof *n->tab);
+    n->tab = clrmux_lazy_calloc(cap, sizeof *n->tab); /* touched as names come */
     n->arena_size = arena_bytes < 64 * NAME_MAX_LEN ? 64 * NAME_MAX_LEN : arena_bytes;
     n->arena = malloc(n->arena_size);
     if (!n->tab || !n->arena) {
@@ -75,7 +76,7 @@ void prof_names_destroy(struct prof_names *n)
         return;
     for (size_t i = 0; i < n->nmodules; i++)
         IMetaDataImport_Release(n->modules[i].imp);
-    free(n->tab);
+    clrmux_lazy_free(n->tab);
     free(n->arena);
     free(n);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/hresult.h"
+#include "common/lazymem.h"
 #include "common/log.h"
 #include "common/platform.h"
 #include "loader/child_base.h"
@@ -885,7 +886,7 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     };
     int rc = clrmux_pprof_create(&pc, &p->pb);
     p->names = rc == 0 ? prof_names_create(p->info, NAME_ENTRIES, NAME_ARENA) : NULL;
-    p->views = calloc(PROF_MAX_THREADS, sizeof *p->views);
+    p->views = clrmux_lazy_calloc(PROF_MAX_THREADS, sizeof *p->views); /* never freed */
     p->views_gen = UINT64_MAX;
     if (rc != 0 || !p->names || !p->views || prof_rawq_init(&p->q, RAW_RECORDS, RAW_FRAMES) != 0) {
         LOG_ERROR("profiler '%s': out of memory; profiler disabled", p->name);
@@ -1004,7 +1005,7 @@ EXPORT ICorProfilerCallback11 *clrmux_profiler_create(const struct clrmux_child_
 #else
     (void)host;
 #endif
-    struct profiler *p = calloc(1, sizeof *p);
+    struct profiler *p = clrmux_lazy_calloc(1, sizeof *p); /* never freed; ~400 KB touched as used */
     if (!p) {
         LOG_ERROR("child '%s': out of memory creating the profiler; child skipped", cc->name);
         return NULL;

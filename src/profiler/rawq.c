@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lazymem.h"
 #include "profiler/prof.h"
 
 int prof_rawq_init(struct prof_rawq *q, uint32_t cap_recs, uint32_t cap_frames)
@@ -12,8 +13,9 @@ int prof_rawq_init(struct prof_rawq *q, uint32_t cap_recs, uint32_t cap_frames)
     memset(q, 0, sizeof *q);
     pthread_mutex_init(&q->lock, NULL);
     for (int i = 0; i < 2; i++) {
-        q->buf[i].recs = calloc(cap_recs, sizeof *q->buf[i].recs);
-        q->buf[i].frames = calloc(cap_frames, sizeof *q->buf[i].frames);
+        /* touched as records come, not at start-up */
+        q->buf[i].recs = clrmux_lazy_calloc(cap_recs, sizeof *q->buf[i].recs);
+        q->buf[i].frames = clrmux_lazy_calloc(cap_frames, sizeof *q->buf[i].frames);
         q->buf[i].cap_recs = cap_recs;
         q->buf[i].cap_frames = cap_frames;
         if (!q->buf[i].recs || !q->buf[i].frames) {
@@ -27,8 +29,8 @@ int prof_rawq_init(struct prof_rawq *q, uint32_t cap_recs, uint32_t cap_frames)
 void prof_rawq_free(struct prof_rawq *q)
 {
     for (int i = 0; i < 2; i++) {
-        free(q->buf[i].recs);
-        free(q->buf[i].frames);
+        clrmux_lazy_free(q->buf[i].recs);
+        clrmux_lazy_free(q->buf[i].frames);
         q->buf[i].recs = NULL;
         q->buf[i].frames = NULL;
         q->buf[i].cap_recs = q->buf[i].cap_frames = 0;

@@ -8,7 +8,10 @@
 
 void prof_threads_init(struct prof_threads *r)
 {
-    memset(r, 0, sizeof *r);
+    /* slots are cleared as they are taken (prof_threads_add): the 4096-slot table is not
+     * touched at start-up */
+    r->high = 0;
+    r->dropped = 0;
     pthread_mutex_init(&r->lock, NULL);
 }
 

@@ -118,7 +118,7 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
     snprintf(t->protocol, sizeof t->protocol, "http/protobuf"); /* OTLP's default */
     otel_env(t);
-    t->targets = calloc(MAX_TARGETS, sizeof *t->targets);
+    t->targets = clrmux_lazy_calloc(MAX_TARGETS, sizeof *t->targets); /* 1.2 MB, touched as used */
     t->target_hits = calloc(MAX_TARGETS, sizeof *t->target_hits);
     if (!t->targets || !t->target_hits)
         return -1;

@@ -1,5 +1,6 @@
 /* Span probes, per-thread nesting and the bounded span ring (see spans.h). */
 #include "tracer/spans.h"
+#include "common/lazymem.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -20,7 +22,12 @@
  * calibration points (tick, CLOCK_REALTIME) taken at init and after each drain; a tick is
  * interpolated between the two points around it (or extrapolated with the nearest
  * segment's slope), so the mapping is deterministic and monotonic and a child span stays
- * within its parent whichever batches they were drained in. */
+ * within its parent whichever batches they were drained in.
+ *
+ * Init takes the first point and a provisional tick rate over a few microseconds (the
+ * histogram bounds of the calls counted on their own thread until the export thread's
+ * first drain); the first drain at least CAL_MIN_NS later (on the export thread, off the
+ * runtime's start-up path) adds the second point and fixes the tick rate for good. */
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -93,14 +100,39 @@ static void cal_add(struct cal_point p)
     }
 }
 
-static void cal_init(void)
+#define CAL_PROVISIONAL_NS 20000 /* the provisional tick rate's window at init: 20 us */
+
+/* ns per tick between two points, or 0 when they do not give a usable rate */
+static double cal_rate(struct cal_point a, struct cal_point b)
+{
+    if (b.tick <= a.tick || b.ns <= a.ns)
+        return 0;
+    double r = (double)(b.ns - a.ns) / (double)(b.tick - a.tick);
+    return r > 0 && r <= 1e3 ? r : 0;
+}
+
+/* The first point, and a provisional rate over ~20 us (no 1 ms spin at start-up). */
+static double cal_init(void)
 {
     cal.first = cal.n = 0;
     struct cal_point p0 = cal_sample(), p1;
     cal_add(p0);
-    do /* a first slope: ~1 ms */
+    int spins = 0;
+    do
         p1 = cal_sample();
-    while (p1.ns < p0.ns + CAL_MIN_NS && p1.ns >= p0.ns);
+    while (p1.ns < p0.ns + CAL_PROVISIONAL_NS && p1.ns >= p0.ns && ++spins < 100000);
+    return cal_rate(p0, p1);
+}
+
+/* The second point (export thread, first drain): waits out what is left of CAL_MIN_NS
+ * after the first point (nothing once the process has run a millisecond). */
+static void cal_second_point(void)
+{
+    struct cal_point p0 = *cal_at(0), p1;
+    int spins = 0;
+    do
+        p1 = cal_sample();
+    while (p1.ns < p0.ns + CAL_MIN_NS && p1.ns >= p0.ns && ++spins < 1000000);
     cal_add(p1);
     if (cal.n < 2) /* the clock went back meanwhile: a nominal 1 tick = 1 ns second point */
         cal_add((struct cal_point){p0.tick + CAL_MIN_NS, p0.ns + CAL_MIN_NS});
@@ -137,7 +169,9 @@ static int64_t tick_to_ns(uint64_t tick)
 
 /* ---- the ring: a bounded MPMC queue (D. Vyukov's), used with one consumer ------------- */
 
-/* One cache line per span. */
+/* One cache line per span. `seq` is stored relative to the cell's index (Vyukov's sequence
+ * number minus the index), so that a zero cell, as a fresh anonymous mapping gives it, is an
+ * empty cell of the first lap: the ring is mapped at init and touched only as spans fill it. */
 struct cell {
     _Atomic uint32_t seq;
     uint32_t method;
@@ -150,6 +184,7 @@ struct cell {
 
 static struct ring {
     struct cell *cells;
+    size_t bytes; /* the mapping's length */
     uint32_t mask;
     _Alignas(64) _Atomic uint32_t enq;
     _Alignas(64) uint32_t deq;
@@ -165,7 +200,16 @@ static uint32_t hw_mask; /* a producer whose position is a multiple of hw_mask +
 
 /* head sampling: a root trace is recorded when its random draw is below sample_bound */
 static _Atomic uint64_t sample_bound = UINT64_MAX;
-static double ns_per_tick = 1.0;
+
+/* Tick rate and histogram bounds in ticks: the provisional set from init, replaced once by
+ * the calibrated one at the first drain (published with a release store; probes read it). */
+struct tickconv {
+    double ns_per_tick;
+    uint64_t bounds[CLRMUX_HIST_BOUNDS]; /* hist_bounds_ns in ticks */
+};
+static struct tickconv conv_set[2];
+static struct tickconv *_Atomic conv = &conv_set[0];
+static int calibrated; /* consumer: the second point is taken */
 
 /* per-method metrics */
 struct mcounters {
@@ -180,7 +224,17 @@ static const uint64_t hist_bounds_ns[CLRMUX_HIST_BOUNDS] = {
     1000, 5000, 10000, 50000, 100000, 500000, 1000000, 5000000, 10000000, 50000000, 100000000, 500000000,
     1000000000, 5000000000, 10000000000};
 
-static uint64_t hist_bounds_ticks[CLRMUX_HIST_BOUNDS]; /* hist_bounds_ns in ticks (set at init) */
+static void conv_fill(struct tickconv *c, double ns_per_tick)
+{
+    c->ns_per_tick = ns_per_tick > 0 ? ns_per_tick : 1.0;
+    for (int i = 0; i < CLRMUX_HIST_BOUNDS; i++)
+        c->bounds[i] = (uint64_t)((double)hist_bounds_ns[i] / c->ns_per_tick);
+}
+
+static inline double ns_per_tick(void)
+{
+    return atomic_load_explicit(&conv, memory_order_acquire)->ns_per_tick;
+}
 
 static void account(uint32_t method, uint64_t dur_ns, int error)
 {
@@ -283,12 +337,12 @@ int clrmux_spans_init(size_t capacity)
     size_t cap = 2;
     while (cap < capacity)
         cap <<= 1;
-    struct cell *c = aligned_alloc(64, cap * sizeof *c);
-    if (!c)
+    /* anonymous memory reads as zero (empty cells) and is faulted in only as spans fill it */
+    size_t bytes = cap * sizeof(struct cell);
+    struct cell *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (c == MAP_FAILED)
         return -1;
-    memset(c, 0, cap * sizeof *c);
-    for (size_t i = 0; i < cap; i++)
-        atomic_init(&c[i].seq, (uint32_t)i);
+    ring.bytes = bytes;
     ring.mask = (uint32_t)(cap - 1);
     atomic_store(&ring.enq, 0);
     ring.deq = 0;
@@ -297,17 +351,14 @@ int clrmux_spans_init(size_t capacity)
     atomic_store(&st_too_deep, 0);
     atomic_store(&st_unsampled, 0);
     hw_mask = (uint32_t)(cap >= 8 ? cap / 4 - 1 : 0);
-    metrics = calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
+    metrics = clrmux_lazy_calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
     if (!metrics) {
-        free(c);
+        munmap(c, bytes);
         return -1;
     }
-    cal_init();
-    ns_per_tick = (double)(cal_at(cal.n - 1)->ns - cal_at(0)->ns) / (double)(cal_at(cal.n - 1)->tick - cal_at(0)->tick);
-    if (!(ns_per_tick > 0) || ns_per_tick > 1e3)
-        ns_per_tick = 1.0;
-    for (int i = 0; i < CLRMUX_HIST_BOUNDS; i++)
-        hist_bounds_ticks[i] = (uint64_t)((double)hist_bounds_ns[i] / ns_per_tick);
+    conv_fill(&conv_set[0], cal_init());
+    atomic_store_explicit(&conv, &conv_set[0], memory_order_release);
+    calibrated = 0;
     threads_reset_metrics();
     ring.cells = c; /* before any probe runs */
     return 0;
@@ -315,9 +366,10 @@ int clrmux_spans_init(size_t capacity)
 
 void clrmux_spans_fini(void)
 {
-    free(ring.cells);
+    if (ring.cells)
+        munmap(ring.cells, ring.bytes);
     ring.cells = NULL;
-    free(metrics);
+    clrmux_lazy_free(metrics);
     metrics = NULL;
     atomic_store(&sample_bound, UINT64_MAX);
 }
@@ -335,7 +387,7 @@ static struct cell *cell_claim(uint32_t *pos_out)
     for (;;) {
         struct cell *c = &cells[pos & ring.mask];
         uint32_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-        int32_t diff = (int32_t)(seq - pos);
+        int32_t diff = (int32_t)(seq - (pos & ~ring.mask)); /* seq is relative to the index */
         if (diff == 0) {
             if (atomic_compare_exchange_weak_explicit(&ring.enq, &pos, pos + 1, memory_order_relaxed,
                                                       memory_order_relaxed)) {
@@ -353,7 +405,7 @@ static struct cell *cell_claim(uint32_t *pos_out)
 
 static inline void cell_publish(struct cell *c, uint32_t pos)
 {
-    atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+    atomic_store_explicit(&c->seq, (pos & ~ring.mask) + 1, memory_order_release);
     if (__builtin_expect((pos & hw_mask) == 0, 0) && atomic_load_explicit(&sleeping, memory_order_relaxed))
         clrmux_spans_wake();
 }
@@ -366,8 +418,9 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
         return 0;
     while (n < max) {
         struct cell *c = &cells[ring.deq & ring.mask];
+        uint32_t lap = ring.deq & ~ring.mask; /* seq is relative to the index */
         uint32_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-        if (seq != ring.deq + 1)
+        if (seq != lap + 1)
             break; /* empty, or the producer that claimed this cell has not finished it */
         struct clrmux_span *s = &out[n++];
         memcpy(s->trace_id, c->trace_id, 16);
@@ -379,15 +432,24 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
         s->tid = c->tid;
         s->exc = c->exc;
         s->flags = c->flags;
-        atomic_store_explicit(&c->seq, ring.deq + ring.mask + 1, memory_order_release);
+        atomic_store_explicit(&c->seq, lap + ring.mask + 1, memory_order_release);
         ring.deq++;
     }
     deq_total += n;
+    if (!calibrated) { /* the second point, and the tick rate for good */
+        cal_second_point();
+        struct cal_point a = *cal_at(0), b = *cal_at(cal.n - 1);
+        double r = cal_rate(a, b);
+        conv_fill(&conv_set[1], r > 0 ? r : conv_set[0].ns_per_tick);
+        atomic_store_explicit(&conv, &conv_set[1], memory_order_release);
+        calibrated = 1;
+    }
     /* every span drained ended before this point: it is interpolated, never extrapolated */
     cal_add(cal_sample());
+    double npt = ns_per_tick();
     for (size_t i = 0; i < n; i++) {
         uint64_t t0 = (uint64_t)out[i].start_ns, t1 = (uint64_t)out[i].end_ns;
-        account(out[i].method, (uint64_t)((double)(t1 - t0) * ns_per_tick), out[i].flags & CLRMUX_SPAN_ERROR);
+        account(out[i].method, (uint64_t)((double)(t1 - t0) * npt), out[i].flags & CLRMUX_SPAN_ERROR);
         out[i].start_ns = tick_to_ns(t0);
         out[i].end_ns = tick_to_ns(t1);
     }
@@ -462,13 +524,14 @@ static void account_local(struct tstate *t, uint32_t method, uint64_t dur_ticks,
     uint32_t m1 = atomic_load_explicit(&e->method1, memory_order_relaxed);
     if (m1 != method + 1) {
         if (m1 || method >= CLRMUX_SPAN_MAX_METHODS) {
-            account(method, (uint64_t)((double)dur_ticks * ns_per_tick), error);
+            account(method, (uint64_t)((double)dur_ticks * ns_per_tick()), error);
             return;
         }
         atomic_store_explicit(&e->method1, method + 1, memory_order_release);
     }
+    const struct tickconv *cv = atomic_load_explicit(&conv, memory_order_acquire);
     unsigned b = 0;
-    while (b < CLRMUX_HIST_BOUNDS && dur_ticks > hist_bounds_ticks[b])
+    while (b < CLRMUX_HIST_BOUNDS && dur_ticks > cv->bounds[b])
         b++;
     bump(&e->calls, 1);
     bump(&e->sum_ticks, dur_ticks);
@@ -483,7 +546,7 @@ static void add_tm(struct clrmux_method_metrics *o, const struct tmetric *e)
     o->calls += c;
     o->count += c;
     o->errors += atomic_load_explicit(&e->errors, memory_order_relaxed);
-    o->sum_ns += (uint64_t)((double)atomic_load_explicit(&e->sum_ticks, memory_order_relaxed) * ns_per_tick);
+    o->sum_ns += (uint64_t)((double)atomic_load_explicit(&e->sum_ticks, memory_order_relaxed) * ns_per_tick());
     for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
         o->buckets[b] += atomic_load_explicit(&e->buckets[b], memory_order_relaxed);
 }

@@ -8,6 +8,7 @@
 #ifndef COBJMACROS
 #define COBJMACROS
 #endif
+#include "common/lazymem.h"
 #include "tracer/tracer.h"
 
 #include <errno.h>
