@@ -102,7 +102,16 @@ windows() {
     # temporary files (the unit tests', tests/clr/windows.sh's, wineserver's socket) in a folder
     # of the build: the trust check (common/trust_win.c) refuses /tmp, which Wine shows as
     # writable by Everyone (Windows has no sticky bit)
-    local TMPDIR="$ROOT/$BUILD/win-x64/tmp"
+    # When the build folder itself lies under such a folder (a clone in /tmp), a private folder
+    # in $HOME holds them instead; tests/clr/windows.sh stages its DLLs there too.
+    local trusted="$ROOT/$BUILD/win-x64" d="$ROOT/$BUILD/win-x64"
+    while [ "$d" != / ] && [ -n "$d" ]; do
+        if [ -n "$(find "$d" -maxdepth 0 -perm -o+w 2>/dev/null)" ]; then trusted="$HOME/.cache/clrmux-wine"; break; fi
+        d=$(dirname "$d")
+    done
+    mkdir -p "$trusted" && chmod 700 "$trusted"
+    export CLRMUX_WIN_TRUSTED="$trusted"
+    local TMPDIR="$trusted/tmp"
     export TMPDIR
     mkdir -p "$TMPDIR" && chmod 700 "$TMPDIR"
     # a private Wine prefix in the build folder (its first start takes ~30 s)

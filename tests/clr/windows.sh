@@ -75,7 +75,7 @@ same_output() { # same_output TAG LABEL: the app's output is the unprofiled run'
 # the trust check (common/trust_win.c) reads owners and ACLs: Wine shows a world-writable
 # folder (such as /tmp, whose sticky bit Windows has no word for) as writable by Everyone, so
 # the DLL and its configuration live in build/win-x64, not under mktemp's /tmp
-D="$W/clrmux-run"
+D="${CLRMUX_WIN_TRUSTED:-$W}/clrmux-run" # tests/cross.sh: a folder nobody else may write
 rm -rf "$D" && mkdir -p "$D" && chmod 755 "$D"
 cp "$W/libclrmux.dll" "$W/recorder.dll" "$D/"
 cat >"$D/loader.conf" <<CONF
