@@ -2,7 +2,9 @@
  * lastgasp.h). */
 #include "common/lastgasp.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -133,6 +136,36 @@ static void call_prev(const struct sigaction *a, int sig, siginfo_t *si, void *u
 
 static void handler(int sig, siginfo_t *si, void *uc);
 
+/* 1 when the faulting instruction (the signal's context) lies in a native library the runtime
+ * does not handle faults in: an ELF object (_dl_find_object, glibc 2.35+, async-signal-safe)
+ * other than the main program and libcoreclr.so. 0 when unknown (JIT-compiled code and
+ * ReadyToRun images are no ELF objects): the runtime's handler then goes first. */
+static int fault_in_native_library(const siginfo_t *si, const void *uc)
+{
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35) && (defined(__x86_64__) || defined(__aarch64__))
+    if (!si || si->si_code <= 0 || !uc)
+        return 0; /* sent with kill(): no faulting instruction */
+    const ucontext_t *u = uc;
+#if defined(__x86_64__)
+    void *pc = (void *)u->uc_mcontext.gregs[REG_RIP];
+#else
+    void *pc = (void *)u->uc_mcontext.pc;
+#endif
+    struct dl_find_object fo;
+    if (_dl_find_object(pc, &fo) != 0 || !fo.dlfo_link_map)
+        return 0;
+    const char *name = fo.dlfo_link_map->l_name;
+    if (!name || !*name)
+        return 0; /* the main program */
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    return strcmp(base, "libcoreclr.so") != 0;
+#else
+    (void)si, (void)uc;
+    return 0;
+#endif
+}
+
 static int still_ours(int sig)
 {
     struct sigaction cur;
@@ -164,6 +197,8 @@ static void handler(int sig, siginfo_t *si, void *uc)
     const struct sigaction *prev = &g_prev[i];
     if (k_sigs[i].fault) {
         if (!is_dfl(prev) && !is_ign(prev)) {
+            if (fault_in_native_library(si, uc))
+                trigger_and_wait((int)i); /* not the runtime's to handle: flush before its handler */
             call_prev(prev, sig, si, uc);
             if (still_ours(sig)) { /* handled (a managed exception), or not ours to judge */
                 errno = saved;

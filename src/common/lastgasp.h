@@ -14,7 +14,14 @@
  *   - handlers for SIGSEGV, SIGBUS, SIGILL and SIGFPE that first call the previous handler
  *     (the runtime turns faults in managed code into exceptions: NullReferenceException must
  *     keep working) and flush only when it gave up, i.e. when it returned after restoring
- *     the default action (the fault then repeats and ends the process).
+ *     the default action (the fault then repeats and ends the process). A fault whose
+ *     instruction lies in a native library (an ELF object found by glibc's async-signal-safe
+ *     _dl_find_object that is neither the main program, which in a single-file app holds the
+ *     runtime, nor libcoreclr.so, whose marked helpers the runtime handles) is flushed
+ *     first: the runtime turns only faults in managed code and its own helpers into
+ *     exceptions (IsSafeToHandleHardwareException), so this one ends the process, and its
+ *     handler's own work on the way out (the debugger transport's clean-up, a crash dump)
+ *     can fail with the signal blocked, which would kill the process before the flush.
  * A handler does only async-signal-safe things (an atomic, sem_post, clock_gettime,
  * nanosleep, write); the flush functions run on the last-gasp thread, an ordinary thread.
  * Each is called at most once, with a deadline, and must write what it has, log what was

@@ -137,6 +137,38 @@ static void body_exit(void)
     exit(4);
 }
 
+/* a runtime's fault handler that ends the process in its own handling (a crash dump, a
+ * clean-up that fails): a fault in a native library (libc's strlen) is flushed before it */
+static void prev_dies(int sig, siginfo_t *si, void *uc) { (void)sig, (void)si, (void)uc, _exit(9); }
+static void body_native_fault(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = prev_dies;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, NULL);
+    clrmux_lastgasp_register(marker_fn, NULL);
+    const char *volatile bad = (const char *)1;
+    _exit((int)strlen(bad) + 20); /* not reached */
+}
+
+/* a runtime that handles a fault outside any native library (here: the main program, as
+ * in a single-file app; in a real process JIT-compiled code) resumes elsewhere: no flush */
+static sigjmp_buf resume;
+static void prev_handles(int sig, siginfo_t *si, void *uc) { (void)sig, (void)si, (void)uc, siglongjmp(resume, 1); }
+static void body_handled_fault(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = prev_handles;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+    clrmux_lastgasp_register(marker_fn, NULL);
+    if (sigsetjmp(resume, 1) == 0)
+        *(volatile int *)8 = 1;
+    _exit(3);
+}
+
 static void test_signals_in_child(void **state)
 {
     (void)state;
@@ -152,6 +184,14 @@ static void test_signals_in_child(void **state)
     st = in_child(body_chained, cause, sizeof cause);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 5);
     assert_string_equal(cause, "SIGQUIT");
+
+    st = in_child(body_native_fault, cause, sizeof cause);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 9);
+    assert_string_equal(cause, "SIGSEGV"); /* flushed before the runtime's handler ended it */
+
+    st = in_child(body_handled_fault, cause, sizeof cause);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    assert_string_equal(cause, ""); /* handled by the runtime: nothing to flush */
 
     st = in_child(body_exit, cause, sizeof cause);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 4);
