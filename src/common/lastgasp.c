@@ -43,6 +43,7 @@ static _Atomic int g_cause = -1; /* index in k_sigs, or CAUSE_EXIT, CAUSE_UNHAND
 #define CAUSE_UNHANDLED (-2)
 static _Atomic pid_t g_tid;      /* the last-gasp thread */
 static _Atomic int g_exit_requested;
+static _Atomic unsigned g_faults; /* faults handled (SIGPROF may stay blocked after one) */
 
 int64_t clrmux_mono_ns(void)
 {
@@ -196,6 +197,7 @@ static void handler(int sig, siginfo_t *si, void *uc)
     }
     const struct sigaction *prev = &g_prev[i];
     if (k_sigs[i].fault) {
+        atomic_fetch_add_explicit(&g_faults, 1, memory_order_relaxed);
         if (!is_dfl(prev) && !is_ign(prev)) {
             if (fault_in_native_library(si, uc))
                 trigger_and_wait((int)i); /* not the runtime's to handle: flush before its handler */
@@ -273,6 +275,8 @@ static void install(void)
         sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
         sa.sa_mask = g_prev[i].sa_mask; /* what the previous handler expects blocked (the PAL's
                                            SIGSEGV handler: its activation signal) */
+        if (k_sigs[i].fault)
+            sigaddset(&sa.sa_mask, SIGPROF); /* no room for it on the alternate stack (lastgasp.h) */
         sigaction(k_sigs[i].sig, &sa, NULL);
     }
     atexit(at_exit);
@@ -315,6 +319,16 @@ void clrmux_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx)
         if (g_fns[i].fn == fn && g_fns[i].ctx == ctx)
             g_fns[i].fn = NULL;
     pthread_mutex_unlock(&g_lock);
+}
+
+void clrmux_lastgasp_after_exception(void)
+{
+    if (!atomic_load_explicit(&g_faults, memory_order_relaxed))
+        return;
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
 }
 
 int clrmux_lastgasp_fire(const char *cause)

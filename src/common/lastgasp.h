@@ -65,6 +65,22 @@ int clrmux_lastgasp_registered(void);
  * a later call from the same thread returns at once. Ordinary thread context. */
 void clrmux_lastgasp_now(void);
 
+/* The fault handlers block SIGPROF while they run (sa_mask): the runtime handles a fault on
+ * a 16 KB alternate signal stack with about 2.6 KB left, less than the kernel needs to
+ * deliver a nested signal with the CPU's extended state (about 3.3 KB with AVX-512), so a
+ * profiling signal arriving then (the signal sampler's, src/profiler/sigsampler.c) would end
+ * the process with SIGSEGV. A fault the runtime turns into a managed exception
+ * (NullReferenceException) resumes in managed code without returning from the handler, so
+ * that mask stays: call this on the thread that raised a managed exception
+ * (ICorProfilerCallback2::ExceptionThrown, on the thread's own stack) to unblock SIGPROF
+ * again. Does nothing (no system call) until a fault was handled in this process; after
+ * one, one pthread_sigmask per call. Ordinary thread context. */
+#ifdef _WIN32
+static inline void clrmux_lastgasp_after_exception(void) {}
+#else
+void clrmux_lastgasp_after_exception(void);
+#endif
+
 /* Runs the flush now as a signal `cause` would (tests). Returns 1 if it finished in time. */
 int clrmux_lastgasp_fire(const char *cause);
 

@@ -158,6 +158,8 @@ static void watch_exception(struct clrmux_mux *m, enum clrmux_exc_event ev, Func
 {
     if (!atomic_load_explicit(&m->watch_unhandled, memory_order_relaxed))
         return;
+    if (ev == CLRMUX_EXC_THROWN)
+        clrmux_lastgasp_after_exception(); /* a fault turned into this exception left SIGPROF blocked */
     int found = clrmux_unhandled_exception_event((ICorProfilerInfo2 *)m->info, ev, fid);
     if (found == CLRMUX_EXC_UNHANDLED) {
         LOG_DEBUG("exception callbacks: an unhandled managed exception on thread %ld", clrmux_thread_id());
