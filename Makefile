@@ -281,7 +281,11 @@ $(BUILD)/win-x64/unit/test_%.exe: tests/unit/test_%.c tests/win/posix_compat.h $
 # mux tests), and the loader's tests that load them
 WIN_FAKES := $(patsubst fake_profilers/%.c,$(BUILD)/win-x64/fake/lib%.dll,$(wildcard fake_profilers/*.c))
 WIN_UNIT_MUX := mux_com mux_masks mux_route mux_elt mux_eventpipe mux_initialize check runtime_version
-windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe)
+windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD)/win-x64/unit/test_lastgasp_win.exe
+# Windows-only unit tests (tests/win/test_*.c with the loader's objects)
+$(BUILD)/win-x64/unit/test_%.exe: tests/win/test_%.c $(WIN_TEST_OBJS)
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_TEST_CFLAGS) -o $@ $< $(WIN_TEST_OBJS) -static -lwinpthread -ladvapi32 -lshell32
 $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe): WIN_UNIT_NOWARN := -Wno-stringop-overflow -Wno-maybe-uninitialized
 $(BUILD)/win-x64/fake/lib%.dll: fake_profilers/%.c $(wildcard fake_profilers/*.h) $(wildcard include/clrmux/*.h) | setup
 	@mkdir -p $(dir $@)
