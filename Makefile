@@ -280,7 +280,7 @@ $(BUILD)/win-x64/unit/test_%.exe: tests/unit/test_%.c tests/win/posix_compat.h $
 # The fake child profilers as DLLs (build/win-x64/fake/lib*.dll, CLRMUX_FAKE_DIR of the Windows
 # mux tests), and the loader's tests that load them
 WIN_FAKES := $(patsubst fake_profilers/%.c,$(BUILD)/win-x64/fake/lib%.dll,$(wildcard fake_profilers/*.c))
-WIN_UNIT_MUX := mux_com mux_masks mux_route mux_elt mux_eventpipe mux_initialize check runtime_version
+WIN_UNIT_MUX := mux_com mux_masks mux_route mux_elt mux_eventpipe mux_initialize mux_hostile check runtime_version
 windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD)/win-x64/unit/test_lastgasp_win.exe
 # Windows-only unit tests (tests/win/test_*.c with the loader's objects)
 $(BUILD)/win-x64/unit/test_%.exe: tests/win/test_%.c $(WIN_TEST_OBJS)
