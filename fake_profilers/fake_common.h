@@ -58,12 +58,7 @@ __declspec(dllimport) void *__stdcall GetProcAddress(void *module, const char *n
 #define FAKE_INIT_HR S_OK
 #endif
 
-#if defined(_WIN32)
-#define EXPORT __declspec(dllexport)
-#else
-#define EXPORT __attribute__((visibility("default")))
-#endif
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "fake_export.h"
 
 #define CB_ENUM(I, D, R, N, P, A, ROUTE) CB_##N,
 enum { CLRMUX_ALL_ICorProfilerCallback11(CB_ENUM, x) CB_COUNT };

@@ -8,12 +8,7 @@
 
 #include "clrmux/corprof.h"
 
-#if defined(_WIN32)
-#define EXPORT __declspec(dllexport)
-#else
-#define EXPORT __attribute__((visibility("default")))
-#endif
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "fake_export.h"
 
 static HRESULT STDMETHODCALLTYPE cf_QueryInterface(IClassFactory *This, REFIID riid, void **ppv)
 {

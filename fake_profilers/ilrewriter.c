@@ -38,12 +38,7 @@
 #include "clrmux/cor.h"
 #include "clrmux/corprof.h"
 
-#if defined(_WIN32)
-#define EXPORT __declspec(dllexport)
-#else
-#define EXPORT __attribute__((visibility("default")))
-#endif
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "fake_export.h"
 #define MAX_TARGETS 8
 #define PREFIX 12
 

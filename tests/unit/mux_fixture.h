@@ -384,30 +384,4 @@ static inline HRESULT request_rejit(struct clrmux_child *c, ULONG n, ModuleID *m
                      (unsigned)(rt)->mask_low, (unsigned)(rt)->mask_high, (unsigned)(lo), (unsigned)(hi)); \
     } while (0)
 
-/* A child of a mux wired by hand: its name, ICorProfilerCallback version and the event mask
- * its Initialize sets. */
-struct child_spec {
-    const char *name;
-    int version;
-    DWORD low, high;
-};
-
-/* A mux on `rt` with the n children of `spec` (n <= FAKE_MUX_MAX_CHILDREN) initialised into
- * fc[0..n-1] and added in order, then the end of the mux's Initialize; c[i] (may be NULL)
- * receives child i's record in the mux. For tests that need nothing set on a child before
- * its Initialize. */
-static inline struct clrmux_mux *mux_with_children(struct fake_runtime *rt, const struct child_spec *spec, int n,
-                                                   struct fake_child *fc, struct clrmux_child **c)
-{
-    struct clrmux_mux *m = fake_mux_new(rt);
-    for (int i = 0; i < n; i++) {
-        fake_child_init(&fc[i], spec[i].version, spec[i].low, spec[i].high);
-        struct clrmux_child *ci = fake_mux_add_child(m, &fc[i], spec[i].name);
-        if (c)
-            c[i] = ci;
-    }
-    fake_mux_end_init(m);
-    return m;
-}
-
 #endif

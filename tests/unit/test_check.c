@@ -75,6 +75,20 @@ static const char *fake_dir(void)
     return abs;
 }
 
+/* clrmux_check_config on a configuration file holding `text`: the messages go to *s, the
+ * result to *res (the caller frees it); the return value is checked against the error count.
+ * Returns the file's path (the caller unlinks it). */
+static char *check_text(const char *text, struct seen *s, struct clrmux_check_result **res)
+{
+    char *path = write_conf(text);
+    *res = calloc(1, sizeof **res);
+    assert_non_null(*res);
+    int rc = clrmux_check_config(path, record, s, *res);
+    dump(s);
+    assert_int_equal(rc, (*res)->errors);
+    return path;
+}
+
 /* Every kind of problem, each with its line; a library child that answers counts as usable. */
 static void test_problems_with_lines(void **state)
 {
@@ -94,13 +108,9 @@ static void test_problems_with_lines(void **state)
              "path = %s/librecorder" FAKE_EXT "\n"          /* 11 */
              "clsid = {A0000001-0000-0000-0000-000000000001}\n", /* 12 */
              fake_dir(), fake_dir());
-    char *path = write_conf(text);
     struct seen s = {0};
-    struct clrmux_check_result *res = calloc(1, sizeof *res);
-    assert_non_null(res);
-    int rc = clrmux_check_config(path, record, &s, res);
-    dump(&s);
-    assert_int_equal(rc, res->errors);
+    struct clrmux_check_result *res;
+    char *path = check_text(text, &s, &res);
     assert_int_equal(res->errors, 4);
     assert_int_equal(res->warnings, 0);
     assert_int_equal(res->active_children, 1);
@@ -126,17 +136,14 @@ static void test_tracer_problems_with_lines(void **state)
     (void)state;
     if (!HAVE_BUILTIN_TRACER)
         skip();
-    char *path = write_conf("[child tracer]\n"          /* 1 */
+    struct seen s = {0};
+    struct clrmux_check_result *res;
+    char *path = check_text("[child tracer]\n"          /* 1 */
                             "builtin = tracer\n"        /* 2 */
                             "trace = nonsense\n"        /* 3 */
                             "trace = a!B.C::D\n"        /* 4 */
-                            "output = spans-%p.jsonl\n"); /* 5 */
-    struct seen s = {0};
-    struct clrmux_check_result *res = calloc(1, sizeof *res);
-    assert_non_null(res);
-    int rc = clrmux_check_config(path, record, &s, res);
-    dump(&s);
-    assert_int_equal(rc, res->errors);
+                            "output = spans-%p.jsonl\n", /* 5 */
+                            &s, &res);
     assert_int_equal(res->errors, 1);
     assert_int_equal(res->warnings, 0);
     assert_int_equal(res->active_children, 1);
