@@ -260,7 +260,10 @@ $(WIN_DEPS)/obj/cmocka.o: $(WIN_DEPS)/cmocka/cmocka.c
 	    -DHAVE_STRINGS_H -DHAVE_GCC_THREAD_LOCAL_STORAGE -DHAVE_STRUCT_TIMESPEC -DHAVE_CLOCK_REALTIME \
 	    -I$(WIN_DEPS)/cmocka -c $< -o $@
 # the fast-path ELT stubs (elt_amd64.S's Windows x64 half)
-$(BUILD)/win-x64/obj/%.o $(BUILD)/win-x64/tobj/%.o: %.S
+$(BUILD)/win-x64/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(WIN_CC) -c $< -o $@
+$(BUILD)/win-x64/tobj/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(WIN_CC) -c $< -o $@
 $(BUILD)/win-x64/tobj/%.o: %.c $(HDRS) $(WIN_DEPS)/inih/ini.h

@@ -2,6 +2,7 @@
  * (src/loader/elt.c): every child's own hooks and client data, the fast path, one hooking
  * child set directly on the runtime, the runtime's checks, failed children. */
 #include "mux_fixture.h"
+#include "elt_jit_call.h"
 
 /* ---- enter/leave hooks and function-ID mappers ------------------------------------- */
 
@@ -139,6 +140,18 @@ static void test_elt_fast_path(void **state)
     clrmux_elt_fast_leave(id, 0);
     assert_int_equal(seen[0].leave, 1);
     assert_int_equal(seen[0].last, 0x2000 + 0xA00000);
+    /* the stubs the runtime got, called as JIT-compiled code calls them: each child's hook is
+     * reached with its client data, and every register the JIT keeps live survives */
+    seen[0].last = 0;
+    assert_int_equal(elt_jit_call(in.enter, id), 0);
+    assert_int_equal(seen[0].enter, 1);
+    assert_int_equal(seen[0].last, 0x2000 + 0xA00000);
+    assert_int_equal(seen[2].enter2, 1); /* gamma's FunctionEnter2: the FunctionID, no mapper */
+    assert_int_equal(seen[2].last, 0x2000);
+    assert_int_equal(elt_jit_call(in.leave, id), 0);
+    assert_int_equal(seen[0].leave, 2);
+    assert_int_equal(elt_jit_call(in.tailcall, id), 0);
+    assert_int_equal(seen[0].tail, 1);
     fake_mux_free(m);
 }
 
