@@ -219,7 +219,7 @@ WIN_DEPS := $(BUILD)/win-x64/deps
 WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g -D__USE_MINGW_ANSI_STDIO=1 -D_WIN32_WINNT=0x0601
 # the POSIX halves of the platform-specific files, and what is not in the DLL
 WIN_LIB_SRCS := $(filter-out src/common/platform_posix.c src/common/trust.c src/common/lastgasp.c src/tracer/%,$(LIB_SRCS))
-WIN_LIB_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/obj/%.o) $(WIN_DEPS)/obj/ini.o
+WIN_LIB_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/obj/%.o) $(WIN_DEPS)/obj/ini.o $(BUILD)/win-x64/obj/src/loader/elt_amd64.o
 windows: $(BUILD)/win-x64/libclrmux.dll $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll $(BUILD)/win-x64/recorder.dll
 $(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h $(WIN_DEPS)/cmocka/cmocka.c &: scripts/win-deps.sh | setup
 	scripts/win-deps.sh $(WIN_DEPS)
@@ -249,7 +249,8 @@ $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 # compile-time checks match what runs.
 WIN_UNIT_NAMES := config common compose unhandled detach dispatch abi
 WIN_UNIT_BINS := $(WIN_UNIT_NAMES:%=$(BUILD)/win-x64/unit/test_%.exe)
-WIN_TEST_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/tobj/%.o) $(WIN_DEPS)/obj/ini.o $(WIN_DEPS)/obj/cmocka.o
+WIN_TEST_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/tobj/%.o) $(WIN_DEPS)/obj/ini.o $(WIN_DEPS)/obj/cmocka.o \
+                 $(BUILD)/win-x64/tobj/src/loader/elt_amd64.o
 WIN_TEST_CFLAGS := $(WIN_CFLAGS) -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L -D__printf__=__gnu_printf__ -DCLRMUX_TESTING \
                    -DCLRMUX_NO_TRACER -I$(WIN_DEPS)/inih -I$(WIN_DEPS)/cmocka -Itests/unit
 windows: $(WIN_UNIT_BINS)
@@ -258,6 +259,13 @@ $(WIN_DEPS)/obj/cmocka.o: $(WIN_DEPS)/cmocka/cmocka.c
 	$(WIN_CC) -std=gnu11 -O1 -g -D__USE_MINGW_ANSI_STDIO=1 -DHAVE_MALLOC_H -DHAVE_INTTYPES_H -DHAVE_SIGNAL_H \
 	    -DHAVE_STRINGS_H -DHAVE_GCC_THREAD_LOCAL_STORAGE -DHAVE_STRUCT_TIMESPEC -DHAVE_CLOCK_REALTIME \
 	    -I$(WIN_DEPS)/cmocka -c $< -o $@
+# the fast-path ELT stubs (elt_amd64.S's Windows x64 half)
+$(BUILD)/win-x64/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(WIN_CC) -c $< -o $@
+$(BUILD)/win-x64/tobj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(WIN_CC) -c $< -o $@
 $(BUILD)/win-x64/tobj/%.o: %.c $(HDRS) $(WIN_DEPS)/inih/ini.h
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_TEST_CFLAGS) -c $< -o $@
@@ -267,10 +275,24 @@ $(BUILD)/win-x64/tobj/%.o: %.c $(HDRS) $(WIN_DEPS)/inih/ini.h
 $(WIN_UNIT_NAMES:%=$(BUILD)/win-x64/unit/test_%.exe): WIN_UNIT_NOWARN :=
 $(BUILD)/win-x64/unit/test_detach.exe $(BUILD)/win-x64/unit/test_dispatch.exe $(BUILD)/win-x64/unit/test_abi.exe: \
     WIN_UNIT_NOWARN := -Wno-stringop-overflow -Wno-maybe-uninitialized
-$(BUILD)/win-x64/unit/test_%.exe: tests/unit/test_%.c tests/win/posix_compat.h $(WIN_TEST_OBJS)
+$(BUILD)/win-x64/unit/test_%.exe: tests/unit/test_%.c tests/win/posix_compat.h $(wildcard tests/unit/*.h) $(WIN_TEST_OBJS)
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_TEST_CFLAGS) $(WIN_UNIT_NOWARN) -include tests/win/posix_compat.h -o $@ $< $(WIN_TEST_OBJS) -static \
 	    -lwinpthread -ladvapi32 -lshell32
+
+# The fake child profilers as DLLs (build/win-x64/fake/lib*.dll, CLRMUX_FAKE_DIR of the Windows
+# mux tests), and the loader's tests that load them
+WIN_FAKES := $(patsubst fake_profilers/%.c,$(BUILD)/win-x64/fake/lib%.dll,$(wildcard fake_profilers/*.c))
+WIN_UNIT_MUX := mux_com mux_masks mux_route mux_elt mux_eventpipe mux_initialize mux_hostile check runtime_version
+windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD)/win-x64/unit/test_lastgasp_win.exe
+# Windows-only unit tests (tests/win/test_*.c with the loader's objects)
+$(BUILD)/win-x64/unit/test_%.exe: tests/win/test_%.c $(WIN_TEST_OBJS)
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_TEST_CFLAGS) -o $@ $< $(WIN_TEST_OBJS) -static -lwinpthread -ladvapi32 -lshell32
+$(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe): WIN_UNIT_NOWARN := -Wno-stringop-overflow -Wno-maybe-uninitialized
+$(BUILD)/win-x64/fake/lib%.dll: fake_profilers/%.c $(wildcard fake_profilers/*.h) $(wildcard include/clrmux/*.h) | setup
+	@mkdir -p $(dir $@)
+	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $< -static-libgcc -Wl,-Bstatic -lwinpthread -Wl,-Bdynamic
 
 cross-test:
 	@tests/cross.sh

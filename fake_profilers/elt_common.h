@@ -170,9 +170,14 @@ static struct elt_rec *elt_rec_of(UINT_PTR id)
 }
 
 /* The hooks' C bodies (non-static: the fast-path stubs call them by name). */
-__attribute__((visibility("hidden"))) void elt_on_enter(UINT_PTR id);
-__attribute__((visibility("hidden"))) void elt_on_leave(UINT_PTR id);
-__attribute__((visibility("hidden"))) void elt_on_tailcall(UINT_PTR id);
+#if defined(_WIN32)
+#define ELT_HIDDEN /* a DLL exports only what is marked dllexport */
+#else
+#define ELT_HIDDEN __attribute__((visibility("hidden")))
+#endif
+ELT_HIDDEN void elt_on_enter(UINT_PTR id);
+ELT_HIDDEN void elt_on_leave(UINT_PTR id);
+ELT_HIDDEN void elt_on_tailcall(UINT_PTR id);
 void elt_on_enter(UINT_PTR id)
 {
     struct elt_rec *r = elt_rec_of(id);

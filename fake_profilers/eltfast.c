@@ -1,7 +1,8 @@
 /* ELT child, fast path: SetEnterLeaveFunctionHooks3. Alone, the JIT calls these hooks
  * directly, so each is an assembly stub that keeps every volatile register (as clrmux's own
  * in src/loader/elt_amd64.S) around the C body in elt_common.h. On Unix x64 the enter hook
- * gets its FunctionIDOrClientID in r14, leave and tailcall in rdi; on arm64 all three in x10. */
+ * gets its FunctionIDOrClientID in r14, leave and tailcall in rdi; on arm64 all three in x10;
+ * on Windows x64 all three in rcx. */
 #include "elt_common.h"
 
 #if defined(__aarch64__)
@@ -32,6 +33,23 @@
 ELT_FAKE_STUB(elt_fast_enter_stub, elt_on_enter, "x10");
 ELT_FAKE_STUB(elt_fast_leave_stub, elt_on_leave, "x10");
 ELT_FAKE_STUB(elt_fast_tailcall_stub, elt_on_tailcall, "x10");
+#elif defined(_WIN32)
+/* Windows x64: the id comes in rcx for all three hooks; the stub saves the volatile registers
+ * (rax, rcx, rdx, r8-r11, xmm0-xmm5) and gives the C body its 32-byte shadow space. */
+#define ELT_FAKE_STUB(name, body)                                                                   \
+    __asm__(".text\n.p2align 4\n" #name ":\n"                                                   \
+            "pushq %rbp\nmovq %rsp,%rbp\npushq %rax\npushq %rcx\npushq %rdx\npushq %r8\n"      \
+            "pushq %r9\npushq %r10\npushq %r11\nandq $-16,%rsp\nsubq $128,%rsp\n"                \
+            "movaps %xmm0,32(%rsp)\nmovaps %xmm1,48(%rsp)\nmovaps %xmm2,64(%rsp)\n"               \
+            "movaps %xmm3,80(%rsp)\nmovaps %xmm4,96(%rsp)\nmovaps %xmm5,112(%rsp)\ncall " #body "\n" \
+            "movaps 32(%rsp),%xmm0\nmovaps 48(%rsp),%xmm1\nmovaps 64(%rsp),%xmm2\n"               \
+            "movaps 80(%rsp),%xmm3\nmovaps 96(%rsp),%xmm4\nmovaps 112(%rsp),%xmm5\n"              \
+            "leaq -56(%rbp),%rsp\npopq %r11\npopq %r10\npopq %r9\npopq %r8\npopq %rdx\n"       \
+            "popq %rcx\npopq %rax\npopq %rbp\nret\n")
+
+ELT_FAKE_STUB(elt_fast_enter_stub, elt_on_enter);
+ELT_FAKE_STUB(elt_fast_leave_stub, elt_on_leave);
+ELT_FAKE_STUB(elt_fast_tailcall_stub, elt_on_tailcall);
 #else
 #define ELT_FAKE_STUB(name, body, ARG)                                                              \
     __asm__(".text\n.p2align 4\n.type " #name ",@function\n" #name ":\n"                      \

@@ -34,7 +34,14 @@
 #define FAKE_COMMON_H
 
 #define COBJMACROS
-#if !defined(_WIN32)
+#if defined(_WIN32)
+/* the chaining loader's library calls, as the runtime makes them on Windows (kernel32's
+ * LoadLibraryA / GetProcAddress declared here: <windows.h> clashes with clrmux/com.h) */
+__declspec(dllimport) void *__stdcall LoadLibraryA(const char *name);
+__declspec(dllimport) void *__stdcall GetProcAddress(void *module, const char *name);
+#define dlopen(path, flags) LoadLibraryA(path)
+#define dlsym(lib, name) GetProcAddress(lib, name)
+#else
 #include <dlfcn.h>
 #endif
 #include <stdatomic.h>
@@ -51,12 +58,7 @@
 #define FAKE_INIT_HR S_OK
 #endif
 
-#if defined(_WIN32)
-#define EXPORT __declspec(dllexport)
-#else
-#define EXPORT __attribute__((visibility("default")))
-#endif
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "fake_export.h"
 
 #define CB_ENUM(I, D, R, N, P, A, ROUTE) CB_##N,
 enum { CLRMUX_ALL_ICorProfilerCallback11(CB_ENUM, x) CB_COUNT };

@@ -38,8 +38,7 @@
 #include "clrmux/cor.h"
 #include "clrmux/corprof.h"
 
-#define EXPORT __attribute__((visibility("default")))
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "fake_export.h"
 #define MAX_TARGETS 8
 #define PREFIX 12
 

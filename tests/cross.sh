@@ -126,7 +126,7 @@ windows() {
         grep -aE '^FAIL|err' "$log" | head -20 | sed 's/^/       /'
     fi
     # the loader's unit tests (cmocka) under Wine
-    run_units "Windows x64 (wine)" "$BUILD/win-x64/unit" "$BUILD/win-x64" env WINEPREFIX="$prefix" WINEDEBUG=-all "$wine"
+    run_units "Windows x64 (wine)" "$BUILD/win-x64/unit" "$BUILD/win-x64/fake" env WINEPREFIX="$prefix" WINEDEBUG=-all "$wine"
     # a real .NET 10 runtime for win-x64 (a self-contained app) under Wine
     if ! command -v dotnet >/dev/null 2>&1; then
         skip_platform "win-x64 .NET under Wine: dotnet is not on PATH"

@@ -1,5 +1,5 @@
-/* The last gasp: flush at exit and on fatal signals, chained to the runtime's handlers (see
- * lastgasp.h). */
+/* The last gasp on POSIX: flush at exit and on fatal signals, chained to the runtime's
+ * handlers (see lastgasp.h); the flush functions' table is lastgasp_registry.c's. */
 #include "common/lastgasp.h"
 
 #include <dlfcn.h>
@@ -15,6 +15,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "common/lastgasp_registry.h"
 #include "common/log.h"
 
 /* the signals handled, and whether the runtime may handle them itself (faults) */
@@ -30,12 +31,6 @@ static const struct {
 #define NSIGS (sizeof k_sigs / sizeof k_sigs[0])
 
 static struct sigaction g_prev[NSIGS];
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* the table; held while flushing */
-static struct {
-    clrmux_lastgasp_fn fn;
-    void *ctx;
-} g_fns[CLRMUX_LASTGASP_MAX];
-static int g_started;
 static sem_t g_sem;
 static _Atomic int g_state;      /* 0 idle, 1 flushing, 2 done */
 static _Atomic int g_cause = -1; /* index in k_sigs, or CAUSE_EXIT, CAUSE_UNHANDLED */
@@ -45,13 +40,6 @@ static _Atomic pid_t g_tid;      /* the last-gasp thread */
 static _Atomic int g_exit_requested;
 static _Atomic unsigned g_faults; /* faults handled (SIGPROF may stay blocked after one) */
 
-int64_t clrmux_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static const char *cause_name(int c)
 {
     return c >= 0 && (size_t)c < NSIGS ? k_sigs[c].name : c == CAUSE_UNHANDLED ? "unhandled exception" : "exit";
@@ -60,29 +48,7 @@ static const char *cause_name(int c)
 static void run_flushes(void)
 {
     int c = atomic_load(&g_cause);
-    int final = c != CAUSE_UNHANDLED;
-    int64_t t0 = clrmux_mono_ns(), deadline = t0 + (int64_t)CLRMUX_LASTGASP_BUDGET_MS * 1000000;
-    pthread_mutex_lock(&g_lock);
-    int n = 0;
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
-        if (g_fns[i].fn)
-            n++;
-    if (n && final)
-        LOG_WARN("the process is ending (%s) without the runtime's Shutdown: writing what clrmux holds",
-                 cause_name(c));
-    else if (n)
-        LOG_WARN("the process is ending (%s) without the runtime's Shutdown: writing what clrmux holds (it "
-                 "keeps working if the process goes on)", cause_name(c));
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++) {
-        if (!g_fns[i].fn)
-            continue;
-        g_fns[i].fn(g_fns[i].ctx, cause_name(c), deadline, final);
-        if (final)
-            g_fns[i].fn = NULL; /* at most once */
-    }
-    if (n)
-        LOG_INFO("last gasp (%s) done in %.1f ms", cause_name(c), (double)(clrmux_mono_ns() - t0) / 1e6);
-    pthread_mutex_unlock(&g_lock);
+    clrmux_lastgasp_run(cause_name(c), c != CAUSE_UNHANDLED);
 }
 
 static void *lastgasp_thread(void *arg)
@@ -231,29 +197,14 @@ static void handler(int sig, siginfo_t *si, void *uc)
 
 static void at_exit(void)
 {
-    int any = 0;
-    pthread_mutex_lock(&g_lock);
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
-        any |= g_fns[i].fn != NULL;
-    pthread_mutex_unlock(&g_lock);
-    if (any && !atomic_exchange(&g_exit_requested, 1))
+    if (clrmux_lastgasp_registered() && !atomic_exchange(&g_exit_requested, 1))
         trigger_and_wait(CAUSE_EXIT);
-}
-
-int clrmux_lastgasp_registered(void)
-{
-    int n = 0;
-    pthread_mutex_lock(&g_lock);
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
-        n += g_fns[i].fn != NULL;
-    pthread_mutex_unlock(&g_lock);
-    return n;
 }
 
 void clrmux_lastgasp_now(void)
 {
     static __thread int seen; /* this thread's exception was seen already (another hook) */
-    if (!g_started || seen)
+    if (!clrmux_lastgasp_started() || seen)
         return;
     seen = 1;
     trigger_and_wait(CAUSE_UNHANDLED);
@@ -282,44 +233,26 @@ static void install(void)
     atexit(at_exit);
 }
 
-int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx)
+/* The first registration's start (the registry's lock held): the thread and the handlers. */
+static int start(void)
 {
-    pthread_mutex_lock(&g_lock);
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     int rc = -1;
-    if (!g_started) {
-        pthread_t th;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (sem_init(&g_sem, 0, 0) == 0 && pthread_create(&th, &attr, lastgasp_thread, NULL) == 0) {
-            pthread_setname_np(th, "clrmux-lastgasp");
-            g_started = 1;
-            install();
-        } else {
-            LOG_ERROR("cannot start the last-gasp thread: data is lost if the process ends without Shutdown");
-        }
-        pthread_attr_destroy(&attr);
+    if (sem_init(&g_sem, 0, 0) == 0 && pthread_create(&th, &attr, lastgasp_thread, NULL) == 0) {
+        pthread_setname_np(th, "clrmux-lastgasp");
+        install();
+        rc = 0;
+    } else {
+        LOG_ERROR("cannot start the last-gasp thread: data is lost if the process ends without Shutdown");
     }
-    for (int i = 0; g_started && i < CLRMUX_LASTGASP_MAX; i++) {
-        if (!g_fns[i].fn) {
-            g_fns[i].fn = fn;
-            g_fns[i].ctx = ctx;
-            rc = 0;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&g_lock);
+    pthread_attr_destroy(&attr);
     return rc;
 }
 
-void clrmux_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx)
-{
-    pthread_mutex_lock(&g_lock);
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
-        if (g_fns[i].fn == fn && g_fns[i].ctx == ctx)
-            g_fns[i].fn = NULL;
-    pthread_mutex_unlock(&g_lock);
-}
+int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx) { return clrmux_lastgasp_add(fn, ctx, start); }
 
 void clrmux_lastgasp_after_exception(void)
 {
@@ -337,7 +270,7 @@ int clrmux_lastgasp_fire(const char *cause)
     for (size_t i = 0; cause && i < NSIGS; i++)
         if (strcmp(cause, k_sigs[i].name) == 0)
             c = (int)i;
-    int rc = g_started ? trigger_and_wait(c) : 0;
+    int rc = clrmux_lastgasp_started() ? trigger_and_wait(c) : 0;
     int done = 2;
     atomic_compare_exchange_strong(&g_state, &done, 0); /* tests fire more than once */
     return rc;

@@ -5,7 +5,7 @@
  * next handler, normally the process's end) and for an unhandled managed exception
  * (clrmux_lastgasp_now). Windows has no POSIX signals: a crash (an access violation that no
  * one handles) or TerminateProcess ends the process without a flush. Built only for Windows;
- * lastgasp.c is the POSIX counterpart. */
+ * lastgasp.c is the POSIX counterpart; the flush functions' table is lastgasp_registry.c's. */
 #if defined(_WIN32)
 #include "common/lastgasp.h"
 
@@ -14,45 +14,17 @@
 #include <string.h>
 #include <windows.h>
 
+#include "common/lastgasp_registry.h"
 #include "common/log.h"
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* the table; held while flushing */
-static struct {
-    clrmux_lastgasp_fn fn;
-    void *ctx;
-} g_fns[CLRMUX_LASTGASP_MAX];
-static int g_started;
 static _Atomic int g_final_done;
 
-int64_t clrmux_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Runs every flush function once on this thread; final: the process is ending. */
+/* Runs every flush function once on this thread; final: the process is ending (once). */
 static void run_flushes(const char *cause, int final)
 {
     if (final && atomic_exchange(&g_final_done, 1))
         return;
-    int64_t t0 = clrmux_mono_ns(), deadline = t0 + (int64_t)CLRMUX_LASTGASP_BUDGET_MS * 1000000;
-    pthread_mutex_lock(&g_lock);
-    int n = 0;
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
-        n += g_fns[i].fn != NULL;
-    if (n)
-        LOG_WARN("the process is ending (%s) without the runtime's Shutdown: writing what clrmux holds", cause);
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++) {
-        if (!g_fns[i].fn)
-            continue;
-        g_fns[i].fn(g_fns[i].ctx, cause, deadline, final);
-        if (final)
-            g_fns[i].fn = NULL; /* at most once */
-    }
-    if (n)
-        LOG_INFO("last gasp (%s) done in %.1f ms", cause, (double)(clrmux_mono_ns() - t0) / 1e6);
-    pthread_mutex_unlock(&g_lock);
+    clrmux_lastgasp_run(cause, final);
 }
 
 static void at_exit(void) { run_flushes("exit", 1); }
@@ -67,59 +39,29 @@ static BOOL WINAPI on_console_event(DWORD type)
     return FALSE; /* the next handler (the runtime's, or the default: the process ends) */
 }
 
-int clrmux_lastgasp_registered(void)
-{
-    int n = 0;
-    pthread_mutex_lock(&g_lock);
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
-        n += g_fns[i].fn != NULL;
-    pthread_mutex_unlock(&g_lock);
-    return n;
-}
-
 void clrmux_lastgasp_now(void)
 {
     static __thread int seen; /* this thread's exception was seen already (another hook) */
-    if (!g_started || seen)
+    if (!clrmux_lastgasp_started() || seen)
         return;
     seen = 1;
     run_flushes("unhandled exception", 0);
 }
 
-int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx)
+/* The first registration's start (the registry's lock held): atexit and the console handler. */
+static int start(void)
 {
-    pthread_mutex_lock(&g_lock);
-    int rc = -1;
-    if (!g_started) {
-        g_started = 1;
-        atexit(at_exit);
-        if (!SetConsoleCtrlHandler(on_console_event, TRUE))
-            LOG_WARN("SetConsoleCtrlHandler failed: a console event ends the process without a flush");
-    }
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++) {
-        if (!g_fns[i].fn) {
-            g_fns[i].fn = fn;
-            g_fns[i].ctx = ctx;
-            rc = 0;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&g_lock);
-    return rc;
+    atexit(at_exit);
+    if (!SetConsoleCtrlHandler(on_console_event, TRUE))
+        LOG_WARN("SetConsoleCtrlHandler failed: a console event ends the process without a flush");
+    return 0;
 }
 
-void clrmux_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx)
-{
-    pthread_mutex_lock(&g_lock);
-    for (int i = 0; i < CLRMUX_LASTGASP_MAX; i++)
-        if (g_fns[i].fn == fn && g_fns[i].ctx == ctx)
-            g_fns[i].fn = NULL;
-    pthread_mutex_unlock(&g_lock);
-}
+int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx) { return clrmux_lastgasp_add(fn, ctx, start); }
 
 int clrmux_lastgasp_fire(const char *cause)
 {
-    if (!g_started)
+    if (!clrmux_lastgasp_started())
         return 0;
     run_flushes(cause ? cause : "exit", 0);
     return 1;

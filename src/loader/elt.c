@@ -13,13 +13,19 @@
 #include "common/log.h"
 #include "loader/mux.h"
 
-/* The fast-path stubs (elt_amd64.S, elt_arm64.S) take the registers the JIT uses on Linux;
- * on Windows x64 a child's fast-path hooks are refused (E_NOTIMPL, logged): README
- * "Platforms". */
+/* The fast-path stubs (elt_amd64.S, elt_arm64.S) take the registers the JIT uses on Linux
+ * x64 and arm64 and on Windows x64 (the id in rcx there). CLRMUX_ELT_CALL_REGS: a child's own
+ * fast-path hook is called with the JIT's special registers (Linux), not as a plain C function
+ * of one argument (Windows x64, where the JIT's convention is the C one). */
 #if (defined(__x86_64__) || defined(__aarch64__)) && !defined(_WIN32)
 #define CLRMUX_ELT_STUBS 1
+#define CLRMUX_ELT_CALL_REGS 1
+#elif defined(__x86_64__) && defined(_WIN32)
+#define CLRMUX_ELT_STUBS 1
+#define CLRMUX_ELT_CALL_REGS 0
 #else
 #define CLRMUX_ELT_STUBS 0
+#define CLRMUX_ELT_CALL_REGS 0
 #endif
 
 #define SLOW_FLAGS ((DWORD)(COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FUNCTION_RETVAL | COR_PRF_ENABLE_FRAME_INFO))
@@ -239,7 +245,7 @@ static void elt2_fetch(int kind, FunctionID fid, COR_PRF_ELT_INFO info, struct e
     }
 }
 
-#if CLRMUX_ELT_STUBS
+#if CLRMUX_ELT_CALL_REGS
 /* elt_amd64.S / elt_arm64.S: calls a child's FunctionEnter3 with the JIT's register convention
  * (on arm64 also its Leave3 / Tailcall3: the JIT passes x10 and x11 to all three). */
 extern void clrmux_elt_call_enter3(void *hook, UINT_PTR id, UINT_PTR caller_sp);
@@ -274,9 +280,9 @@ static inline __attribute__((always_inline)) void elt_dispatch(const int kind, c
             /* a fast-path hook expects what the JIT passes: on x64, the id in r14 and the caller's
              * SP in r15 at enter, the id in rdi and the SP in rsi at leave and tailcall; on arm64
              * the id in x10 and the SP in x11 at all three */
-#if CLRMUX_ELT_STUBS && defined(__aarch64__)
+#if CLRMUX_ELT_CALL_REGS && defined(__aarch64__)
             clrmux_elt_call_enter3(h, u.clientID, caller_sp);
-#elif CLRMUX_ELT_STUBS && defined(__x86_64__)
+#elif CLRMUX_ELT_CALL_REGS && defined(__x86_64__)
             if (kind == K_ENTER)
                 clrmux_elt_call_enter3(h, u.clientID, caller_sp);
             else
@@ -471,7 +477,7 @@ void clrmux_elt_install(struct clrmux_mux *m)
                                                      any_leave ? clrmux_elt_leave3_stub : NULL,
                                                      any_tail ? clrmux_elt_tailcall3_stub : NULL);
 #else
-        hr = E_NOTIMPL; /* the fast-path stubs exist for x86-64 and arm64 Linux only */
+        hr = E_NOTIMPL; /* the fast-path stubs exist for x86-64 (Linux, Windows) and arm64 Linux only */
 #endif
     }
     if (FAILED(hr)) {

@@ -1,4 +1,4 @@
-/* Fast-path enter/leave/tailcall hooks for x86-64 (System V): what JIT-compiled code calls
+/* Fast-path enter/leave/tailcall hooks for x86-64 (System V and Windows x64): what JIT-compiled code calls
  * directly when clrmux installs FunctionEnter3 / FunctionLeave3 / FunctionTailcall3.
  *
  * The JIT's convention on Unix x64 (src/coreclr/jit/targetamd64.h, REG_PROFILER_ENTER_ARG_0/1;
@@ -14,8 +14,18 @@
  * frame unwindable for debuggers and native stack walkers.
  *
  * clrmux_elt_call_enter3(hook, id, caller_sp) calls a child's FunctionEnter3 with the same
- * convention the JIT uses (r14/r15, and rdi/rsi for hooks written as plain C functions). */
-#if defined(__x86_64__)
+ * convention the JIT uses (r14/r15, and rdi/rsi for hooks written as plain C functions).
+ *
+ * Windows x64 (the second half): the JIT passes the FunctionIDOrClientID in rcx and the
+ * caller's SP in rdx to all three hooks (targetamd64.h without UNIX_AMD64_ABI: the argument
+ * registers are homed by the caller before the enter hook). The volatile registers there are
+ * rax, rcx, rdx, r8-r11 and xmm0-xmm5 (rsi, rdi and xmm6-xmm15 are callee-saved, so the C
+ * dispatcher keeps them); each stub saves those, gives the C call its 32-byte shadow space on
+ * a 16-byte aligned stack, and restores them (rax and xmm0 carry the return value at leave).
+ * SEH unwind data (.seh_*) describes the frame through rbp, so a stack walk through a hook
+ * unwinds. A child's own fast-path hooks are plain functions of one argument there, so no
+ * clrmux_elt_call_enter3 is needed. */
+#if defined(__x86_64__) && !defined(_WIN32)
 
 #define XMM_AREA 256
 
@@ -134,4 +144,59 @@ clrmux_elt_call_enter3:
 
 #endif
 
+#if defined(__x86_64__) && defined(_WIN32)
+
+.macro ELT_STUB_WIN name, target
+    .text
+    .p2align 4
+    .globl \name
+    .def \name; .scl 2; .type 32; .endef
+    .seh_proc \name
+\name:
+    pushq %rbp
+    .seh_pushreg %rbp
+    movq %rsp, %rbp
+    .seh_setframe %rbp, 0
+    .seh_endprologue
+    pushq %rax
+    pushq %rcx
+    pushq %rdx
+    pushq %r8
+    pushq %r9
+    pushq %r10
+    pushq %r11
+    andq $-16, %rsp
+    subq $128, %rsp            /* 32 bytes of shadow space, then xmm0-xmm5 */
+    movaps %xmm0, 32(%rsp)
+    movaps %xmm1, 48(%rsp)
+    movaps %xmm2, 64(%rsp)
+    movaps %xmm3, 80(%rsp)
+    movaps %xmm4, 96(%rsp)
+    movaps %xmm5, 112(%rsp)
+    call \target                /* rcx = id, rdx = caller's SP, as the JIT passed them */
+    movaps 32(%rsp), %xmm0
+    movaps 48(%rsp), %xmm1
+    movaps 64(%rsp), %xmm2
+    movaps 80(%rsp), %xmm3
+    movaps 96(%rsp), %xmm4
+    movaps 112(%rsp), %xmm5
+    leaq -56(%rbp), %rsp
+    popq %r11
+    popq %r10
+    popq %r9
+    popq %r8
+    popq %rdx
+    popq %rcx
+    popq %rax
+    popq %rbp
+    ret
+    .seh_endproc
+.endm
+
+ELT_STUB_WIN clrmux_elt_enter3_stub, clrmux_elt_fast_enter
+ELT_STUB_WIN clrmux_elt_leave3_stub, clrmux_elt_fast_leave
+ELT_STUB_WIN clrmux_elt_tailcall3_stub, clrmux_elt_fast_tailcall
+
+#else
 .section .note.GNU-stack,"",%progbits
+#endif

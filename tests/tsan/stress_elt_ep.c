@@ -102,17 +102,11 @@ int main(void)
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
     fake_runtime_add_provider(&rt, 0x10, "P");
-    g_m = fake_mux_new(&rt);
-    static struct fake_child a, b, e;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&b, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&e, 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
-    a.init_hook = hooks_a;
-    b.init_hook = hooks_b;
-    fake_mux_add_child(g_m, &a, "a");
-    fake_mux_add_child(g_m, &b, "b");
-    fake_mux_add_child(g_m, &e, "ep");
-    fake_mux_end_init(g_m);
+    static const struct child_spec spec[] = {{"a", 11, COR_PRF_MONITOR_ENTERLEAVE, 0, hooks_a},
+                                             {"b", 11, COR_PRF_MONITOR_ENTERLEAVE, 0, hooks_b},
+                                             {"ep", 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE, NULL}};
+    static struct fake_child fc[3];
+    g_m = mux_with_children(&rt, spec, 3, fc, NULL);
     pthread_t t[4];
     pthread_create(&t[0], NULL, elt_thread, NULL);
     pthread_create(&t[1], NULL, elt_thread, NULL);

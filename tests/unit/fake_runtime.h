@@ -895,4 +895,32 @@ static inline void fake_mux_free_all(void)
         fake_mux_free(fake_muxes[fake_nmuxes - 1]);
 }
 
+/* A child of a mux wired by hand: its name, ICorProfilerCallback version, the event mask its
+ * Initialize sets, and what else its Initialize does (init_hook, may be NULL). */
+struct child_spec {
+    const char *name;
+    int version;
+    DWORD low, high;
+    fake_child_init_hook init_hook;
+};
+
+/* A mux on `rt` with the n children of `spec` (n <= FAKE_MUX_MAX_CHILDREN) initialised into
+ * fc[0..n-1] and added in order, then the end of the mux's Initialize; c[i] (c may be NULL)
+ * receives child i's record in the mux. The set-up shared by the tests that wire children
+ * by hand (tests/unit/test_mux_*.c, test_dispatch.c, tests/tsan/stress_elt_ep.c). */
+static inline struct clrmux_mux *mux_with_children(struct fake_runtime *rt, const struct child_spec *spec, int n,
+                                                   struct fake_child *fc, struct clrmux_child **c)
+{
+    struct clrmux_mux *m = fake_mux_new(rt);
+    for (int i = 0; i < n; i++) {
+        fake_child_init(&fc[i], spec[i].version, spec[i].low, spec[i].high);
+        fc[i].init_hook = spec[i].init_hook;
+        struct clrmux_child *ci = fake_mux_add_child(m, &fc[i], spec[i].name);
+        if (c)
+            c[i] = ci;
+    }
+    fake_mux_end_init(m);
+    return m;
+}
+
 #endif

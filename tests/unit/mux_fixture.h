@@ -3,7 +3,13 @@
  * build/fake (CLRMUX_FAKE_DIR), the runtime's DllGetClassObject -> CreateInstance ->
  * Initialize sequence (run_initialize), the group setup and teardown, and small helpers on a
  * child's proxy (event masks, EventPipe sessions, ReJIT requests). Each test file includes
- * it first; everything here is static to that test binary. */
+ * it first; everything here is static to that test binary.
+ *
+ * The same tests run on Windows (make windows, under Wine): the platform differences live
+ * here and in platform_fixture.h, not in the tests: the fake children are
+ * build/win-x64/fake/lib<name>.dll (FAKE_EXT), the log goes to NUL, the executable's name
+ * comes from GetModuleFileNameA, and tests/win/posix_compat.h supplies setenv, unsetenv and
+ * realpath. */
 #ifndef CLRMUX_TESTS_MUX_FIXTURE_H
 #define CLRMUX_TESTS_MUX_FIXTURE_H
 
@@ -28,6 +34,12 @@
 #include "common/utf16.h"
 #include "fake_runtime.h"
 #include "loader/mux.h"
+
+#include "platform_fixture.h"
+
+#if defined(_WIN32)
+__declspec(dllimport) unsigned long __stdcall GetModuleFileNameA(void *module, char *name, unsigned long size);
+#endif
 
 /* The fake libraries allocate their objects with calloc and never free them (a profiler
  * is never unloaded); the v1-only one is dropped by the loader after CreateInstance. */
@@ -175,10 +187,18 @@ static inline int has_line_prefix(const char *text, const char *prefix)
 static inline void self_exe_name(char *out, size_t outsz)
 {
     char buf[PATH_MAX];
+#if defined(_WIN32)
+    long n = (long)GetModuleFileNameA(NULL, buf, sizeof buf);
+    assert_true(n > 0 && n < (long)sizeof buf);
+#else
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     assert_true(n > 0);
     buf[n] = 0;
+#endif
     snprintf(out, outsz, "%s", basename(buf));
+    size_t len = strlen(out); /* the name as clrmux logs it: without Windows's ".exe" */
+    if (len > 4 && strcmp(out + len - 4, ".exe") == 0)
+        out[len - 4] = 0;
 }
 
 static inline void set_env_hex(const char *name, const char *tag, unsigned value)
@@ -196,11 +216,12 @@ static inline void set_env_str(const char *name, const char *tag, const char *va
     setenv(key, value, 1);
 }
 
-/* Appends a [child NAME] section for build/fake/lib<lib>.so with CLSID {<tag>-0000-...}. */
+/* Appends a [child NAME] section for build/fake/lib<lib>.so (.dll on Windows) with CLSID
+ * {<tag>-0000-...}. */
 static inline void conf_child(char *conf, size_t confsz, const char *name, const char *lib, const char *tag)
 {
     size_t len = strlen(conf);
-    snprintf(conf + len, confsz - len, "[child %s]\npath = %s/lib%s.so\nclsid = {%s-0000-4000-8000-000000000001}\n\n",
+    snprintf(conf + len, confsz - len, "[child %s]\npath = %s/lib%s" FAKE_EXT "\nclsid = {%s-0000-4000-8000-000000000001}\n\n",
              name, g_fake_dir, lib, tag);
 }
 
@@ -266,7 +287,8 @@ static inline struct clrmux_child *child_named(struct clrmux_mux *m, const char 
 static inline int group_setup(void **state)
 {
     (void)state;
-    snprintf(g_tmpdir, sizeof g_tmpdir, "/tmp/clrmux-test-mux-XXXXXX");
+    const char *t = getenv("TMPDIR");
+    snprintf(g_tmpdir, sizeof g_tmpdir, "%s/clrmux-test-mux-XXXXXX", t && *t ? t : "/tmp");
     if (!mkdtemp(g_tmpdir))
         return -1;
     const char *fd = getenv("CLRMUX_FAKE_DIR");
@@ -280,7 +302,7 @@ static inline int group_setup(void **state)
     unsetenv("RECORDER_NO_INLINE");
     unsetenv("CLRMUX_LOG_LEVEL");
     if (!getenv("CLRMUX_TEST_VERBOSE")) {
-        setenv("CLRMUX_LOG_FILE", "/dev/null", 0);
+        setenv("CLRMUX_LOG_FILE", NULL_DEVICE, 0);
         clrmux_log_open(getenv("CLRMUX_LOG_FILE"));
     }
     clrmux_log_set_sink(log_sink, NULL);
@@ -361,31 +383,5 @@ static inline HRESULT request_rejit(struct clrmux_child *c, ULONG n, ModuleID *m
             fail_msg("runtime mask low=0x%08X high=0x%08X, expected low=0x%08X high=0x%08X",        \
                      (unsigned)(rt)->mask_low, (unsigned)(rt)->mask_high, (unsigned)(lo), (unsigned)(hi)); \
     } while (0)
-
-/* A child of a mux wired by hand: its name, ICorProfilerCallback version and the event mask
- * its Initialize sets. */
-struct child_spec {
-    const char *name;
-    int version;
-    DWORD low, high;
-};
-
-/* A mux on `rt` with the n children of `spec` (n <= FAKE_MUX_MAX_CHILDREN) initialised into
- * fc[0..n-1] and added in order, then the end of the mux's Initialize; c[i] (may be NULL)
- * receives child i's record in the mux. For tests that need nothing set on a child before
- * its Initialize. */
-static inline struct clrmux_mux *mux_with_children(struct fake_runtime *rt, const struct child_spec *spec, int n,
-                                                   struct fake_child *fc, struct clrmux_child **c)
-{
-    struct clrmux_mux *m = fake_mux_new(rt);
-    for (int i = 0; i < n; i++) {
-        fake_child_init(&fc[i], spec[i].version, spec[i].low, spec[i].high);
-        struct clrmux_child *ci = fake_mux_add_child(m, &fc[i], spec[i].name);
-        if (c)
-            c[i] = ci;
-    }
-    fake_mux_end_init(m);
-    return m;
-}
 
 #endif

@@ -33,13 +33,13 @@ static void test_table_rebuilt_on_set_event_mask(void **state)
     (void)state;
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, b;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_THREADS, 0);
-    fake_child_init(&b, 11, COR_PRF_MONITOR_MODULE_LOADS, 0);
-    struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
-    struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
-    fake_mux_end_init(m);
+    const struct child_spec spec[] = {{"a", 11, COR_PRF_MONITOR_THREADS, 0, NULL},
+                                      {"b", 11, COR_PRF_MONITOR_MODULE_LOADS, 0, NULL}};
+    struct fake_child fc[2];
+    struct clrmux_child *c[2];
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 2, fc, c);
+    struct fake_child *a = &fc[0], *b = &fc[1];
+    struct clrmux_child *ca = c[0], *cb = c[1];
     ICorProfilerCallback11 *mux = fake_mux_cb(m);
 
     const struct clrmux_route *r1 = route(m, CLRMUX_ROUTE_ThreadCreated);
@@ -49,8 +49,8 @@ static void test_table_rebuilt_on_set_event_mask(void **state)
     assert_ptr_equal(route(m, CLRMUX_ROUTE_ModuleLoadFinished)->e[0].child, cb);
     assert_int_equal(route(m, CLRMUX_ROUTE_GarbageCollectionStarted)->n, 0);
     mux->lpVtbl->ThreadCreated(mux, 1);
-    assert_int_equal(FC_CALLS(&a, ThreadCreated), 1);
-    assert_int_equal(FC_CALLS(&b, ThreadCreated), 0);
+    assert_int_equal(FC_CALLS(a, ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(b, ThreadCreated), 0);
 
     /* b asks for threads too: a new table, both receive */
     assert_int_equal(set_mask(cb, COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_MONITOR_THREADS, 0), S_OK);
@@ -61,8 +61,8 @@ static void test_table_rebuilt_on_set_event_mask(void **state)
     assert_ptr_equal(r2->e[1].child, cb);
     assert_ptr_equal(route(m, CLRMUX_ROUTE_ThreadDestroyed), r2); /* same subscribers: one object */
     mux->lpVtbl->ThreadCreated(mux, 2);
-    assert_int_equal(FC_CALLS(&a, ThreadCreated), 2);
-    assert_int_equal(FC_CALLS(&b, ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(a, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(b, ThreadCreated), 1);
 
     /* a leaves threads: only b */
     assert_int_equal(set_mask(ca, 0, 0), S_OK);
@@ -71,10 +71,10 @@ static void test_table_rebuilt_on_set_event_mask(void **state)
     assert_ptr_equal(r3->e[0].child, cb);
     mux->lpVtbl->ThreadCreated(mux, 3);
     mux->lpVtbl->ThreadDestroyed(mux, 3);
-    assert_int_equal(FC_CALLS(&a, ThreadCreated), 2);
-    assert_int_equal(FC_CALLS(&a, ThreadDestroyed), 0);
-    assert_int_equal(FC_CALLS(&b, ThreadCreated), 2);
-    assert_int_equal(FC_CALLS(&b, ThreadDestroyed), 1);
+    assert_int_equal(FC_CALLS(a, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(a, ThreadDestroyed), 0);
+    assert_int_equal(FC_CALLS(b, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(b, ThreadDestroyed), 1);
 
     /* toggled back: the interned tables are reused, nothing new is built */
     assert_int_equal(set_mask(ca, COR_PRF_MONITOR_THREADS, 0), S_OK);
@@ -102,19 +102,13 @@ static void test_unsubscribed_child_gets_nothing(void **state)
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
     fake_runtime_add_function(&rt, 0x500, 0x7000, 0x06000001);
-    struct clrmux_mux *m = fake_mux_new(&rt);
+    const struct child_spec spec[] = {{"k0", 11, 0, 0, NULL},
+                                      {"k1", 11, COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_JIT_COMPILATION, 0, NULL},
+                                      {"k2", 11, 0, 0, NULL},
+                                      {"k3", 11, 0, 0, NULL}};
     struct fake_child k[4];
-    fake_child_init(&k[0], 11, 0, 0);
-    fake_child_init(&k[1], 11, COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_JIT_COMPILATION, 0);
-    fake_child_init(&k[2], 11, 0, 0);
-    fake_child_init(&k[3], 11, 0, 0);
     struct clrmux_child *c[4];
-    for (int i = 0; i < 4; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "k%d", i);
-        c[i] = fake_mux_add_child(m, &k[i], name);
-    }
-    fake_mux_end_init(m);
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 4, k, c);
     ICorProfilerCallback11 *mux = fake_mux_cb(m);
     for (int id = 0; id < CLRMUX_NROUTES; id++) {
         const struct clrmux_route *r = route(m, (enum clrmux_route_id)id);
@@ -155,19 +149,20 @@ static void test_table_rebuilt_on_detach(void **state)
     (void)state;
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, b;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_THREADS | COR_PRF_ENABLE_OBJECT_ALLOCATED, 0); /* never detaches */
-    fake_child_init(&b, 11, COR_PRF_MONITOR_THREADS, 0);
-    struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
-    struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
-    fake_mux_end_init(m);
+    const struct child_spec spec[] = {
+        {"a", 11, COR_PRF_MONITOR_THREADS | COR_PRF_ENABLE_OBJECT_ALLOCATED, 0, NULL}, /* never detaches */
+        {"b", 11, COR_PRF_MONITOR_THREADS, 0, NULL}};
+    struct fake_child fc[2];
+    struct clrmux_child *c[2];
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 2, fc, c);
+    struct fake_child *a = &fc[0], *b = &fc[1];
+    struct clrmux_child *ca = c[0], *cb = c[1];
     ICorProfilerCallback11 *mux = fake_mux_cb(m);
     assert_int_equal(route(m, CLRMUX_ROUTE_ThreadCreated)->n, 2);
     assert_null(direct(m, CLRMUX_ROUTE_ThreadCreated));
     assert_int_equal(route(m, CLRMUX_ROUTE_ProfilerAttachComplete)->n, 2);
     mux->lpVtbl->ThreadCreated(mux, 1);
-    assert_int_equal(FC_CALLS(&b, ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(b, ThreadCreated), 1);
 
     ICorProfilerInfo15 *pb = fake_child_info(cb);
     assert_int_equal(pb->lpVtbl->RequestProfilerDetach(pb, 100), S_OK);
@@ -180,14 +175,14 @@ static void test_table_rebuilt_on_detach(void **state)
     assert_int_equal(route(m, CLRMUX_ROUTE_ProfilerAttachComplete)->n, 1);
     mux->lpVtbl->ThreadCreated(mux, 2);
     mux->lpVtbl->ProfilerAttachComplete(mux);
-    assert_int_equal(FC_CALLS(&b, ThreadCreated), 1);
-    assert_int_equal(FC_CALLS(&b, ProfilerAttachComplete), 0);
-    assert_int_equal(FC_CALLS(&a, ThreadCreated), 2);
-    assert_int_equal(FC_CALLS(&a, ProfilerAttachComplete), 1);
-    wait_for(&b.counts[FC_ProfilerDetachSucceeded], 1);
-    assert_int_equal(FC_CALLS(&b, ProfilerDetachSucceeded), 1);
+    assert_int_equal(FC_CALLS(b, ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(b, ProfilerAttachComplete), 0);
+    assert_int_equal(FC_CALLS(a, ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(a, ProfilerAttachComplete), 1);
+    wait_for(&b->counts[FC_ProfilerDetachSucceeded], 1);
+    assert_int_equal(FC_CALLS(b, ProfilerDetachSucceeded), 1);
     mux->lpVtbl->Shutdown(mux);
-    assert_int_equal(FC_CALLS(&b, Shutdown), 0);
+    assert_int_equal(FC_CALLS(b, Shutdown), 0);
     fake_mux_free(m);
 }
 

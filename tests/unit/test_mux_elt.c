@@ -2,6 +2,7 @@
  * (src/loader/elt.c): every child's own hooks and client data, the fast path, one hooking
  * child set directly on the runtime, the runtime's checks, failed children. */
 #include "mux_fixture.h"
+#include "elt_jit_call.h"
 
 /* ---- enter/leave hooks and function-ID mappers ------------------------------------- */
 
@@ -62,20 +63,15 @@ static void test_elt_every_child_gets_its_hooks(void **state)
     memset(seen, 0, sizeof seen);
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, b, c;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&b, 11, COR_PRF_MONITOR_ENTERLEAVE | COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FRAME_INFO, 0);
-    fake_child_init(&c, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    a.init_hook = set_hooks_a;
-    b.init_hook = set_hooks_b;
-    c.init_hook = set_hooks_c;
-    fake_mux_add_child(m, &a, "alpha");
-    fake_mux_add_child(m, &b, "beta");
-    fake_mux_add_child(m, &c, "gamma");
-    assert_int_equal(rt.elt_calls, 0); /* nothing reaches the runtime before the end of Initialize */
+    const struct child_spec spec[] = {
+        {"alpha", 11, COR_PRF_MONITOR_ENTERLEAVE, 0, set_hooks_a},
+        {"beta", 11, COR_PRF_MONITOR_ENTERLEAVE | COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FRAME_INFO, 0, set_hooks_b},
+        {"gamma", 11, COR_PRF_MONITOR_ENTERLEAVE, 0, set_hooks_c},
+    };
+    struct fake_child fc[3];
     log_clear();
-    fake_mux_end_init(m);
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 3, fc, NULL);
+    /* once, at the end of Initialize (test_elt_hooks_checked_like_the_runtime: not before) */
     assert_int_equal(rt.elt_calls, 1);
     assert_int_equal(rt.mapper_calls, 1);
     assert_logged("enter/leave hooks for 3", "WithInfo");
@@ -128,17 +124,13 @@ static void test_elt_fast_path(void **state)
     memset(seen, 0, sizeof seen);
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, c, r;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&c, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&r, 11, COR_PRF_MONITOR_MODULE_LOADS, 0);
-    a.init_hook = set_hooks_a;
-    c.init_hook = set_hooks_c;
-    fake_mux_add_child(m, &a, "alpha");
-    fake_mux_add_child(m, &c, "gamma");
-    fake_mux_add_child(m, &r, "plain");
-    fake_mux_end_init(m);
+    const struct child_spec spec[] = {
+        {"alpha", 11, COR_PRF_MONITOR_ENTERLEAVE, 0, set_hooks_a},
+        {"gamma", 11, COR_PRF_MONITOR_ENTERLEAVE, 0, set_hooks_c},
+        {"plain", 11, COR_PRF_MONITOR_MODULE_LOADS, 0, NULL},
+    };
+    struct fake_child fc[3];
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 3, fc, NULL);
     struct clrmux_elt_installed in;
     clrmux_elt_installed(m, &in);
     assert_true(in.fast);
@@ -148,6 +140,18 @@ static void test_elt_fast_path(void **state)
     clrmux_elt_fast_leave(id, 0);
     assert_int_equal(seen[0].leave, 1);
     assert_int_equal(seen[0].last, 0x2000 + 0xA00000);
+    /* the stubs the runtime got, called as JIT-compiled code calls them: each child's hook is
+     * reached with its client data, and every register the JIT keeps live survives */
+    seen[0].last = 0;
+    assert_int_equal(elt_jit_call(in.enter, id), 0);
+    assert_int_equal(seen[0].enter, 1);
+    assert_int_equal(seen[0].last, 0x2000 + 0xA00000);
+    assert_int_equal(seen[2].enter2, 1); /* gamma's FunctionEnter2: the FunctionID, no mapper */
+    assert_int_equal(seen[2].last, 0x2000);
+    assert_int_equal(elt_jit_call(in.leave, id), 0);
+    assert_int_equal(seen[0].leave, 2);
+    assert_int_equal(elt_jit_call(in.tailcall, id), 0);
+    assert_int_equal(seen[0].tail, 1);
     fake_mux_free(m);
 }
 
@@ -157,15 +161,13 @@ static void test_elt_one_child_direct(void **state)
     (void)state;
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, r;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_ENTERLEAVE, 0);
-    fake_child_init(&r, 11, COR_PRF_MONITOR_MODULE_LOADS, 0);
-    a.init_hook = set_hooks_a;
-    fake_mux_add_child(m, &a, "alpha");
-    fake_mux_add_child(m, &r, "plain");
+    const struct child_spec spec[] = {
+        {"alpha", 11, COR_PRF_MONITOR_ENTERLEAVE, 0, set_hooks_a},
+        {"plain", 11, COR_PRF_MONITOR_MODULE_LOADS, 0, NULL},
+    };
+    struct fake_child fc[2];
     log_clear();
-    fake_mux_end_init(m);
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 2, fc, NULL);
     struct clrmux_elt_installed in;
     clrmux_elt_installed(m, &in);
     assert_true(in.direct);
@@ -201,6 +203,7 @@ static void test_elt_hooks_checked_like_the_runtime(void **state)
     assert_int_equal(pa->lpVtbl->GetFunctionLeave3Info(pa, 1, 0, &fr, &rv), CORPROF_E_INCONSISTENT_WITH_FLAGS);
     assert_int_equal(pb->lpVtbl->GetFunctionEnter3Info(pb, 1, 0, &fr, &cb, NULL), CORPROF_E_INCONSISTENT_WITH_FLAGS);
     assert_int_equal(pb->lpVtbl->GetFunctionTailcall3Info(pb, 1, 0, &fr), CORPROF_E_INCONSISTENT_WITH_FLAGS);
+    assert_int_equal(rt.elt_calls, 0); /* nothing reaches the runtime before the end of Initialize */
     fake_mux_end_init(m);
     /* after Initialize the runtime refuses hooks */
     assert_int_equal(pa->lpVtbl->SetEnterLeaveFunctionHooks3(pa, noop3, noop3, noop3), CORPROF_E_CALL_ONLY_FROM_INIT);

@@ -7,8 +7,8 @@
 
 /* Two children that monitor EventPipe, as most tests here use. */
 static const struct child_spec k_two_ep_children[] = {
-    {"a", 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE},
-    {"b", 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE},
+    {"a", 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE, NULL},
+    {"b", 11, 0, COR_PRF_HIGH_MONITOR_EVENT_PIPE, NULL},
 };
 
 static void test_eventpipe_session_owner_only(void **state)
@@ -54,7 +54,7 @@ static void test_eventpipe_routes_by_provider_name(void **state)
         k_two_ep_children[0],
         k_two_ep_children[1],
         /* a session but no EVENT_PIPE flag: the runtime delivers its events anyway (.NET 10) */
-        {"c", 11, COR_PRF_MONITOR_THREADS, 0},
+        {"c", 11, COR_PRF_MONITOR_THREADS, 0, NULL},
     };
     struct fake_child fc[3];
     struct clrmux_child *ch[3];

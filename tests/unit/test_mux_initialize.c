@@ -31,7 +31,7 @@ static void test_initialize_skips_bad_children(void **state)
         log_dump();
     assert_int_equal(hr, S_OK);
 
-    assert_logged("child 'missing'", "doesnotexist.so", "No such file");
+    assert_logged("child 'missing'", "libdoesnotexist" FAKE_EXT, "No such file");
     assert_logged("child 'noexport'", "exports no DllGetClassObject");
     assert_logged("child 'old'", "version 1");
     assert_logged("child 'failing'", "Initialize failed", "0x80004005");
@@ -84,8 +84,8 @@ static void test_initialize_without_valid_child_cancels(void **state)
     assert_int_equal(rt.mask_low, 0);
 
     /* only a disabled child and an invalid one */
-    FMT_OK(conf, "[child off]\npath = %s/librecorder.so\nclsid = {B3000004-0000-4000-8000-000000000001}\n"
-                                "enabled = false\n\n[child noclsid]\npath = %s/librecorder.so\n",
+    FMT_OK(conf, "[child off]\npath = %s/librecorder" FAKE_EXT "\nclsid = {B3000004-0000-4000-8000-000000000001}\n"
+                                "enabled = false\n\n[child noclsid]\npath = %s/librecorder" FAKE_EXT "\n",
              g_fake_dir, g_fake_dir);
     fake_runtime_init(&rt, 15, 10);
     m = run_initialize(conf, NULL, &rt, &hr);

@@ -43,8 +43,8 @@ static void test_mask_removal_shrinks_union_only_when_unshared(void **state)
     enum { A, B };
     static const struct child_spec spec[] = {
         {"a", 11, COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_MONITOR_THREADS,
-         COR_PRF_HIGH_BASIC_GC | COR_PRF_HIGH_MONITOR_EVENT_PIPE},
-        {"b", 11, COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_GC, COR_PRF_HIGH_BASIC_GC},
+         COR_PRF_HIGH_BASIC_GC | COR_PRF_HIGH_MONITOR_EVENT_PIPE, NULL},
+        {"b", 11, COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_GC, COR_PRF_HIGH_BASIC_GC, NULL},
     };
     /* each step: one child sets its mask, then the union the runtime must hold */
     static const struct {

@@ -28,10 +28,10 @@ static void test_route_by_own_mask(void **state)
 {
     (void)state;
     static const struct child_spec spec[] = {
-        {"a", 11, COR_PRF_MONITOR_MODULE_LOADS, 0},
-        {"b", 11, COR_PRF_MONITOR_THREADS, 0},
-        {"c", 11, 0, COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED},
-        {"d", 11, 0, 0},
+        {"a", 11, COR_PRF_MONITOR_MODULE_LOADS, 0, NULL},
+        {"b", 11, COR_PRF_MONITOR_THREADS, 0, NULL},
+        {"c", 11, 0, COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED, NULL},
+        {"d", 11, 0, 0, NULL},
     };
     /* each callback, in this order, and the children (bit i: spec[i]) it must reach once */
     static const struct {
@@ -81,16 +81,15 @@ static void test_route_version_gating(void **state)
     fake_runtime_init(&rt, 15, 10);
     fake_runtime_add_provider(&rt, 0x10, "P");
     fake_runtime_add_function(&rt, 0x500, 0x7000, 0x06000001);
-    struct clrmux_mux *m = fake_mux_new(&rt);
     const DWORD low = COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_ENABLE_REJIT;
     const DWORD high = COR_PRF_HIGH_MONITOR_EVENT_PIPE | COR_PRF_HIGH_MONITOR_DYNAMIC_FUNCTION_UNLOADS |
                        COR_PRF_HIGH_IN_MEMORY_SYMBOLS_UPDATED;
-    struct fake_child old, cur;
-    fake_child_init(&old, 3, low, high);
-    fake_child_init(&cur, 11, low, high);
-    struct clrmux_child *c_old = fake_mux_add_child(m, &old, "old");
-    struct clrmux_child *c_cur = fake_mux_add_child(m, &cur, "cur");
-    fake_mux_end_init(m);
+    const struct child_spec spec[] = {{"old", 3, low, high, NULL}, {"cur", 11, low, high, NULL}};
+    struct fake_child fc[2];
+    struct clrmux_child *c[2];
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 2, fc, c);
+    struct fake_child *old = &fc[0], *cur = &fc[1];
+    struct clrmux_child *c_old = c[0], *c_cur = c[1];
     assert_int_equal(c_old->version, 3);
     assert_int_equal(c_cur->version, 11);
 
@@ -117,10 +116,10 @@ static void test_route_version_gating(void **state)
     deliver_event(m, 0x10);
     mux->lpVtbl->EventPipeProviderCreated(mux, 0x10);
 
-    assert_int_equal(FC_CALLS(&old, JITCompilationStarted), 1);
-    assert_int_equal(FC_CALLS(&cur, JITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(old, JITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(cur, JITCompilationStarted), 1);
     /* the version-3 child asked for all of these through its mask, but cannot take them */
-    assert_int_equal(fake_child_total_calls(&old), 1);
+    assert_int_equal(fake_child_total_calls(old), 1);
 #define LATER(N) {#N, FC_##N}
     static const struct {
         const char *name;
@@ -133,9 +132,9 @@ static void test_route_version_gating(void **state)
     };
 #undef LATER
     for (size_t k = 0; k < sizeof later / sizeof later[0]; k++)
-        if (cur.counts[later[k].fc_index] != 1)
+        if (cur->counts[later[k].fc_index] != 1)
             fail_msg("%s reached the version-11 child %lu times, expected 1", later[k].name,
-                     cur.counts[later[k].fc_index]);
+                     cur->counts[later[k].fc_index]);
     fake_mux_free(m);
 }
 
@@ -203,9 +202,9 @@ static void test_jit_inlining_merge(void **state)
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
     static const struct child_spec spec[] = {
-        {"a", 11, COR_PRF_MONITOR_JIT_COMPILATION, 0},
-        {"b", 11, COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_THREADS, 0},
-        {"c", 11, COR_PRF_MONITOR_CACHE_SEARCHES, 0}, /* not JIT_COMPILATION */
+        {"a", 11, COR_PRF_MONITOR_JIT_COMPILATION, 0, NULL},
+        {"b", 11, COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_THREADS, 0, NULL},
+        {"c", 11, COR_PRF_MONITOR_CACHE_SEARCHES, 0, NULL}, /* not JIT_COMPILATION */
     };
     struct fake_child fc[3];
     struct clrmux_mux *m = mux_with_children(&rt, spec, 3, fc, NULL);
@@ -256,9 +255,9 @@ static void test_jit_cached_function_search_merge(void **state)
     struct fake_runtime rt;
     fake_runtime_init(&rt, 15, 10);
     static const struct child_spec spec[] = {
-        {"a", 11, COR_PRF_MONITOR_CACHE_SEARCHES, 0},
-        {"b", 11, COR_PRF_MONITOR_CACHE_SEARCHES, 0},
-        {"c", 11, COR_PRF_MONITOR_JIT_COMPILATION, 0}, /* not CACHE_SEARCHES */
+        {"a", 11, COR_PRF_MONITOR_CACHE_SEARCHES, 0, NULL},
+        {"b", 11, COR_PRF_MONITOR_CACHE_SEARCHES, 0, NULL},
+        {"c", 11, COR_PRF_MONITOR_JIT_COMPILATION, 0, NULL}, /* not CACHE_SEARCHES */
     };
     struct fake_child fc[3];
     struct clrmux_mux *m = mux_with_children(&rt, spec, 3, fc, NULL);
@@ -298,13 +297,13 @@ static void test_rejit_needs_own_flag(void **state)
     fake_runtime_init(&rt, 15, 10);
     fake_runtime_add_function(&rt, 0x500, 0x7000, 0x06000001); /* compiled: nothing held back */
     fake_runtime_add_function(&rt, 0x501, 0x7000, 0x06000002);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, b;
-    fake_child_init(&a, 11, COR_PRF_MONITOR_JIT_COMPILATION, 0);
-    fake_child_init(&b, 11, COR_PRF_ENABLE_REJIT, 0);
-    struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
-    struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
-    fake_mux_end_init(m);
+    const struct child_spec spec[] = {{"a", 11, COR_PRF_MONITOR_JIT_COMPILATION, 0, NULL},
+                                      {"b", 11, COR_PRF_ENABLE_REJIT, 0, NULL}};
+    struct fake_child fc[2];
+    struct clrmux_child *c[2];
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 2, fc, c);
+    struct fake_child *a = &fc[0], *b = &fc[1];
+    struct clrmux_child *ca = c[0], *cb = c[1];
     assert_true(rt.mask_low & COR_PRF_ENABLE_REJIT); /* b's flag is in the union */
 
     ModuleID mods[2] = {0x7000, 0x7000};
@@ -316,7 +315,7 @@ static void test_rejit_needs_own_flag(void **state)
     assert_int_equal(rt.rejit_calls, 0);
     ICorProfilerCallback11 *mux = fake_mux_cb(m);
     mux->lpVtbl->GetReJITParameters(mux, 0x7000, 0x06000001, NULL);
-    assert_int_equal(FC_CALLS(&a, GetReJITParameters) + FC_CALLS(&b, GetReJITParameters), 0);
+    assert_int_equal(FC_CALLS(a, GetReJITParameters) + FC_CALLS(b, GetReJITParameters), 0);
 
     assert_int_equal(request_rejit(cb, 2, mods, methods), S_OK);
     assert_int_equal(rt.rejit_calls, 1);
@@ -327,8 +326,8 @@ static void test_rejit_needs_own_flag(void **state)
     assert_int_equal(pb->lpVtbl->RequestReJITWithInliners(pb, COR_PRF_REJIT_BLOCK_INLINING, 1, mods, methods), S_OK);
     assert_int_equal(rt.rejit_calls, 2);
     mux->lpVtbl->GetReJITParameters(mux, 0x7000, 0x06000001, NULL);
-    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 0);
-    assert_int_equal(FC_CALLS(&b, GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(a, GetReJITParameters), 0);
+    assert_int_equal(FC_CALLS(b, GetReJITParameters), 1);
     fake_mux_free(m);
 }
 
@@ -340,14 +339,14 @@ static void test_rejit_callbacks_reach_requesters_only(void **state)
     fake_runtime_add_function(&rt, 0x500, 0x7000, 0x06000001);
     fake_runtime_add_function(&rt, 0x600, 0x7000, 0x06000002);
     fake_runtime_add_function(&rt, 0x700, 0x7001, 0x06000001);
-    struct clrmux_mux *m = fake_mux_new(&rt);
-    struct fake_child a, b;
     /* ReJITCompilation* reach a profiler that monitors JIT compilation (as the runtime) */
-    fake_child_init(&a, 11, COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION, 0);
-    fake_child_init(&b, 11, COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION, 0);
-    struct clrmux_child *ca = fake_mux_add_child(m, &a, "a");
-    struct clrmux_child *cb = fake_mux_add_child(m, &b, "b");
-    fake_mux_end_init(m);
+    const struct child_spec spec[] = {{"a", 11, COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION, 0, NULL},
+                                      {"b", 11, COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION, 0, NULL}};
+    struct fake_child fc[2];
+    struct clrmux_child *c[2];
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 2, fc, c);
+    struct fake_child *a = &fc[0], *b = &fc[1];
+    struct clrmux_child *ca = c[0], *cb = c[1];
     ICorProfilerCallback11 *mux = fake_mux_cb(m);
 
     ModuleID mods[2] = {0x7000, 0x7000};
@@ -356,17 +355,17 @@ static void test_rejit_callbacks_reach_requesters_only(void **state)
 
     mux->lpVtbl->GetReJITParameters(mux, 0x7000, 0x06000001, NULL);
     const ReJITID v1 = fake_runtime_last_rejit_id(&rt, 0x7000, 0x06000001); /* a's version */
-    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 1);
-    assert_int_equal(a.last_module, 0x7000);
-    assert_int_equal(a.last_method, 0x06000001);
+    assert_int_equal(FC_CALLS(a, GetReJITParameters), 1);
+    assert_int_equal(a->last_module, 0x7000);
+    assert_int_equal(a->last_method, 0x06000001);
     mux->lpVtbl->ReJITError(mux, 0x7000, 0x06000001, 0x500, E_FAIL);
     mux->lpVtbl->ReJITCompilationStarted(mux, 0x500, v1, TRUE);
-    assert_int_equal(a.last_function, 0x500);
+    assert_int_equal(a->last_function, 0x500);
     mux->lpVtbl->ReJITCompilationFinished(mux, 0x500, v1, S_OK, TRUE);
-    assert_int_equal(FC_CALLS(&a, ReJITError), 1);
-    assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 1);
-    assert_int_equal(FC_CALLS(&a, ReJITCompilationFinished), 1);
-    assert_int_equal(fake_child_total_calls(&b), 0);
+    assert_int_equal(FC_CALLS(a, ReJITError), 1);
+    assert_int_equal(FC_CALLS(a, ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(a, ReJITCompilationFinished), 1);
+    assert_int_equal(fake_child_total_calls(b), 0);
 
     /* methods nobody requested: another token, the same token in another module, and a
      * FunctionID the runtime cannot resolve */
@@ -375,32 +374,32 @@ static void test_rejit_callbacks_reach_requesters_only(void **state)
     mux->lpVtbl->ReJITCompilationStarted(mux, 0x600, 8, TRUE);
     mux->lpVtbl->ReJITCompilationStarted(mux, 0x700, 9, TRUE);
     mux->lpVtbl->ReJITCompilationFinished(mux, 0x999, 9, S_OK, TRUE);
-    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 1);
-    assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 1);
-    assert_int_equal(FC_CALLS(&a, ReJITCompilationFinished), 1);
-    assert_int_equal(fake_child_total_calls(&b), 0);
+    assert_int_equal(FC_CALLS(a, GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(a, ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(a, ReJITCompilationFinished), 1);
+    assert_int_equal(fake_child_total_calls(b), 0);
 
     /* b requests method 1 too, and method 2: the new version of method 1 is b's (a's rewrite
      * in it is a's last one, reused: alone, a would see no new version), 2 is b's */
     assert_int_equal(request_rejit(cb, 2, mods, methods), S_OK);
     mux->lpVtbl->GetReJITParameters(mux, 0x7000, 0x06000001, NULL);
     mux->lpVtbl->ReJITCompilationStarted(mux, 0x500, fake_runtime_last_rejit_id(&rt, 0x7000, 0x06000001), TRUE);
-    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 1);
-    assert_int_equal(FC_CALLS(&b, GetReJITParameters), 1);
-    assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 1);
-    assert_int_equal(FC_CALLS(&b, ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(a, GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(b, GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(a, ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(b, ReJITCompilationStarted), 1);
     /* a tier-1 compilation of a's version still reaches a alone */
     mux->lpVtbl->ReJITCompilationStarted(mux, 0x500, v1, TRUE);
-    assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 2);
-    assert_int_equal(FC_CALLS(&b, ReJITCompilationStarted), 1);
+    assert_int_equal(FC_CALLS(a, ReJITCompilationStarted), 2);
+    assert_int_equal(FC_CALLS(b, ReJITCompilationStarted), 1);
     mux->lpVtbl->GetReJITParameters(mux, 0x7000, 0x06000002, NULL);
     mux->lpVtbl->ReJITCompilationStarted(mux, 0x600, fake_runtime_last_rejit_id(&rt, 0x7000, 0x06000002), TRUE);
-    assert_int_equal(FC_CALLS(&a, GetReJITParameters), 1);
-    assert_int_equal(FC_CALLS(&b, GetReJITParameters), 2);
-    assert_int_equal(b.last_method, 0x06000002);
-    assert_int_equal(FC_CALLS(&a, ReJITCompilationStarted), 2);
-    assert_int_equal(FC_CALLS(&b, ReJITCompilationStarted), 2);
-    assert_int_equal(b.last_function, 0x600);
+    assert_int_equal(FC_CALLS(a, GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(b, GetReJITParameters), 2);
+    assert_int_equal(b->last_method, 0x06000002);
+    assert_int_equal(FC_CALLS(a, ReJITCompilationStarted), 2);
+    assert_int_equal(FC_CALLS(b, ReJITCompilationStarted), 2);
+    assert_int_equal(b->last_function, 0x600);
     fake_mux_free(m);
 }
 

@@ -2,7 +2,6 @@
  * GetRuntimeInformation on .NET 5+, the shared framework's folder name and the
  * "@(#)Version" string of libcoreclr.so for .NET Core 3.1 (which says 4.0.30319), and the
  * loaded-module lookup behind them (src/common/platform_posix.c). */
-#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +14,7 @@
 
 #include "common/platform.h"
 #include "loader/runtime_version.h"
+#include "platform_fixture.h"
 
 static void decide(const char *path, const char *sccsid, int a, int b, int c, int d, int want_major,
                    const char *want_text)
@@ -71,18 +71,18 @@ static void test_loaded_module_lookup(void **state)
 {
     (void)state;
     char path[1024], found[128];
-    /* libc is loaded in every process; a marker it does not hold is "" */
-    assert_int_equal(clrmux_loaded_module("libc.so.6", "clrmux-no-such-marker-", path, sizeof path, found, sizeof found),
+    /* libc (kernel32) is loaded in every process; a marker it does not hold is "" */
+    assert_int_equal(clrmux_loaded_module(SYSTEM_LIB, "clrmux-no-such-marker-", path, sizeof path, found, sizeof found),
                      0);
-    assert_non_null(strstr(path, "libc.so.6"));
+    assert_non_null(strstr(path, SYSTEM_LIB));
     assert_string_equal(found, "");
     /* a marker it holds: the whole NUL-terminated string from there */
-    assert_int_equal(clrmux_loaded_module("libc.so.6", "GNU C Library", path, sizeof path, found, sizeof found), 0);
-    assert_memory_equal(found, "GNU C Library", 13);
+    assert_int_equal(clrmux_loaded_module(SYSTEM_LIB, SYSTEM_LIB_MARKER, path, sizeof path, found, sizeof found), 0);
+    assert_memory_equal(found, SYSTEM_LIB_MARKER, strlen(SYSTEM_LIB_MARKER));
     /* not loaded, or a path that does not fit */
     assert_int_equal(clrmux_loaded_module("libcoreclr.so", NULL, path, sizeof path, NULL, 0), -1);
     char tiny[4];
-    assert_int_equal(clrmux_loaded_module("libc.so.6", NULL, tiny, sizeof tiny, NULL, 0), -1);
+    assert_int_equal(clrmux_loaded_module(SYSTEM_LIB, NULL, tiny, sizeof tiny, NULL, 0), -1);
     /* the detection outside a runtime falls back to what it is given */
     struct clrmux_runtime_version v;
     clrmux_runtime_version_detect(4, 0, 30319, 0, &v);
