@@ -209,7 +209,7 @@ arm64: | setup
 	@$(MAKE) --no-print-directory NO_SETUP=1 BUILD=$(BUILD)/arm64 CC=$(ARM64_CC) SAN= arm64-parts
 arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(BUILD)/clrmux $(FAKES) $(UNIT_BINS)
 # `make windows`: build/win-x64/ holds libclrmux.dll (the loader; its exports in
-# src/loader/libclrmux.def; inih built from Debian's source by scripts/win-deps.sh), the
+# src/loader/libclrmux.def; inih, cmocka, zlib, protobuf-c built from Debian's sources by scripts/win-deps.sh), the
 # Windows x64 platform layer's test and the recorder child as a DLL (mingw-w64:
 # x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh. Not in the DLL: the built-in
 # profiler (Linux-only samplers), the built-in tracer, the fast-path ELT stubs (System V
@@ -221,7 +221,7 @@ WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g -D__USE_MINGW_ANSI_STDIO=1
 WIN_LIB_SRCS := $(filter-out src/common/platform_posix.c src/common/trust.c src/common/lastgasp.c src/tracer/%,$(LIB_SRCS))
 WIN_LIB_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/obj/%.o) $(WIN_DEPS)/obj/ini.o
 windows: $(BUILD)/win-x64/libclrmux.dll $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll $(BUILD)/win-x64/recorder.dll
-$(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h $(WIN_DEPS)/cmocka/cmocka.c &: scripts/win-deps.sh | setup
+$(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h $(WIN_DEPS)/cmocka/cmocka.c $(WIN_DEPS)/lib/libz.a $(WIN_DEPS)/lib/libprotobuf-c.a &: scripts/win-deps.sh | setup
 	scripts/win-deps.sh $(WIN_DEPS)
 $(WIN_DEPS)/obj/ini.o: $(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h
 	@mkdir -p $(dir $@)
