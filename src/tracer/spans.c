@@ -2,19 +2,14 @@
  * spans.h). The tick clock: spans_clock.c; the profiler's view and thread names: spans_ctx.c. */
 #include "tracer/spans_int.h"
 #include "common/lazymem.h"
+#include "common/platform.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 /* ---- the ring: a bounded MPMC queue (D. Vyukov's), used with one consumer ------------- */
 
@@ -149,12 +144,11 @@ void clrmux_spans_set_sample_ratio(double ratio)
     atomic_store(&sample_bound, bound);
 }
 
-static void futex_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
 void clrmux_spans_wake(void)
 {
     atomic_fetch_add(&wake_word, 1);
-    futex_wake(&wake_word);
+    clrmux_word_wake((uint32_t *)&wake_word);
 }
 
 size_t clrmux_spans_pending(void)
@@ -169,8 +163,7 @@ void clrmux_spans_wait(long timeout_ms)
     uint32_t w = atomic_load(&wake_word);
     atomic_store(&sleeping, 1);
     if (clrmux_spans_pending() <= hw_mask) { /* below the mark: sleep */
-        struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
-        syscall(SYS_futex, (uint32_t *)&wake_word, FUTEX_WAIT_PRIVATE, w, &ts, NULL, 0);
+        clrmux_word_wait((uint32_t *)&wake_word, w, timeout_ms);
     }
     atomic_store(&sleeping, 0);
 }
@@ -188,8 +181,8 @@ int clrmux_spans_init(size_t capacity)
         cap <<= 1;
     /* anonymous memory reads as zero (empty cells) and is faulted in only as spans fill it */
     size_t bytes = cap * sizeof(struct cell);
-    struct cell *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (c == MAP_FAILED)
+    struct cell *c = clrmux_map_zero(bytes);
+    if (!c)
         return -1;
     ring.bytes = bytes;
     ring.mask = (uint32_t)(cap - 1);
@@ -202,7 +195,7 @@ int clrmux_spans_init(size_t capacity)
     hw_mask = (uint32_t)(cap >= 8 ? cap / 4 - 1 : 0);
     metrics = clrmux_lazy_calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
     if (!metrics) {
-        munmap(c, bytes);
+        clrmux_unmap_zero(c, bytes);
         return -1;
     }
     conv_fill(&conv_set[0], spans_cal_init());
@@ -216,7 +209,7 @@ int clrmux_spans_init(size_t capacity)
 void clrmux_spans_fini(void)
 {
     if (ring.cells)
-        munmap(ring.cells, ring.bytes);
+        clrmux_unmap_zero(ring.cells, ring.bytes);
     ring.cells = NULL;
     clrmux_lazy_free(metrics);
     metrics = NULL;
@@ -475,9 +468,9 @@ static struct tstate *tstate_new(void)
         return NULL;
     t->stack = t->inline_stack;
     t->cap = CLRMUX_SPAN_INLINE_DEPTH;
-    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->tid = (uint32_t)clrmux_thread_id();
     uint64_t seed = 0;
-    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+    if (clrmux_random(&seed, sizeof seed) != 0)
         seed = (uint64_t)clrmux_now_ns() ^ ((uint64_t)t->tid << 32) ^ (uint64_t)(uintptr_t)t;
     t->rng = splitmix(&seed);
     spans_tname_record(t->tid);

@@ -1,13 +1,12 @@
 /* The profiler's view of a thread's span context (the tid table of clrmux_span_context
  * records, see spans.h) and the names of the threads that opened spans (see spans_int.h). */
 #include "tracer/spans_int.h"
+#include "common/platform.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Thread names (tid -> the OS name, which .NET sets from Thread.Name), recorded when a
  * thread opens its first span and again when it exits, so that the exporter can name the
@@ -21,17 +20,9 @@ static pthread_mutex_t tnames_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void spans_tname_record(uint32_t tid)
 {
-    char path[64], name[32] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char name[32] = "";
+    if (clrmux_thread_name_of(tid, name, sizeof name) != 0)
         return;
-    ssize_t n = read(fd, name, sizeof name - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    name[n] = 0;
-    name[strcspn(name, "\n")] = 0;
     pthread_mutex_lock(&tnames_lock);
     size_t i = (tid * 2654435761u) % TNAMES;
     tnames[i].tid = tid;
