@@ -357,8 +357,6 @@ int clrmux_process_barrier(void)
     return 0;
 }
 
-#endif
-
 void clrmux_word_wait(uint32_t *w, uint32_t expected, long timeout_ms)
 {
     WaitOnAddress((volatile VOID *)w, &expected, sizeof expected, timeout_ms < 0 ? INFINITE : (DWORD)timeout_ms);
@@ -473,3 +471,5 @@ int clrmux_tmpstream_read(FILE *f, char **out, size_t *len)
     *len = (size_t)end;
     return 0;
 }
+
+#endif
