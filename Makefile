@@ -209,36 +209,38 @@ arm64: | setup
 	@$(MAKE) --no-print-directory NO_SETUP=1 BUILD=$(BUILD)/arm64 CC=$(ARM64_CC) SAN= arm64-parts
 arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(BUILD)/clrmux $(FAKES) $(UNIT_BINS)
 # `make windows`: build/win-x64/ holds libclrmux.dll (the loader; its exports in
-# src/loader/libclrmux.def; inih built from Debian's source by scripts/win-deps.sh), the
+# src/loader/libclrmux.def; inih, cmocka, zlib, protobuf-c built from Debian's sources by scripts/win-deps.sh), the
 # Windows x64 platform layer's test and the recorder child as a DLL (mingw-w64:
-# x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh. Not in the DLL: the built-in
-# profiler (Linux-only samplers), the built-in tracer, the fast-path ELT stubs (System V
-# registers): README "Platforms".
+# x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh. The built-in tracer is in the
+# DLL (its OTLP/protobuf encoder, libclrmux_otlp, is not: JSON only). Not in the DLL: the
+# built-in profiler (Linux-only samplers), the fast-path ELT stubs (System V registers):
+# README "Platforms".
 WIN_CC ?= x86_64-w64-mingw32-gcc
 WIN_DEPS := $(BUILD)/win-x64/deps
 WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g -D__USE_MINGW_ANSI_STDIO=1 -D_WIN32_WINNT=0x0601
 # the POSIX halves of the platform-specific files, and what is not in the DLL
-WIN_LIB_SRCS := $(filter-out src/common/platform_posix.c src/common/trust.c src/common/lastgasp.c src/tracer/%,$(LIB_SRCS))
+WIN_LIB_SRCS := $(filter-out src/common/platform_posix.c src/common/trust.c src/common/lastgasp.c,$(LIB_SRCS))
+WIN_SYSLIBS := -ladvapi32 -lshell32 -lsynchronization -lbcrypt
 WIN_LIB_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/obj/%.o) $(WIN_DEPS)/obj/ini.o $(BUILD)/win-x64/obj/src/loader/elt_amd64.o
 windows: $(BUILD)/win-x64/libclrmux.dll $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll $(BUILD)/win-x64/recorder.dll
-$(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h $(WIN_DEPS)/cmocka/cmocka.c &: scripts/win-deps.sh | setup
+$(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h $(WIN_DEPS)/cmocka/cmocka.c $(WIN_DEPS)/lib/libz.a $(WIN_DEPS)/lib/libprotobuf-c.a &: scripts/win-deps.sh | setup
 	scripts/win-deps.sh $(WIN_DEPS)
 $(WIN_DEPS)/obj/ini.o: $(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h
 	@mkdir -p $(dir $@)
 	$(WIN_CC) -std=c11 -O2 -g -Wall -Wextra -Werror -c $< -o $@
 $(BUILD)/win-x64/obj/%.o: %.c $(HDRS) $(WIN_DEPS)/inih/ini.h
 	@mkdir -p $(dir $@)
-	$(WIN_CC) $(WIN_CFLAGS) -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L -I$(WIN_DEPS)/inih -DCLRMUX_NO_TRACER -c $< -o $@
+	$(WIN_CC) $(WIN_CFLAGS) -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L -I$(WIN_DEPS)/inih -c $< -o $@
 # winpthreads and libgcc linked statically: the DLL needs only Windows's own DLLs
 $(BUILD)/win-x64/libclrmux.dll: $(WIN_LIB_OBJS) src/loader/libclrmux.def
 	$(WIN_CC) -shared -o $@ $(WIN_LIB_OBJS) src/loader/libclrmux.def -static-libgcc \
-	    -Wl,-Bstatic -lwinpthread -Wl,-Bdynamic -ladvapi32 -lshell32 -Wl,--no-undefined
+	    -Wl,-Bstatic -lwinpthread -Wl,-Bdynamic $(WIN_SYSLIBS) -Wl,--no-undefined
 $(BUILD)/win-x64/recorder.dll: fake_profilers/recorder.c fake_profilers/fake_common.h $(wildcard include/clrmux/*.h) | setup
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
 $(BUILD)/win-x64/test_platform.exe: tests/win/test_platform.c src/common/platform_win.c src/common/platform.h | setup
 	@mkdir -p $(dir $@)
-	$(WIN_CC) $(WIN_CFLAGS) -o $@ tests/win/test_platform.c src/common/platform_win.c -lshell32
+	$(WIN_CC) $(WIN_CFLAGS) -o $@ tests/win/test_platform.c src/common/platform_win.c $(WIN_SYSLIBS)
 $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
@@ -247,12 +249,12 @@ $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 # cmocka.h declares its printf-like functions with the MS printf format, while everything here
 # uses mingw's C99 printf (__USE_MINGW_ANSI_STDIO): -D__printf__=__gnu_printf__ makes the
 # compile-time checks match what runs.
-WIN_UNIT_NAMES := config common compose unhandled detach dispatch abi
+WIN_UNIT_NAMES := config common compose unhandled detach dispatch abi il tracer_target tracer_spanfile tracer_spans
 WIN_UNIT_BINS := $(WIN_UNIT_NAMES:%=$(BUILD)/win-x64/unit/test_%.exe)
 WIN_TEST_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/tobj/%.o) $(WIN_DEPS)/obj/ini.o $(WIN_DEPS)/obj/cmocka.o \
                  $(BUILD)/win-x64/tobj/src/loader/elt_amd64.o
 WIN_TEST_CFLAGS := $(WIN_CFLAGS) -D_POSIX_THREAD_SAFE_FUNCTIONS=200112L -D__printf__=__gnu_printf__ -DCLRMUX_TESTING \
-                   -DCLRMUX_NO_TRACER -I$(WIN_DEPS)/inih -I$(WIN_DEPS)/cmocka -Itests/unit
+                   -I$(WIN_DEPS)/inih -I$(WIN_DEPS)/cmocka -Itests/unit
 windows: $(WIN_UNIT_BINS)
 $(WIN_DEPS)/obj/cmocka.o: $(WIN_DEPS)/cmocka/cmocka.c
 	@mkdir -p $(dir $@)
@@ -278,7 +280,7 @@ $(BUILD)/win-x64/unit/test_detach.exe $(BUILD)/win-x64/unit/test_dispatch.exe $(
 $(BUILD)/win-x64/unit/test_%.exe: tests/unit/test_%.c tests/win/posix_compat.h $(wildcard tests/unit/*.h) $(WIN_TEST_OBJS)
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_TEST_CFLAGS) $(WIN_UNIT_NOWARN) -include tests/win/posix_compat.h -o $@ $< $(WIN_TEST_OBJS) -static \
-	    -lwinpthread -ladvapi32 -lshell32
+	    -lwinpthread $(WIN_SYSLIBS)
 
 # The fake child profilers as DLLs (build/win-x64/fake/lib*.dll, CLRMUX_FAKE_DIR of the Windows
 # mux tests), and the loader's tests that load them
@@ -288,7 +290,7 @@ windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD
 # Windows-only unit tests (tests/win/test_*.c with the loader's objects)
 $(BUILD)/win-x64/unit/test_%.exe: tests/win/test_%.c $(WIN_TEST_OBJS)
 	@mkdir -p $(dir $@)
-	$(WIN_CC) $(WIN_TEST_CFLAGS) -o $@ $< $(WIN_TEST_OBJS) -static -lwinpthread -ladvapi32 -lshell32
+	$(WIN_CC) $(WIN_TEST_CFLAGS) -o $@ $< $(WIN_TEST_OBJS) -static -lwinpthread $(WIN_SYSLIBS)
 $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe): WIN_UNIT_NOWARN := -Wno-stringop-overflow -Wno-maybe-uninitialized
 $(BUILD)/win-x64/fake/lib%.dll: fake_profilers/%.c $(wildcard fake_profilers/*.h) $(wildcard include/clrmux/*.h) | setup
 	@mkdir -p $(dir $@)

@@ -6,6 +6,7 @@
 #define CLRMUX_PLATFORM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Opens a shared library by absolute path. Returns a handle, or NULL with a
  * human-readable reason (the loader's own message) copied into err[errsz]. */
@@ -44,6 +45,22 @@ void clrmux_fd_clear_nonblock(int fd);
 /* The calling thread's id as the OS shows it (gettid on Linux, GetCurrentThreadId on
  * Windows), for log lines. */
 long clrmux_thread_id(void);
+/* Sleeps while the 32-bit word *w equals `expected`, at most timeout_ms, or until
+ * clrmux_word_wake(w) (FUTEX_WAIT_PRIVATE on Linux; WaitOnAddress on Windows). May return
+ * early (a spurious wake): the caller rechecks its condition. */
+void clrmux_word_wait(uint32_t *w, uint32_t expected, long timeout_ms);
+/* Wakes one thread sleeping in clrmux_word_wait on w (FUTEX_WAKE_PRIVATE; WakeByAddressSingle). */
+void clrmux_word_wake(uint32_t *w);
+/* Fills buf[n] with random bytes from the OS (getrandom(GRND_NONBLOCK) on Linux,
+ * BCryptGenRandom on Windows). Returns 0, or -1 when the OS gives none (early boot). */
+int clrmux_random(void *buf, size_t n);
+/* The host's name (gethostname; Windows: GetComputerNameExA(ComputerNameDnsHostname)) into
+ * out[outsz], NUL-terminated. Returns 0, or -1. */
+int clrmux_host_name(char *out, size_t outsz);
+/* The OS name of thread `tid` of this process (Linux: /proc/self/task/TID/comm, which .NET
+ * sets from Thread.Name; Windows: GetThreadDescription, looked up at run time) into
+ * name[namesz]. Returns 0, or -1 when the thread or its name is unknown. */
+int clrmux_thread_name_of(uint32_t tid, char *name, size_t namesz);
 /* Calls fn(lib, path, ctx) for each shared object loaded in the process, `lib` a handle that
  * clrmux_lib_sym accepts, valid during the call only. Stops when fn returns nonzero and
  * returns that value; 0 when every object was seen; -1 when the list cannot be read. */
@@ -107,6 +124,12 @@ static inline char *clrmux_last_separator(char *p)
  * O_NOFOLLOW does on Linux. Returns the stream (the caller fcloses it), or NULL with the
  * reason in err[errsz]. */
 FILE *clrmux_fopen_noreparse(const char *path, const char *mode, char *err, size_t errsz);
+/* Windows (which has no open_memstream): a stream over a new private temporary file (in
+ * GetTempPathW, created exclusively, not shared, deleted when closed), or NULL. Once written,
+ * clrmux_tmpstream_read copies its whole content into a malloc'd *out (*len bytes; the
+ * caller frees it) and returns 0, or -1. The caller fcloses the stream. */
+FILE *clrmux_tmpstream(void);
+int clrmux_tmpstream_read(FILE *f, char **out, size_t *len);
 #endif
 
 #endif

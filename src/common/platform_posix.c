@@ -8,7 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -146,6 +148,43 @@ void clrmux_fd_clear_nonblock(int fd)
 }
 
 long clrmux_thread_id(void) { return (long)syscall(SYS_gettid); }
+
+void clrmux_word_wait(uint32_t *w, uint32_t expected, long timeout_ms)
+{
+    struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+    syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+}
+
+void clrmux_word_wake(uint32_t *w) { syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+
+int clrmux_thread_name_of(uint32_t tid, char *name, size_t namesz)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, name, namesz - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    name[n] = 0;
+    name[strcspn(name, "\n")] = 0;
+    return 0;
+}
+
+int clrmux_host_name(char *out, size_t outsz)
+{
+    if (!outsz || gethostname(out, outsz - 1) != 0)
+        return -1;
+    out[outsz - 1] = 0;
+    return 0;
+}
+
+int clrmux_random(void *buf, size_t n)
+{
+    return getrandom(buf, n, GRND_NONBLOCK) == (ssize_t)n ? 0 : -1;
+}
 
 struct module_names {
     char **v;

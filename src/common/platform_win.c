@@ -16,6 +16,8 @@
 #include <windows.h>
 #include <errno.h>
 #include <psapi.h>
+#include <stdlib.h>
+#include <bcrypt.h>
 #include <sys/stat.h>
 
 #define WPATH 32768 /* the longest path Windows accepts (\\?\ form), in UTF-16 units */
@@ -352,6 +354,121 @@ int clrmux_process_barrier_register(void) { return 0; /* FlushProcessWriteBuffer
 int clrmux_process_barrier(void)
 {
     FlushProcessWriteBuffers();
+    return 0;
+}
+
+void clrmux_word_wait(uint32_t *w, uint32_t expected, long timeout_ms)
+{
+    WaitOnAddress((volatile VOID *)w, &expected, sizeof expected, timeout_ms < 0 ? INFINITE : (DWORD)timeout_ms);
+}
+
+void clrmux_word_wake(uint32_t *w) { WakeByAddressSingle(w); }
+
+int clrmux_random(void *buf, size_t n)
+{
+    return BCRYPT_SUCCESS(BCryptGenRandom(NULL, buf, (ULONG)n, BCRYPT_USE_SYSTEM_PREFERRED_RNG)) ? 0 : -1;
+}
+
+void *clrmux_map_zero(size_t len) { return VirtualAlloc(NULL, len, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE); }
+
+void clrmux_unmap_zero(void *p, size_t len)
+{
+    (void)len;
+    VirtualFree(p, 0, MEM_RELEASE);
+}
+
+int clrmux_thread_name_of(uint32_t tid, char *name, size_t namesz)
+{
+    typedef HRESULT(WINAPI * get_desc_fn)(HANDLE, PWSTR *);
+    static get_desc_fn get_desc;
+    static int looked_up;
+    if (!__atomic_load_n(&looked_up, __ATOMIC_ACQUIRE)) {
+        HMODULE k = GetModuleHandleW(L"kernelbase.dll");
+        FARPROC f = k ? GetProcAddress(k, "GetThreadDescription") : NULL;
+        if (!f && (k = GetModuleHandleW(L"kernel32.dll")))
+            f = GetProcAddress(k, "GetThreadDescription");
+        __atomic_store_n(&get_desc, (get_desc_fn)(void (*)(void))f, __ATOMIC_RELAXED);
+        __atomic_store_n(&looked_up, 1, __ATOMIC_RELEASE);
+    }
+    get_desc_fn fn = __atomic_load_n(&get_desc, __ATOMIC_RELAXED);
+    if (!fn || !namesz)
+        return -1;
+    HANDLE h = OpenThread(THREAD_QUERY_LIMITED_INFORMATION, FALSE, tid);
+    if (!h)
+        return -1;
+    PWSTR w = NULL;
+    int rc = -1;
+    if (SUCCEEDED(fn(h, &w)) && w) {
+        int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, name, (int)namesz, NULL, NULL);
+        if (n <= 0)
+            name[0] = 0;
+        name[namesz - 1] = 0;
+        rc = name[0] ? 0 : -1;
+        LocalFree(w);
+    }
+    CloseHandle(h);
+    return rc;
+}
+
+int clrmux_host_name(char *out, size_t outsz)
+{
+    DWORD n = (DWORD)outsz;
+    if (!outsz || !GetComputerNameExA(ComputerNameDnsHostname, out, &n))
+        return -1;
+    out[outsz - 1] = 0;
+    return 0;
+}
+
+FILE *clrmux_tmpstream(void)
+{
+    wchar_t dir[MAX_PATH + 1], name[MAX_PATH + 16];
+    DWORD n = GetTempPathW(MAX_PATH + 1, dir);
+    if (!n || n > MAX_PATH)
+        return NULL;
+    for (int tries = 0; tries < 16; tries++) {
+        uint64_t r = 0;
+        clrmux_random(&r, sizeof r);
+        _snwprintf(name, sizeof name / sizeof name[0], L"%lsclrmux-%016llx.tmp", dir, (unsigned long long)r);
+        name[sizeof name / sizeof name[0] - 1] = 0;
+        HANDLE h = CreateFileW(name, GENERIC_READ | GENERIC_WRITE, 0, NULL, CREATE_NEW,
+                               FILE_ATTRIBUTE_TEMPORARY | FILE_FLAG_DELETE_ON_CLOSE, NULL);
+        if (h == INVALID_HANDLE_VALUE) {
+            if (GetLastError() == ERROR_FILE_EXISTS)
+                continue;
+            return NULL;
+        }
+        int fd = _open_osfhandle((intptr_t)h, _O_RDWR | _O_BINARY);
+        if (fd < 0) {
+            CloseHandle(h);
+            return NULL;
+        }
+        FILE *f = _fdopen(fd, "w+b");
+        if (!f)
+            _close(fd);
+        return f;
+    }
+    return NULL;
+}
+
+int clrmux_tmpstream_read(FILE *f, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (fflush(f) != 0)
+        return -1;
+    long long end = _ftelli64(f);
+    if (end < 0 || fseek(f, 0, SEEK_SET) != 0)
+        return -1;
+    char *p = malloc((size_t)end + 1);
+    if (!p)
+        return -1;
+    if (fread(p, 1, (size_t)end, f) != (size_t)end) {
+        free(p);
+        return -1;
+    }
+    p[end] = 0;
+    *out = p;
+    *len = (size_t)end;
     return 0;
 }
 

@@ -19,4 +19,12 @@
  * world-writable (mode 0777)"), or why it cannot be checked (errno text). */
 int clrmux_path_trusted(const char *path, char *real, size_t realsz, char *why, size_t whysz);
 
+#if defined(_WIN32)
+/* Windows: whether the open file `fd` is owned by a principal clrmux trusts (this process's
+ * user, BUILTIN\Administrators, LocalSystem, TrustedInstaller: the owners clrmux_path_trusted
+ * accepts), the counterpart of comparing st_uid with geteuid(). Returns 0, or -1 with a
+ * one-line reason in why[whysz] (its owner, or why it cannot be read). */
+int clrmux_fd_owner_trusted(int fd, char *why, size_t whysz);
+#endif
+
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <windows.h>
 #include <aclapi.h>
+#include <io.h>
 #include <sddl.h>
 
 #define WPATH 32768
@@ -68,6 +69,29 @@ static void sid_text(PSID sid, char *out, size_t outsz)
         snprintf(out, outsz, "an unknown principal");
     if (s)
         LocalFree(s);
+}
+
+int clrmux_fd_owner_trusted(int fd, char *why, size_t whysz)
+{
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    PSID owner = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    if (h == INVALID_HANDLE_VALUE ||
+        GetSecurityInfo(h, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, NULL, NULL, NULL, &sd) != ERROR_SUCCESS) {
+        snprintf(why, whysz, "its owner cannot be read (error %lu)", (unsigned long)GetLastError());
+        return -1;
+    }
+    int ok = owner && trusted_sid(owner);
+    if (!ok) {
+        char who[600];
+        if (owner)
+            sid_text(owner, who, sizeof who);
+        else
+            snprintf(who, sizeof who, "nobody");
+        snprintf(why, whysz, "it is owned by %s, not by this process's user", who);
+    }
+    LocalFree(sd);
+    return ok ? 0 : -1;
 }
 
 /* One file or folder (UTF-8 path p, wide w). Returns 0 or -1 with why[] set. */

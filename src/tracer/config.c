@@ -90,7 +90,7 @@ static void resource_init(struct tracer *t, const char *exe, const char *app)
     if (exe[0] && !clrmux_resource_get(r, "process.executable.name"))
         clrmux_resource_set(r, "process.executable.name", exe, 0);
     (void)app;
-    if (gethostname(host, sizeof host - 1) == 0 && host[0] && !clrmux_resource_get(r, "host.name"))
+    if (clrmux_host_name(host, sizeof host) == 0 && host[0] && !clrmux_resource_get(r, "host.name"))
         clrmux_resource_set(r, "host.name", host, 0);
     clrmux_resource_set(r, "telemetry.sdk.name", "clrmux", 0);
     clrmux_resource_set(r, "telemetry.sdk.language", "cpp", 0);

@@ -9,7 +9,7 @@ const struct clrmux_otlp_pb_api *tracer_load_pb(void)
     char path[PATH_MAX], err[512];
     if (clrmux_module_path_of((const void *)&tracer_load_pb, path, sizeof path) != 0)
         return NULL;
-    char *slash = strrchr(path, '/');
+    char *slash = clrmux_last_separator(path);
     size_t dir = slash ? (size_t)(slash - path) : 0;
     if (dir + 2 + sizeof CLRMUX_OTLP_PB_LIB > sizeof path)
         return NULL;
@@ -36,14 +36,9 @@ static const char *thread_name_cb(void *ctx, uint32_t tid)
     struct thread_name *e = &t->tnames[(tid * 2654435761u) & (THREAD_NAMES - 1)];
     int64_t now = t->batch_now_ns;
     if (e->tid != tid || now - e->read_ns > 1000000000) {
-        char path[64], name[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
-        FILE *f = fopen(path, "re");
-        if (f) {
-            if (fgets(name, sizeof name, f))
-                name[strcspn(name, "\n")] = 0;
-            fclose(f);
-        }
+        char name[64] = "";
+        if (clrmux_thread_name_of(tid, name, sizeof name) != 0)
+            name[0] = 0;
         if (!name[0])
             clrmux_thread_name(tid, name, sizeof name); /* the thread is gone: its recorded name */
         if (name[0] || e->tid != tid) {
@@ -234,11 +229,19 @@ void tracer_export_metrics(struct tracer *t)
     struct clrmux_otlp_names names = names_of(t);
     char *body = NULL;
     size_t len = 0;
+#if defined(_WIN32)
+    FILE *m = clrmux_tmpstream(); /* no open_memstream: a private temporary file, read back */
+#else
     FILE *m = open_memstream(&body, &len);
+#endif
     int rc = m ? clrmux_otlp_write_metrics(m, &t->res, t->start_ns, clrmux_now_ns(),
                                            atomic_load_explicit(&t->nmethods, memory_order_acquire), &names, counters,
                                            3)
                : -1;
+#if defined(_WIN32)
+    if (m && rc == 0)
+        rc = clrmux_tmpstream_read(m, &body, &len);
+#endif
     if (m && fclose(m) != 0)
         rc = -1;
     if (rc != 0 || !body || !len) {

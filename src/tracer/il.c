@@ -1,6 +1,7 @@
 /* ECMA-335 CIL method bodies: parser, emitter, editor, builder, signature
  * helpers and the wrap rewriter. See il.h for the contracts. */
 #include "tracer/il.h"
+#include "common/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 #define MAX_CODE 0x7FFFFFFFu
 #define SIG_MAX_DEPTH 64
 
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code,
+__attribute__((format(CLRMUX_PRINTF_FORMAT, 4, 5))) static int fail(char *err, size_t errlen, int code,
                                                       const char *fmt, ...)
 {
     if (err && errlen) {
@@ -747,7 +748,7 @@ int clrmux_il_add_eh(clrmux_il_body *b, const clrmux_il_eh *c, char *err, size_t
 
 /* ---- builder ---- */
 
-__attribute__((format(printf, 3, 4))) static void b_fail(clrmux_il_builder *b, int code,
+__attribute__((format(CLRMUX_PRINTF_FORMAT, 3, 4))) static void b_fail(clrmux_il_builder *b, int code,
                                                          const char *fmt, ...)
 {
     if (b->err)

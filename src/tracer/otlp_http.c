@@ -310,7 +310,12 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
 struct clrmux_curl *clrmux_curl_open(const char *lib, const char *url, char *loaded, size_t loadedlen, char *err,
                                      size_t errlen)
 {
+#if defined(_WIN32)
+    /* curl's own Windows build (curl.se/windows), or a libcurl.dll on the DLL search path */
+    static const char *const names[] = {"libcurl-x64.dll", "libcurl.dll"};
+#else
     static const char *const names[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};
+#endif
     char why[512] = "";
     void *h = NULL;
     if (lib && *lib) {

@@ -1,5 +1,10 @@
 /* The tracer's output file: safe open, whole lines, size cap and rotation (see spanfile.h). */
 #include "tracer/spanfile.h"
+#include "common/platform.h"
+#if defined(_WIN32)
+#include "common/trust.h"
+#include <io.h>
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,11 +43,24 @@ static int write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
+/* One byte at offset off (pread; Windows: a seek, as the descriptor is not shared and every
+ * write appends). */
+static ssize_t read_at(int fd, char *c, off_t off)
+{
+#if defined(_WIN32)
+    if (_lseeki64(fd, off, SEEK_SET) < 0)
+        return -1;
+    return read(fd, c, 1);
+#else
+    return pread(fd, c, 1, off);
+#endif
+}
+
 /* Opens path for appending (read too: to look at its last byte), refusing what someone else
  * could have planted (spanfile.h). */
 static int open_checked(const char *path, uint64_t *size, int *regular, char *err, size_t errsz)
 {
-    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+    int fd = clrmux_open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
     if (fd < 0) {
         int e = errno;
         if (e == ELOOP)
@@ -65,10 +83,15 @@ static int open_checked(const char *path, uint64_t *size, int *regular, char *er
          * so nobody planted it; written, never rotated */
     } else if (!S_ISREG(st.st_mode)) {
         why = "it is not a regular file";
+#if defined(_WIN32)
+    } else if (clrmux_fd_owner_trusted(fd, buf, sizeof buf) != 0) {
+        why = buf;
+#else
     } else if (st.st_uid != geteuid()) {
         snprintf(buf, sizeof buf, "it is owned by uid %u, not by this process's user (uid %u)", (unsigned)st.st_uid,
                  (unsigned)geteuid());
         why = buf;
+#endif
     } else if (st.st_nlink > 1) {
         snprintf(buf, sizeof buf, "it has %lu hard links", (unsigned long)st.st_nlink);
         why = buf;
@@ -79,14 +102,12 @@ static int open_checked(const char *path, uint64_t *size, int *regular, char *er
         errno = EPERM;
         return -1;
     }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    clrmux_fd_clear_nonblock(fd);
     *regular = S_ISREG(st.st_mode);
     *size = *regular ? (uint64_t)st.st_size : 0;
     if (*regular && st.st_size > 0) { /* a writer killed mid-line: start ours on a line of their own */
         char last = '\n';
-        if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n' && write_all(fd, "\n", 1) == 0)
+        if (read_at(fd, &last, st.st_size - 1) == 1 && last != '\n' && write_all(fd, "\n", 1) == 0)
             (*size)++;
     }
     return fd;

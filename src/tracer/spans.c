@@ -1,171 +1,15 @@
-/* Span probes, per-thread nesting and the bounded span ring (see spans.h). */
-#include "tracer/spans.h"
+/* Span probes, per-thread nesting, per-method metrics and the bounded span ring (see
+ * spans.h). The tick clock: spans_clock.c; the profiler's view and thread names: spans_ctx.c. */
+#include "tracer/spans_int.h"
 #include "common/lazymem.h"
+#include "common/platform.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
-
-/* ---- time: a cheap tick counter on the probes' path, Unix nanoseconds at drain ------------
- *
- * The probes read the CPU's invariant time-stamp counter (x86-64; elsewhere CLOCK_MONOTONIC),
- * about half the cost of clock_gettime. The consumer maps ticks to Unix time through
- * calibration points (tick, CLOCK_REALTIME) taken at init and after each drain; a tick is
- * interpolated between the two points around it (or extrapolated with the nearest
- * segment's slope), so the mapping is deterministic and monotonic and a child span stays
- * within its parent whichever batches they were drained in.
- *
- * Init takes the first point and a provisional tick rate over a few microseconds (the
- * histogram bounds of the calls counted on their own thread until the export thread's
- * first drain); the first drain at least CAL_MIN_NS later (on the export thread, off the
- * runtime's start-up path) adds the second point and fixes the tick rate for good. */
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-static inline uint64_t ticks(void) { return __rdtsc(); }
-#else
-static inline uint64_t ticks(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-#endif
-
-int64_t clrmux_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-#define CAL_POINTS 4096 /* one per drain: about an hour at the default flush interval */
-#define CAL_MIN_NS 1000000 /* a new point at least 1 ms after the previous one */
-
-struct cal_point {
-    uint64_t tick;
-    int64_t ns;
-};
-
-static struct cal {
-    struct cal_point p[CAL_POINTS]; /* ring, oldest at first */
-    size_t first, n;
-    double last_slope; /* ns per tick between the last two points */
-} cal;
-
-/* The tightest of a few (tick, clock, tick) readings: a reading the scheduler interrupted
- * would misplace the point. */
-static struct cal_point cal_sample(void)
-{
-    struct cal_point best = {0, 0};
-    uint64_t best_w = UINT64_MAX;
-    for (int i = 0; i < 5; i++) {
-        uint64_t a = ticks();
-        int64_t ns = clrmux_now_ns();
-        uint64_t b = ticks();
-        if (b - a < best_w) {
-            best_w = b - a;
-            best = (struct cal_point){a + (b - a) / 2, ns};
-        }
-    }
-    return best;
-}
-
-static struct cal_point *cal_at(size_t i) { return &cal.p[(cal.first + i) % CAL_POINTS]; }
-
-static void cal_add(struct cal_point p)
-{
-    if (cal.n) {
-        struct cal_point *last = cal_at(cal.n - 1);
-        if (p.tick <= last->tick || p.ns < last->ns + CAL_MIN_NS)
-            return; /* too close, or the wall clock went back: keep the current timeline */
-    }
-    if (cal.n == CAL_POINTS) {
-        cal.first = (cal.first + 1) % CAL_POINTS;
-        cal.n--;
-    }
-    *cal_at(cal.n++) = p;
-    if (cal.n >= 2) {
-        const struct cal_point *a = cal_at(cal.n - 2), *b = cal_at(cal.n - 1);
-        cal.last_slope = (double)(b->ns - a->ns) / (double)(b->tick - a->tick);
-    }
-}
-
-#define CAL_PROVISIONAL_NS 20000 /* the provisional tick rate's window at init: 20 us */
-
-/* ns per tick between two points, or 0 when they do not give a usable rate */
-static double cal_rate(struct cal_point a, struct cal_point b)
-{
-    if (b.tick <= a.tick || b.ns <= a.ns)
-        return 0;
-    double r = (double)(b.ns - a.ns) / (double)(b.tick - a.tick);
-    return r > 0 && r <= 1e3 ? r : 0;
-}
-
-/* The first point, and a provisional rate over ~20 us (no 1 ms spin at start-up). */
-static double cal_init(void)
-{
-    cal.first = cal.n = 0;
-    struct cal_point p0 = cal_sample(), p1;
-    cal_add(p0);
-    int spins = 0;
-    do
-        p1 = cal_sample();
-    while (p1.ns < p0.ns + CAL_PROVISIONAL_NS && p1.ns >= p0.ns && ++spins < 100000);
-    return cal_rate(p0, p1);
-}
-
-/* The second point (export thread, first drain): waits out what is left of CAL_MIN_NS
- * after the first point (nothing once the process has run a millisecond). */
-static void cal_second_point(void)
-{
-    struct cal_point p0 = *cal_at(0), p1;
-    int spins = 0;
-    do
-        p1 = cal_sample();
-    while (p1.ns < p0.ns + CAL_MIN_NS && p1.ns >= p0.ns && ++spins < 1000000);
-    cal_add(p1);
-    if (cal.n < 2) /* the clock went back meanwhile: a nominal 1 tick = 1 ns second point */
-        cal_add((struct cal_point){p0.tick + CAL_MIN_NS, p0.ns + CAL_MIN_NS});
-}
-
-static int64_t seg(const struct cal_point *a, const struct cal_point *b, uint64_t tick)
-{
-    double slope = (double)(b->ns - a->ns) / (double)(b->tick - a->tick);
-    if (tick >= a->tick)
-        return a->ns + (int64_t)((double)(tick - a->tick) * slope);
-    return a->ns - (int64_t)((double)(a->tick - tick) * slope);
-}
-
-static int64_t tick_to_ns(uint64_t tick)
-{
-    size_t n = cal.n;
-    if (n < 2)
-        return clrmux_now_ns();
-    const struct cal_point *a = cal_at(n - 2);
-    if (tick >= a->tick) /* the last segment (the common case: no division) */
-        return a->ns + (int64_t)((double)(tick - a->tick) * cal.last_slope);
-    if (tick < cal_at(0)->tick)
-        return seg(cal_at(0), cal_at(1), tick);
-    size_t lo = 0, hi = n - 1; /* p[lo].tick <= tick < p[hi].tick */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cal_at(mid)->tick <= tick)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return seg(cal_at(lo), cal_at(hi), tick);
-}
 
 /* ---- the ring: a bounded MPMC queue (D. Vyukov's), used with one consumer ------------- */
 
@@ -300,12 +144,11 @@ void clrmux_spans_set_sample_ratio(double ratio)
     atomic_store(&sample_bound, bound);
 }
 
-static void futex_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
 void clrmux_spans_wake(void)
 {
     atomic_fetch_add(&wake_word, 1);
-    futex_wake(&wake_word);
+    clrmux_word_wake((uint32_t *)&wake_word);
 }
 
 size_t clrmux_spans_pending(void)
@@ -320,8 +163,7 @@ void clrmux_spans_wait(long timeout_ms)
     uint32_t w = atomic_load(&wake_word);
     atomic_store(&sleeping, 1);
     if (clrmux_spans_pending() <= hw_mask) { /* below the mark: sleep */
-        struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
-        syscall(SYS_futex, (uint32_t *)&wake_word, FUTEX_WAIT_PRIVATE, w, &ts, NULL, 0);
+        clrmux_word_wait((uint32_t *)&wake_word, w, timeout_ms);
     }
     atomic_store(&sleeping, 0);
 }
@@ -339,8 +181,8 @@ int clrmux_spans_init(size_t capacity)
         cap <<= 1;
     /* anonymous memory reads as zero (empty cells) and is faulted in only as spans fill it */
     size_t bytes = cap * sizeof(struct cell);
-    struct cell *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (c == MAP_FAILED)
+    struct cell *c = clrmux_map_zero(bytes);
+    if (!c)
         return -1;
     ring.bytes = bytes;
     ring.mask = (uint32_t)(cap - 1);
@@ -353,10 +195,10 @@ int clrmux_spans_init(size_t capacity)
     hw_mask = (uint32_t)(cap >= 8 ? cap / 4 - 1 : 0);
     metrics = clrmux_lazy_calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
     if (!metrics) {
-        munmap(c, bytes);
+        clrmux_unmap_zero(c, bytes);
         return -1;
     }
-    conv_fill(&conv_set[0], cal_init());
+    conv_fill(&conv_set[0], spans_cal_init());
     atomic_store_explicit(&conv, &conv_set[0], memory_order_release);
     calibrated = 0;
     threads_reset_metrics();
@@ -367,7 +209,7 @@ int clrmux_spans_init(size_t capacity)
 void clrmux_spans_fini(void)
 {
     if (ring.cells)
-        munmap(ring.cells, ring.bytes);
+        clrmux_unmap_zero(ring.cells, ring.bytes);
     ring.cells = NULL;
     clrmux_lazy_free(metrics);
     metrics = NULL;
@@ -437,21 +279,19 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
     }
     deq_total += n;
     if (!calibrated) { /* the second point, and the tick rate for good */
-        cal_second_point();
-        struct cal_point a = *cal_at(0), b = *cal_at(cal.n - 1);
-        double r = cal_rate(a, b);
+        double r = spans_cal_fix();
         conv_fill(&conv_set[1], r > 0 ? r : conv_set[0].ns_per_tick);
         atomic_store_explicit(&conv, &conv_set[1], memory_order_release);
         calibrated = 1;
     }
     /* every span drained ended before this point: it is interpolated, never extrapolated */
-    cal_add(cal_sample());
+    spans_cal_sample();
     double npt = ns_per_tick();
     for (size_t i = 0; i < n; i++) {
         uint64_t t0 = (uint64_t)out[i].start_ns, t1 = (uint64_t)out[i].end_ns;
         account(out[i].method, (uint64_t)((double)(t1 - t0) * npt), out[i].flags & CLRMUX_SPAN_ERROR);
-        out[i].start_ns = tick_to_ns(t0);
-        out[i].end_ns = tick_to_ns(t1);
+        out[i].start_ns = spans_tick_to_ns(t0);
+        out[i].end_ns = spans_tick_to_ns(t1);
     }
     return n;
 }
@@ -464,46 +304,7 @@ void clrmux_spans_stats(struct clrmux_span_stats *s)
     s->unsampled = atomic_load(&st_unsampled) + threads_unsampled();
 }
 
-/* ---- per-thread state ----------------------------------------------------------------- */
-
-struct open_span {
-    uint64_t span_id;
-    uint64_t start; /* ticks */
-    uint32_t method;
-    uint16_t flags;
-    uint16_t exc;
-};
-
-/* Per-thread counters of the calls whose span is not recorded (not sampled, ring full): a
- * direct-mapped table by method index, written only by its thread with plain (relaxed,
- * non-RMW) atomic stores, read by clrmux_metrics_snapshot under reg_lock; a method whose
- * slot is taken by another goes to the global atomics. Folded into the globals when the
- * thread exits. Durations in ticks. */
-#define TM_SLOTS 64
-struct tmetric {
-    _Atomic uint32_t method1; /* method + 1; 0: free */
-    _Atomic uint64_t calls, errors, sum_ticks;
-    _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
-};
-
-struct tstate {
-    struct clrmux_span_context *ctx; /* the profiler's view (never freed: see ctx_alloc) */
-    uint32_t ctx_slot;               /* its index in ctx_by_tid, or CTX_NO_SLOT */
-    struct tstate *next, *prev;     /* registry of live threads (reg_lock) */
-    struct tmetric tm[TM_SLOTS];
-    uint8_t trace_id[16];
-    uint64_t root_parent; /* the joined Activity's span id, else 0 */
-    uint32_t depth;
-    uint32_t cap;             /* entries in `stack` */
-    struct open_span *stack;  /* `inline_stack`, or a heap copy grown for a deep recursion */
-    uint32_t tid;
-    uint64_t rng;
-    uint16_t pending_exc;
-    uint8_t sampled; /* the current trace is recorded */
-    _Atomic uint64_t unsampled; /* spans of this thread not sampled (summed in clrmux_spans_stats) */
-    uint8_t joined;
-    struct open_span inline_stack[CLRMUX_SPAN_INLINE_DEPTH];
-};
+/* ---- per-thread state (struct tstate: spans_int.h) ---------------------------------------- */
 
 static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tls_key;
@@ -584,137 +385,11 @@ static uint64_t threads_unsampled(void)
     return n;
 }
 
-/* Thread names (tid -> the OS name, which .NET sets from Thread.Name), recorded when a
- * thread opens its first span and again when it exits, so that the exporter can name the
- * threads that are gone by the time their spans are written. */
-#define TNAMES 4096
-static struct {
-    uint32_t tid;
-    char name[16];
-} tnames[TNAMES];
-static pthread_mutex_t tnames_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void tname_record(uint32_t tid)
-{
-    char path[64], name[32] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, name, sizeof name - 1);
-    close(fd);
-    if (n <= 0)
-        return;
-    name[n] = 0;
-    name[strcspn(name, "\n")] = 0;
-    pthread_mutex_lock(&tnames_lock);
-    size_t i = (tid * 2654435761u) % TNAMES;
-    tnames[i].tid = tid;
-    size_t len = strnlen(name, sizeof tnames[i].name - 1);
-    memcpy(tnames[i].name, name, len);
-    tnames[i].name[len] = 0;
-    pthread_mutex_unlock(&tnames_lock);
-}
-
-int clrmux_thread_name(uint32_t tid, char *out, size_t outsz)
-{
-    int found = 0;
-    pthread_mutex_lock(&tnames_lock);
-    size_t i = (tid * 2654435761u) % TNAMES;
-    if (tid && tnames[i].tid == tid && tnames[i].name[0]) {
-        snprintf(out, outsz, "%s", tnames[i].name);
-        found = 1;
-    }
-    pthread_mutex_unlock(&tnames_lock);
-    return found ? 0 : -1;
-}
-
-/* ---- the profiler's view: span context records ------------------------------------------
- *
- * Records live in chunks that are never freed; a thread's record goes back to a free list at
- * its exit (cleared, tid 0) and serves a later thread. ctx_by_tid maps a live thread's OS id
- * to its record (open addressing from tid % CTX_TABLE over CTX_PROBE slots, pointers stored
- * with atomics): clrmux_span_context_find reads it without a lock, and the reader checks the
- * record's tid, so a lookup that races with a thread's exit and a record's reuse finds either
- * nothing or a record it rejects. All changes under reg_lock. */
-#define CTX_TABLE 8192
-#define CTX_PROBE 16
-#define CTX_NO_SLOT UINT32_MAX
-#define CTX_CHUNK 64
-static _Atomic(struct clrmux_span_context *) ctx_by_tid[CTX_TABLE];
-struct ctx_rec {
-    struct clrmux_span_context c; /* first */
-    struct ctx_rec *next_free;
-};
-static struct ctx_rec *ctx_free;
-
-/* A cleared record for thread t, published in ctx_by_tid (reg_lock held). NULL without memory. */
-static struct clrmux_span_context *ctx_alloc(struct tstate *t)
-{
-    if (!ctx_free) {
-        struct ctx_rec *chunk = calloc(CTX_CHUNK, sizeof *chunk); /* never freed */
-        if (!chunk)
-            return NULL;
-        for (int i = 0; i < CTX_CHUNK; i++) {
-            chunk[i].next_free = ctx_free;
-            ctx_free = &chunk[i];
-        }
-    }
-    struct ctx_rec *r = ctx_free;
-    ctx_free = r->next_free;
-    struct clrmux_span_context *c = &r->c;
-    __atomic_store_n(&c->tid, t->tid, __ATOMIC_RELEASE);
-    t->ctx_slot = CTX_NO_SLOT;
-    for (uint32_t i = 0; i < CTX_PROBE; i++) {
-        uint32_t k = (t->tid + i) % CTX_TABLE;
-        if (!atomic_load_explicit(&ctx_by_tid[k], memory_order_relaxed)) {
-            atomic_store_explicit(&ctx_by_tid[k], c, memory_order_release);
-            t->ctx_slot = k;
-            break;
-        }
-    }
-    return c; /* not in the table (CTX_PROBE live threads collide): peek still finds it */
-}
-
-/* Thread t exits (reg_lock held): its record is cleared, leaves the table, is reused later. */
-static void ctx_release(struct tstate *t)
-{
-    struct clrmux_span_context *c = t->ctx;
-    if (!c)
-        return;
-    if (t->ctx_slot != CTX_NO_SLOT)
-        atomic_store_explicit(&ctx_by_tid[t->ctx_slot], NULL, memory_order_relaxed);
-    uint32_t seq = c->seq;
-    __atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->tid, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&c->depth, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&c->span_id, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&c->local_root_id, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
-    struct ctx_rec *r = (struct ctx_rec *)c;
-    r->next_free = ctx_free;
-    ctx_free = r;
-    t->ctx = NULL;
-}
-
-__attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_find(uint32_t tid)
-{
-    if (!tid)
-        return NULL;
-    for (uint32_t i = 0; i < CTX_PROBE; i++) {
-        struct clrmux_span_context *c =
-            atomic_load_explicit(&ctx_by_tid[(tid + i) % CTX_TABLE], memory_order_acquire);
-        if (c && __atomic_load_n(&c->tid, __ATOMIC_RELAXED) == tid)
-            return c;
-    }
-    return NULL;
-}
-
 static void tstate_free(void *p)
 {
     struct tstate *t = p;
     tls = NULL;
-    tname_record(t->tid);
+    spans_tname_record(t->tid);
     pthread_mutex_lock(&reg_lock);
     if (metrics) /* fold the thread's counters into the globals */
         for (int i = 0; i < TM_SLOTS; i++) {
@@ -738,7 +413,7 @@ static void tstate_free(void *p)
         reg_head = t->next;
     if (t->next)
         t->next->prev = t->prev;
-    ctx_release(t);
+    spans_ctx_release(t);
     pthread_mutex_unlock(&reg_lock);
     if (t->stack != t->inline_stack)
         free(t->stack);
@@ -793,14 +468,14 @@ static struct tstate *tstate_new(void)
         return NULL;
     t->stack = t->inline_stack;
     t->cap = CLRMUX_SPAN_INLINE_DEPTH;
-    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->tid = (uint32_t)clrmux_thread_id();
     uint64_t seed = 0;
-    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+    if (clrmux_random(&seed, sizeof seed) != 0)
         seed = (uint64_t)clrmux_now_ns() ^ ((uint64_t)t->tid << 32) ^ (uint64_t)(uintptr_t)t;
     t->rng = splitmix(&seed);
-    tname_record(t->tid);
+    spans_tname_record(t->tid);
     pthread_mutex_lock(&reg_lock);
-    t->ctx = ctx_alloc(t);
+    t->ctx = spans_ctx_alloc(t);
     if (!t->ctx) {
         pthread_mutex_unlock(&reg_lock);
         free(t);

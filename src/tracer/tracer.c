@@ -1,5 +1,6 @@
-/* The built-in IL-rewriting tracer (see tracer.h): the callbacks, the ReJIT thread, metadata
- * and IL rewriting, exception names. Configuration: config.c; export: export.c. */
+/* The built-in IL-rewriting tracer (see tracer.h): the callbacks, the ReJIT thread, the
+ * method registry, metadata names and target matching. IL rewriting: tracer_rewrite.c;
+ * exception names: tracer_exc.c; configuration: config.c; export: export.c. */
 #include "tracer/tracer_impl.h"
 
 static _Atomic(struct tracer *) the_tracer;
@@ -155,7 +156,7 @@ static void request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, U
 /* ---- metadata ------------------------------------------------------------------------ */
 
 /* Full name of a TypeDef ("Ns.Outer+Inner") or TypeRef. */
-static int type_full_name(IMetaDataImport2 *imp, mdToken tok, char *out, size_t outsz, int depth)
+int tracer_type_full_name(IMetaDataImport2 *imp, mdToken tok, char *out, size_t outsz, int depth)
 {
     WCHAR w[512];
     ULONG len = 0;
@@ -171,7 +172,7 @@ static int type_full_name(IMetaDataImport2 *imp, mdToken tok, char *out, size_t 
         mdTypeDef encl = 0;
         if ((flags & 0x6) && SUCCEEDED(IMetaDataImport2_GetNestedClassProps(imp, tok, &encl)) && encl) {
             char outer[512];
-            if (type_full_name(imp, encl, outer, sizeof outer, depth + 1) == 0) {
+            if (tracer_type_full_name(imp, encl, outer, sizeof outer, depth + 1) == 0) {
                 snprintf(out, outsz, "%s+%s", outer, name);
                 return 0;
             }
@@ -186,7 +187,7 @@ static int type_full_name(IMetaDataImport2 *imp, mdToken tok, char *out, size_t 
         to_utf8(w, len, name, sizeof name);
         if (TypeFromToken(scope) == mdtTypeRef) {
             char outer[512];
-            if (type_full_name(imp, scope, outer, sizeof outer, depth + 1) == 0) {
+            if (tracer_type_full_name(imp, scope, outer, sizeof outer, depth + 1) == 0) {
                 snprintf(out, outsz, "%s+%s", outer, name);
                 return 0;
             }
@@ -199,7 +200,7 @@ static int type_full_name(IMetaDataImport2 *imp, mdToken tok, char *out, size_t 
 
 static int resolve_type_name(void *ctx, uint32_t token, char *out, size_t outsz)
 {
-    return type_full_name(ctx, (mdToken)token, out, outsz, 0);
+    return tracer_type_full_name(ctx, (mdToken)token, out, outsz, 0);
 }
 
 static int assembly_has_targets(struct tracer *t, const char *assembly)
@@ -281,354 +282,6 @@ static void match_target(struct tracer *t, int ti, IMetaDataImport2 *imp, Module
         IMetaDataImport2_CloseEnum(imp, e);
     if (!any)
         LOG_DEBUG("tracer: %s:%d: no method %s::%s matches in %s", t->conf, tg->line, tg->type, tg->method, tg->assembly);
-}
-
-/* ---- IL rewriting -------------------------------------------------------------------- */
-
-static void b_fnptr(clrmux_il_builder *b, void *fn)
-{
-    clrmux_il_b_op_arg(b, CLRMUX_IL_OP_LDC_I8, (int64_t)(intptr_t)fn);
-    clrmux_il_b_op(b, CONV_I);
-}
-
-/* 1 when module mod is the assembly `name`. */
-static int module_is(struct tracer *t, ModuleID mod, const char *name)
-{
-    AssemblyID asm_id = 0;
-    WCHAR w[256];
-    ULONG len = 0;
-    char a[256];
-    if (FAILED(ICorProfilerInfo5_GetModuleInfo(t->info, mod, NULL, 0, NULL, NULL, &asm_id)) ||
-        FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, w, NULL, NULL)))
-        return 1; /* unknown: as if it were (no join) */
-    to_utf8(w, len, a, sizeof a);
-    return strcasecmp(a, name) == 0;
-}
-
-/* Rewrites method idx. Returns 0, or -1 with a reason in why. */
-static int rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx, ICorProfilerFunctionControl *fc,
-                   char *why, size_t whylen)
-{
-    LPCBYTE il = NULL;
-    ULONG il_size = 0;
-    HRESULT hr = ICorProfilerInfo5_GetILFunctionBody(t->info, mod, tok, &il, &il_size);
-    if (FAILED(hr) || !il) {
-        snprintf(why, whylen, "GetILFunctionBody failed with HRESULT %s", HR_STR(hr));
-        return -1;
-    }
-    char err[256];
-    clrmux_il_body body;
-    int rc = clrmux_il_parse(il, il_size, &body, NULL, err, sizeof err);
-    if (rc) {
-        snprintf(why, whylen, "cannot parse its IL: %s", err);
-        return -1;
-    }
-    IUnknown *unk = NULL;
-    IMetaDataEmit2 *emit = NULL;
-    IMetaDataImport2 *imp = NULL;
-    uint8_t *newsig = NULL, *code = NULL;
-    clrmux_il_builder be, bx, bn, bf;
-    clrmux_il_b_init(&be);
-    clrmux_il_b_init(&bx);
-    clrmux_il_b_init(&bn);
-    clrmux_il_b_init(&bf);
-    int result = -1;
-    pthread_mutex_lock(&t->rw_lock);
-    hr = ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead | ofWrite, &IID_IMetaDataEmit2, &unk);
-    if (FAILED(hr) || !unk) {
-        snprintf(why, whylen, "GetModuleMetaData(ofWrite) failed with HRESULT %s", HR_STR(hr));
-        goto out;
-    }
-    emit = (IMetaDataEmit2 *)unk;
-    if (FAILED(hr = IMetaDataEmit2_QueryInterface(emit, &IID_IMetaDataImport2, (void **)&imp)) || !imp) {
-        snprintf(why, whylen, "no IMetaDataImport2 (HRESULT %s)", HR_STR(hr));
-        goto out;
-    }
-    PCCOR_SIGNATURE msig = NULL;
-    ULONG msig_len = 0;
-    if (FAILED(hr = IMetaDataImport2_GetMethodProps(imp, tok, NULL, NULL, 0, NULL, NULL, &msig, &msig_len, NULL, NULL))) {
-        snprintf(why, whylen, "GetMethodProps failed with HRESULT %s", HR_STR(hr));
-        goto out;
-    }
-    clrmux_il_method_sig ms;
-    if (clrmux_il_parse_method_sig(msig, msig_len, &ms, err, sizeof err)) {
-        snprintf(why, whylen, "cannot read its signature: %s", err);
-        goto out;
-    }
-    PCCOR_SIGNATURE lsig = NULL;
-    ULONG lsig_len = 0;
-    if (body.local_sig_tok &&
-        FAILED(hr = IMetaDataImport2_GetSigFromToken(imp, (mdSignature)body.local_sig_tok, &lsig, &lsig_len))) {
-        snprintf(why, whylen, "GetSigFromToken(0x%08X) failed with HRESULT %s", (unsigned)body.local_sig_tok,
-                 HR_STR(hr));
-        goto out;
-    }
-    /* the Activity join: once DiagnosticSource is loaded, never in CoreLib or DiagnosticSource */
-    mdMemberRef get_current = 0, get_id = 0;
-    int join = 0;
-    if (t->join_activity && atomic_load(&t->ds_loaded) && !module_is(t, mod, "System.Private.CoreLib") &&
-        !module_is(t, mod, CLRMUX_DIAGNOSTICSOURCE)) {
-        char jwhy[256];
-        if (clrmux_activity_refs(emit, imp, &get_current, &get_id, jwhy, sizeof jwhy) == 0)
-            join = 1;
-        else
-            LOG_WARN("tracer: %s: spans are not joined to Activity.Current: %s", t->methods[idx].name, jwhy);
-    }
-    /* new locals: int64 span slot, then the return value, then (join) a pinned string */
-    uint8_t types[1 + 512 + 2];
-    size_t tlen = 1;
-    uint32_t ntypes = 1;
-    types[0] = CLRMUX_ELEMENT_TYPE_I8;
-    if (!ms.returns_void) {
-        if (ms.ret_len > sizeof types - 1) {
-            snprintf(why, whylen, "return type signature too long (%zu bytes)", ms.ret_len);
-            goto out;
-        }
-        memcpy(types + 1, msig + ms.ret_offset, ms.ret_len);
-        tlen += ms.ret_len;
-        ntypes++;
-    }
-    if (join) {
-        types[tlen++] = 0x45; /* ELEMENT_TYPE_PINNED */
-        types[tlen++] = 0x0E; /* ELEMENT_TYPE_STRING */
-        ntypes++;
-    }
-    size_t newsig_len = 0;
-    uint32_t first_new = 0;
-    if ((rc = clrmux_il_locals_append(lsig, lsig_len, types, tlen, ntypes, &newsig, &newsig_len, &first_new, err,
-                                      sizeof err))) {
-        snprintf(why, whylen, "cannot extend its locals: %s", err);
-        goto out;
-    }
-    mdSignature local_tok = 0;
-    if (FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, newsig, (ULONG)newsig_len, &local_tok))) {
-        snprintf(why, whylen, "GetTokenFromSig failed with HRESULT %s", HR_STR(hr));
-        goto out;
-    }
-    struct clrmux_probe_sigs ps;
-    char swhy[256];
-    if (clrmux_probe_sigs_get(emit, imp, t->suppress_gc, &ps, swhy, sizeof swhy) != 0) {
-        snprintf(why, whylen, "%s", swhy);
-        goto out;
-    }
-    if (t->suppress_gc && !ps.suppressed)
-        LOG_WARN("tracer: %s: the probes keep their GC transition: %s", t->methods[idx].name, swhy);
-    uint32_t slot = first_new;
-    /* entry: slot = enter_fast(idx); if (slot < -1) slot = enter(idx) (the thread's first
-     * span, or a deep recursion: the slow path allocates, with a GC transition) */
-    uint32_t entered = clrmux_il_b_label(&be);
-    clrmux_il_b_ldc_i4(&be, (int32_t)idx);
-    b_fnptr(&be, (void *)clrmux_span_enter_fast);
-    clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.enter_fast);
-    clrmux_il_b_op(&be, CLRMUX_IL_OP_DUP);
-    clrmux_il_b_var(&be, CLRMUX_IL_STLOC, slot);
-    clrmux_il_b_ldc_i8(&be, -1);
-    clrmux_il_b_branch(&be, CLRMUX_IL_OP_BGE_S, entered);
-    clrmux_il_b_ldc_i4(&be, (int32_t)idx);
-    b_fnptr(&be, (void *)clrmux_span_enter);
-    clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.enter);
-    clrmux_il_b_var(&be, CLRMUX_IL_STLOC, slot);
-    clrmux_il_b_mark(&be, entered);
-    if (join) {
-        /* if (slot == 0) { var a = Activity.Current; if (a != null) { pinned string s = a.Id;
-         *                  join((native int)s); s = null; } } */
-        uint32_t pinned = first_new + (ms.returns_void ? 1 : 2);
-        uint32_t end = clrmux_il_b_label(&be), none = clrmux_il_b_label(&be);
-        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
-        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRTRUE_S, end);
-        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALL, (uint32_t)get_current);
-        clrmux_il_b_op(&be, CLRMUX_IL_OP_DUP);
-        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRFALSE_S, none);
-        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLVIRT, (uint32_t)get_id);
-        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
-        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, pinned);
-        clrmux_il_b_op(&be, CONV_I);
-        b_fnptr(&be, (void *)clrmux_span_join);
-        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.join);
-        clrmux_il_b_op(&be, CLRMUX_IL_OP_LDNULL);
-        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
-        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BR_S, end);
-        clrmux_il_b_mark(&be, none);
-        clrmux_il_b_op(&be, CLRMUX_IL_OP_POP);
-        clrmux_il_b_mark(&be, end);
-        atomic_store(&t->methods[idx].joins, 1);
-    }
-    /* exit: exit(slot), in the fault handler (an exception) and, without a GC transition,
-     * on the normal path after the protected region (the JIT inlines an unmanaged calli
-     * only outside every EH region) */
-    clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, slot);
-    b_fnptr(&bx, (void *)clrmux_span_exit);
-    clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
-    clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
-    b_fnptr(&bn, (void *)clrmux_span_exit);
-    clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit_fast);
-    /* filter: [exception] pop; exception(slot); 0 (keep searching: the exception propagates) */
-    clrmux_il_b_op(&bf, CLRMUX_IL_OP_POP);
-    clrmux_il_b_var(&bf, CLRMUX_IL_LDLOC, slot);
-    b_fnptr(&bf, (void *)clrmux_span_exception);
-    clrmux_il_b_token(&bf, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
-    clrmux_il_b_ldc_i4(&bf, 0);
-    if (clrmux_il_b_finish(&be, err, sizeof err) || clrmux_il_b_finish(&bx, err, sizeof err) ||
-        clrmux_il_b_finish(&bn, err, sizeof err) || clrmux_il_b_finish(&bf, err, sizeof err)) {
-        snprintf(why, whylen, "cannot build the probes: %s", err);
-        goto out;
-    }
-    clrmux_il_wrap_spec spec = {
-        .entry = be.data, .entry_len = be.len,
-        .exit = bx.data, .exit_len = bx.len,
-        .filter = bf.data, .filter_len = bf.len,
-        .ret_local = ms.returns_void ? CLRMUX_IL_NO_LOCAL : first_new + 1,
-        .local_sig_tok = (uint32_t)local_tok,
-        .extra_max_stack = 2,
-        .exit_normal = bn.data, .exit_normal_len = bn.len,
-    };
-    if ((rc = clrmux_il_wrap(&body, &spec, err, sizeof err))) {
-        snprintf(why, whylen, "cannot wrap its IL: %s", err);
-        goto out;
-    }
-    size_t code_len = 0;
-    if ((rc = clrmux_il_emit(&body, &code, &code_len, err, sizeof err))) {
-        snprintf(why, whylen, "cannot encode the new IL: %s", err);
-        goto out;
-    }
-    if (FAILED(hr = ICorProfilerFunctionControl_SetILFunctionBody(fc, (ULONG)code_len, code))) {
-        snprintf(why, whylen, "SetILFunctionBody failed with HRESULT %s", HR_STR(hr));
-        goto out;
-    }
-    snprintf(why, whylen, "%u -> %zu bytes of IL", (unsigned)il_size, code_len);
-    result = 0;
-out:
-    pthread_mutex_unlock(&t->rw_lock);
-    if (imp)
-        IMetaDataImport2_Release(imp);
-    if (emit)
-        IMetaDataEmit2_Release(emit);
-    free(newsig);
-    free(code);
-    clrmux_il_b_free(&be);
-    clrmux_il_b_free(&bx);
-    clrmux_il_b_free(&bn);
-    clrmux_il_b_free(&bf);
-    clrmux_il_body_free(&body);
-    return result;
-}
-
-/* ---- exception names ----------------------------------------------------------------- */
-
-/* The thrown object's System.Exception._message as UTF-8 ("" when unknown): the field's
- * offset comes from GetClassLayout of System.Exception (found by walking the thrown class's
- * parents), the string's layout from GetStringLayout2. Under exc_lock. */
-static void exception_message(struct tracer *t, ObjectID obj, ClassID cls, char *out, size_t outsz)
-{
-    out[0] = 0;
-    if (!t->message_tried) {
-        t->message_tried = 1;
-        ClassID c = cls;
-        for (int depth = 0; c && depth < 32 && !t->exception_cls; depth++) {
-            ModuleID mod = 0;
-            mdTypeDef td = 0;
-            ClassID parent = 0;
-            if (FAILED(ICorProfilerInfo5_GetClassIDInfo2(t->info, c, &mod, &td, &parent, 0, NULL, NULL)))
-                break;
-            IUnknown *unk = NULL;
-            if (FAILED(ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk)) || !unk)
-                break;
-            IMetaDataImport2 *imp = (IMetaDataImport2 *)unk;
-            char name[160];
-            if (type_full_name(imp, td, name, sizeof name, 0) == 0 && strcmp(name, "System.Exception") == 0) {
-                WCHAR w[16];
-                mdFieldDef fd = 0;
-                to_utf16("_message", w, 16);
-                COR_FIELD_OFFSET offs[64];
-                ULONG n = 0, size = 0;
-                if (SUCCEEDED(IMetaDataImport2_FindField(imp, td, w, NULL, 0, &fd)) && fd &&
-                    SUCCEEDED(ICorProfilerInfo5_GetClassLayout(t->info, c, offs, 64, &n, &size)))
-                    for (ULONG k = 0; k < n && k < 64; k++)
-                        if (offs[k].ridOfField == fd || RidFromToken(offs[k].ridOfField) == RidFromToken(fd))
-                            t->message_offset = offs[k].ulOffset;
-                if (FAILED(ICorProfilerInfo5_GetStringLayout2(t->info, &t->str_len_off, &t->str_buf_off)))
-                    t->message_offset = 0;
-                t->exception_cls = c;
-            }
-            IUnknown_Release(unk);
-            c = parent;
-        }
-        if (!t->message_offset)
-            t->message_tried = 0 /* retry with the next exception */, t->exception_cls = 0;
-        if (!t->message_offset)
-            return;
-    }
-    if (!t->message_offset || !obj)
-        return;
-    uintptr_t str = 0;
-    memcpy(&str, (const void *)(obj + t->message_offset), sizeof str);
-    if (!str)
-        return;
-    int32_t len = 0;
-    memcpy(&len, (const void *)(str + t->str_len_off), sizeof len);
-    if (len <= 0)
-        return;
-    if (len > EXC_MSG_MAX)
-        len = EXC_MSG_MAX;
-    WCHAR w[EXC_MSG_MAX];
-    memcpy(w, (const void *)(str + t->str_buf_off), (size_t)len * sizeof(WCHAR));
-    to_utf8(w, (size_t)len, out, outsz);
-}
-
-/* The id of the (type name, message) pair of a thrown exception (1..MAX_EXC_NAMES), or 0. */
-static uint32_t exception_name_id(struct tracer *t, ObjectID obj, ClassID cls)
-{
-    uint32_t id = 0;
-    char name[160] = "", msg[EXC_MSG_MAX];
-    pthread_mutex_lock(&t->exc_lock);
-    for (uint32_t i = 0; i < t->nexc_cache; i++)
-        if (t->exc_cache[i].cls == cls) {
-            id = t->exc_cache[i].id;
-            snprintf(name, sizeof name, "%s", t->exc_names[id - 1]);
-            break;
-        }
-    if (!name[0]) {
-        ModuleID mod = 0;
-        mdTypeDef td = 0;
-        if (FAILED(ICorProfilerInfo5_GetClassIDInfo(t->info, cls, &mod, &td)) || !td)
-            goto done;
-        IUnknown *unk = NULL;
-        if (FAILED(ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk)) || !unk)
-            goto done;
-        int ok = type_full_name((IMetaDataImport2 *)unk, td, name, sizeof name, 0) == 0;
-        IUnknown_Release(unk);
-        if (!ok)
-            goto done;
-    }
-    exception_message(t, obj, cls, msg, sizeof msg);
-    id = 0;
-    uint32_t n = atomic_load(&t->nexc), type_only = 0;
-    for (uint32_t i = 0; i < n && !id; i++)
-        if (strcmp(t->exc_names[i], name) == 0) {
-            if (strcmp(t->exc_msgs[i], msg) == 0)
-                id = i + 1;
-            else if (!t->exc_msgs[i][0])
-                type_only = i + 1;
-        }
-    if (!id && n < MAX_EXC_NAMES) {
-        snprintf(t->exc_names[n], sizeof t->exc_names[n], "%s", name);
-        snprintf(t->exc_msgs[n], sizeof t->exc_msgs[n], "%s", msg);
-        atomic_store_explicit(&t->nexc, n + 1, memory_order_release);
-        id = n + 1;
-    }
-    if (!id)
-        id = type_only; /* the table is full: the type without its message, if known */
-    int cached = 0;
-    for (uint32_t i = 0; i < t->nexc_cache && !cached; i++)
-        cached = t->exc_cache[i].cls == cls;
-    if (id && !cached && t->nexc_cache < MAX_EXC_CACHE) {
-        t->exc_cache[t->nexc_cache].cls = cls;
-        t->exc_cache[t->nexc_cache].id = id;
-        t->nexc_cache++;
-    }
-done:
-    pthread_mutex_unlock(&t->exc_lock);
-    return id;
 }
 
 /* ---- callbacks ----------------------------------------------------------------------- */
@@ -877,7 +530,7 @@ static HRESULT STDMETHODCALLTYPE tr_GetReJITParameters(ICorProfilerCallback11 *T
         return S_OK;
     char why[320];
     int64_t t0 = clrmux_now_ns();
-    if (rewrite(t, mod, tok, (uint32_t)idx, fc, why, sizeof why) == 0) {
+    if (tracer_rewrite(t, mod, tok, (uint32_t)idx, fc, why, sizeof why) == 0) {
         int64_t ns = clrmux_now_ns() - t0;
         atomic_fetch_add(&t->rewritten, 1);
         atomic_fetch_add(&t->rewrite_ns, (uint64_t)ns);
@@ -953,7 +606,7 @@ static HRESULT STDMETHODCALLTYPE tr_ExceptionThrown(ICorProfilerCallback11 *This
     ClassID cls = 0;
     uint32_t id = 0;
     if (SUCCEEDED(ICorProfilerInfo5_GetClassFromObject(t->info, obj, &cls)) && cls)
-        id = exception_name_id(t, obj, cls);
+        id = tracer_exception_name_id(t, obj, cls);
     clrmux_span_set_pending_exception(id);
     return S_OK;
 }

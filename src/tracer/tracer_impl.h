@@ -1,5 +1,5 @@
 /* The built-in tracer's private parts, shared by its files: tracer.c (the callbacks, the
- * ReJIT thread, metadata and IL rewriting, exception names), config.c (loader.conf keys,
+ * ReJIT thread, metadata), tracer_rewrite.c (IL rewriting), tracer_exc.c (exception names), config.c (loader.conf keys,
  * OpenTelemetry's environment, the resource) and export.c (the export thread: spans,
  * metrics, OTLP/HTTP). Not a public interface. */
 #ifndef CLRMUX_TRACER_TRACER_IMPL_H
@@ -195,6 +195,18 @@ struct tracer {
 const char *tracer_method_name(void *ctx, uint32_t id);
 const char *tracer_exc_name(void *ctx, uint32_t id);
 void tracer_to_utf8(const WCHAR *s, size_t len, char *out, size_t n);
+/* The full name of a TypeDef ("Ns.Outer+Inner") or TypeRef into out[outsz] (depth: 0 from
+ * outside; bounds the nesting). Returns 0, or -1 when metadata cannot name it. */
+int tracer_type_full_name(IMetaDataImport2 *imp, mdToken tok, char *out, size_t outsz, int depth);
+
+/* tracer_rewrite.c: rewrites method idx (module mod, token tok) through fc. Returns 0, or -1
+ * with a reason in why[whylen]. */
+int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx, ICorProfilerFunctionControl *fc,
+                   char *why, size_t whylen);
+
+/* tracer_exc.c: the id of the (type name, message) pair of a thrown exception
+ * (1..MAX_EXC_NAMES), or 0 when it cannot be named or the table is full. */
+uint32_t tracer_exception_name_id(struct tracer *t, ObjectID obj, ClassID cls);
 
 /* config.c: the section's keys over OpenTelemetry's environment; the resource. Returns 0, or
  * -1 (out of memory, a path too long: logged). */

@@ -8,8 +8,9 @@
 # recorder children listed in a loader.conf beside the DLL (each sees what it saw alone, the
 # app's output is unchanged), a loader.conf named by CLRMUX_CONFIG (its log_file, a backslashed
 # child path in a non-ASCII folder), a configuration in a folder others may write (refused, the app runs
-# unprofiled), and the built-in profiler and tracer (not in the Windows build: logged,
-# skipped, the other child runs).
+# unprofiled), the built-in profiler (not in the Windows build: logged, skipped, the other
+# children run), and the built-in tracer (spans of a method and the one it calls, with their
+# parent/child ids, in an OTLP JSON file; alone and beside a recorder child).
 # Prints one line per check and a closing "N passed, N failed" line.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -130,10 +131,92 @@ if grep -q "config Z:.*conf.other.conf" <<<"$e" && grep -q "child 'a': loaded (Z
     ok "CLRMUX_CONFIG names the configuration; its log_file is written; a child in a non-ASCII folder, named with backslashes, loads"
 else bad "CLRMUX_CONFIG names the configuration; its log_file is written; a non-ASCII backslashed child path loads" "$e"; fi
 if grep -q "child 'prof': the built-in profiler (builtin = profiler) is unavailable on Windows" <<<"$e" \
-        && grep -q "child 'tracer': the built-in tracer (builtin = tracer) is not in this build" <<<"$e" \
-        && grep -q "1 child profiler(s) active" <<<"$e"; then
-    ok "builtin = profiler and builtin = tracer: logged as unavailable on Windows, skipped; the other child runs"
-else bad "builtin = profiler / tracer: logged as unavailable on Windows, skipped" "$e"; fi
+        && grep -q "2 child profiler(s) active" <<<"$e"; then
+    ok "builtin = profiler: logged as unavailable on Windows, skipped; the recorder and the built-in tracer run"
+else bad "builtin = profiler: logged as unavailable on Windows, skipped; the other children run" "$e"; fi
+
+# ---- the built-in tracer (libclrmux.dll): spans of Sample.Work::TryFail and ::Fail ---------------
+# TryFail calls Fail, which throws (5 times): 5 TryFail spans, each the parent of one Fail span
+# (same trace id) whose status is an error
+check_spans() { # check_spans FILE: prints what is wrong, nothing when the spans are right
+    python3 - "$1" <<'PY'
+import json, sys
+spans = []
+try:
+    for line in open(sys.argv[1], encoding="utf-8"):
+        if line.strip():
+            for rs in json.loads(line)["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    spans += ss["spans"]
+except Exception as e:
+    print("cannot read the spans: %s" % e); sys.exit()
+tf = [s for s in spans if s["name"].endswith("TryFail")]
+f = [s for s in spans if s["name"].endswith("Fail") and not s["name"].endswith("TryFail")]
+by_id = {s["spanId"]: s for s in tf}
+probs = []
+if len(tf) != 5 or len(f) != 5:
+    probs.append("%d TryFail and %d Fail spans, not 5 and 5: %s" % (len(tf), len(f), sorted({s["name"] for s in spans})))
+for s in f:
+    p = by_id.get(s.get("parentSpanId", ""))
+    if not p or p["traceId"] != s["traceId"]:
+        probs.append("Fail span %s: its parent %s is no TryFail span of its trace" % (s["spanId"], s.get("parentSpanId")))
+    if s.get("status", {}).get("code") != 2:
+        probs.append("Fail span %s: status %s, not an error" % (s["spanId"], s.get("status")))
+    if not (int(p["startTimeUnixNano"]) <= int(s["startTimeUnixNano"]) <= int(s["endTimeUnixNano"]) <= int(p["endTimeUnixNano"])) if p else False:
+        probs.append("Fail span %s does not lie within its parent" % s["spanId"])
+for s in tf:
+    if s.get("parentSpanId"):
+        probs.append("TryFail span %s has a parent (%s)" % (s["spanId"], s["parentSpanId"]))
+print("\n".join(probs))
+PY
+}
+cat >"$D/tracer.conf" <<CONF
+[loader]
+log_level = debug
+[child tracer]
+builtin = tracer
+output = spans-%p.otlp.jsonl
+metrics_output = metrics-%p.otlp.jsonl
+trace = sample!Sample.Work::TryFail
+trace = sample!Sample.Work::Fail
+CONF
+rm -f "$D"/spans-*.otlp.jsonl "$D"/metrics-*.otlp.jsonl
+run tracer "${PROF[@]}" CLRMUX_CONFIG="$(winpath "$D/tracer.conf")"
+same_output tracer "libclrmux.dll with builtin = tracer"
+e=$(tr -d '\r' <"$WORK/tracer.err")
+sp=$(ls "$D"/spans-*.otlp.jsonl 2>/dev/null | head -1)
+if [ -n "$sp" ] && [ -z "$(check_spans "$sp")" ] && grep -q "1 child profiler(s) active" <<<"$e"; then
+    ok "builtin = tracer in libclrmux.dll: 5 TryFail spans, each the parent of an error Fail span of its trace, in $(basename "$sp") (OTLP JSON)"
+else bad "builtin = tracer in libclrmux.dll: the spans of TryFail and Fail" "$( [ -n "$sp" ] && check_spans "$sp"; tail -15 <<<"$e")"; fi
+mt=$(ls "$D"/metrics-*.otlp.jsonl 2>/dev/null | head -1)
+if [ -n "$mt" ] && grep -q '"clrmux.method.calls"' "$mt" && grep -q 'Sample.Work' "$mt"; then
+    ok "the tracer's per-method metrics are written ($(basename "$mt"))"
+else bad "the tracer's per-method metrics are written" "$(ls "$D"; tail -5 <<<"$e")"; fi
+
+# the tracer beside a recorder child: the recorder sees what it saw alone, the spans are the same
+cat >"$D/tracer2.conf" <<CONF
+[loader]
+[child a]
+path = recorder.dll
+clsid = {A0000001-0000-0000-0000-000000000001}
+[child tracer]
+builtin = tracer
+output = spans2-%p.otlp.jsonl
+trace = sample!Sample.Work::TryFail
+trace = sample!Sample.Work::Fail
+CONF
+rm -f "$D"/spans2-*.otlp.jsonl
+run tracer2 "${PROF[@]}" CLRMUX_CONFIG="$(winpath "$D/tracer2.conf")" RECORDER_MASK_A0000001=0x24C \
+    RECORDER_OUT_A0000001="$(winpath "$WORK/tracer2_a.rec")"
+same_output tracer2 "libclrmux.dll with a recorder and the tracer"
+sp=$(ls "$D"/spans2-*.otlp.jsonl 2>/dev/null | head -1)
+# shellcheck disable=SC2086
+# ThreadCreated is left out: the tracer's ReJIT thread calls InitializeCurrentThread, and the
+# runtime reports that thread to every child (one more ThreadCreated than alone)
+d=$(counts "$WORK/rec.txt" ${DET/ThreadCreated/} 2>/dev/null); m=$(counts "$WORK/tracer2_a.rec" ${DET/ThreadCreated/} 2>/dev/null)
+if [ -n "$sp" ] && [ -z "$(check_spans "$sp")" ] && [ "$d" = "$m" ]; then
+    ok "the tracer beside a recorder child: the same spans, and the recorder sees the same deterministic callbacks as alone (but ThreadCreated)"
+else bad "the tracer beside a recorder child" "$( [ -n "$sp" ] && check_spans "$sp"; diff <(echo "$d") <(echo "$m"); tail -8 "$WORK/tracer2.err")"; fi
 
 # ---- a configuration others may write is refused ------------------------------------------------
 mkdir -p "$D/open" && cp "$D/loader.conf" "$D/open/loader.conf" && chmod 777 "$D/open"

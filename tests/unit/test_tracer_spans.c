@@ -10,11 +10,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/platform.h"
 #include "tracer/otlp.h"
 #include "tracer/spans.h"
+
+#if defined(_WIN32)
+/* Windows has no open_memstream: a private temporary file (clrmux_tmpstream) read back into
+ * *buf at fclose, as open_memstream's buffer is complete after fclose */
+static FILE *ms_file;
+static char **ms_buf;
+static size_t *ms_len;
+static FILE *win_open_memstream(char **buf, size_t *len)
+{
+    ms_buf = buf, ms_len = len;
+    return ms_file = clrmux_tmpstream();
+}
+static int win_fclose(FILE *f)
+{
+    if (f == ms_file && f) {
+        ms_file = NULL;
+        if (clrmux_tmpstream_read(f, ms_buf, ms_len) != 0)
+            return fclose(f), EOF;
+    }
+    return fclose(f);
+}
+#define open_memstream win_open_memstream
+#define fclose win_fclose
+#endif
 
 static int is_zero(const uint8_t *p, size_t n)
 {
@@ -62,7 +86,7 @@ static void test_nesting_and_ids(void **state)
     const int64_t slack = 100000;
     for (int i = 0; i < 3; i++) {
         assert_true(s[i].start_ns >= before - slack && s[i].end_ns <= after + slack && s[i].start_ns <= s[i].end_ns);
-        assert_int_equal(s[i].tid, (uint32_t)syscall(SYS_gettid));
+        assert_int_equal(s[i].tid, (uint32_t)clrmux_thread_id());
         assert_int_equal(s[i].flags, 0);
     }
     assert_true(s[2].start_ns <= s[1].start_ns && s[1].start_ns <= s[0].start_ns);
@@ -290,7 +314,7 @@ static void test_too_deep(void **state)
 static void *worker(void *arg)
 {
     uint32_t *tid = arg;
-    *tid = (uint32_t)syscall(SYS_gettid);
+    *tid = (uint32_t)clrmux_thread_id();
     for (int i = 0; i < PER_THREAD / 2; i++) {
         int64_t o = clrmux_span_enter(1);
         clrmux_span_exit(clrmux_span_enter(2));

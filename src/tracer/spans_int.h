@@ -1,0 +1,88 @@
+/* The span probes' private parts, shared by spans.c (probes, ring, metrics), spans_clock.c
+ * (the tick clock and its calibration to Unix time) and spans_ctx.c (the profiler's view of a
+ * thread's span context, thread names). Not a public interface. */
+#ifndef CLRMUX_TRACER_SPANS_INT_H
+#define CLRMUX_TRACER_SPANS_INT_H
+
+#include "tracer/spans.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+/* ---- the tick clock (spans_clock.c) ---------------------------------------------------- */
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t ticks(void) { return __rdtsc(); }
+#else
+static inline uint64_t ticks(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#endif
+
+/* The first calibration point and a provisional rate (ns per tick, 0 when unusable), at init. */
+double spans_cal_init(void);
+/* The second calibration point (the export thread's first drain); returns the rate between
+ * the first and the last point (ns per tick, 0 when unusable). */
+double spans_cal_fix(void);
+/* A new calibration point (after each drain: every span drained ended before it). */
+void spans_cal_sample(void);
+/* Unix time in ns of a tick, interpolated between the calibration points around it. */
+int64_t spans_tick_to_ns(uint64_t tick);
+
+/* ---- per-thread state (spans.c) -------------------------------------------------------- */
+
+struct open_span {
+    uint64_t span_id;
+    uint64_t start; /* ticks */
+    uint32_t method;
+    uint16_t flags;
+    uint16_t exc;
+};
+
+/* Per-thread counters of the calls whose span is not recorded (not sampled, ring full): a
+ * direct-mapped table by method index, written only by its thread with plain (relaxed,
+ * non-RMW) atomic stores, read by clrmux_metrics_snapshot under reg_lock; a method whose
+ * slot is taken by another goes to the global atomics. Folded into the globals when the
+ * thread exits. Durations in ticks. */
+#define TM_SLOTS 64
+struct tmetric {
+    _Atomic uint32_t method1; /* method + 1; 0: free */
+    _Atomic uint64_t calls, errors, sum_ticks;
+    _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
+};
+
+struct tstate {
+    struct clrmux_span_context *ctx; /* the profiler's view (never freed: see ctx_alloc) */
+    uint32_t ctx_slot;               /* its index in ctx_by_tid, or CTX_NO_SLOT */
+    struct tstate *next, *prev;     /* registry of live threads (reg_lock) */
+    struct tmetric tm[TM_SLOTS];
+    uint8_t trace_id[16];
+    uint64_t root_parent; /* the joined Activity's span id, else 0 */
+    uint32_t depth;
+    uint32_t cap;             /* entries in `stack` */
+    struct open_span *stack;  /* `inline_stack`, or a heap copy grown for a deep recursion */
+    uint32_t tid;
+    uint64_t rng;
+    uint16_t pending_exc;
+    uint8_t sampled; /* the current trace is recorded */
+    _Atomic uint64_t unsampled; /* spans of this thread not sampled (summed in clrmux_spans_stats) */
+    uint8_t joined;
+    struct open_span inline_stack[CLRMUX_SPAN_INLINE_DEPTH];
+};
+
+/* ---- the profiler's view and thread names (spans_ctx.c) -------------------------------- */
+
+/* Records the OS name of thread tid (at its first span and at its exit). */
+void spans_tname_record(uint32_t tid);
+/* A cleared span context record for thread t, published in the tid table (the registry's
+ * lock held). NULL without memory. */
+struct clrmux_span_context *spans_ctx_alloc(struct tstate *t);
+/* Thread t exits (the registry's lock held): its record is cleared and reused later. */
+void spans_ctx_release(struct tstate *t);
+
+#endif

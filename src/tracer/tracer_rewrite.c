@@ -1,0 +1,233 @@
+/* The tracer's IL rewriting (see tracer_impl.h): a traced method's body wrapped in the span
+ * probes' calls (enter, exit, exception) with its locals and exception clauses extended. */
+#include "tracer/tracer_impl.h"
+
+/* ---- IL rewriting -------------------------------------------------------------------- */
+
+static void b_fnptr(clrmux_il_builder *b, void *fn)
+{
+    clrmux_il_b_op_arg(b, CLRMUX_IL_OP_LDC_I8, (int64_t)(intptr_t)fn);
+    clrmux_il_b_op(b, CONV_I);
+}
+
+/* 1 when module mod is the assembly `name`. */
+static int module_is(struct tracer *t, ModuleID mod, const char *name)
+{
+    AssemblyID asm_id = 0;
+    WCHAR w[256];
+    ULONG len = 0;
+    char a[256];
+    if (FAILED(ICorProfilerInfo5_GetModuleInfo(t->info, mod, NULL, 0, NULL, NULL, &asm_id)) ||
+        FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, w, NULL, NULL)))
+        return 1; /* unknown: as if it were (no join) */
+    tracer_to_utf8(w, len, a, sizeof a);
+    return strcasecmp(a, name) == 0;
+}
+
+/* Rewrites method idx. Returns 0, or -1 with a reason in why. */
+int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx, ICorProfilerFunctionControl *fc,
+                   char *why, size_t whylen)
+{
+    LPCBYTE il = NULL;
+    ULONG il_size = 0;
+    HRESULT hr = ICorProfilerInfo5_GetILFunctionBody(t->info, mod, tok, &il, &il_size);
+    if (FAILED(hr) || !il) {
+        snprintf(why, whylen, "GetILFunctionBody failed with HRESULT %s", HR_STR(hr));
+        return -1;
+    }
+    char err[256];
+    clrmux_il_body body;
+    int rc = clrmux_il_parse(il, il_size, &body, NULL, err, sizeof err);
+    if (rc) {
+        snprintf(why, whylen, "cannot parse its IL: %s", err);
+        return -1;
+    }
+    IUnknown *unk = NULL;
+    IMetaDataEmit2 *emit = NULL;
+    IMetaDataImport2 *imp = NULL;
+    uint8_t *newsig = NULL, *code = NULL;
+    clrmux_il_builder be, bx, bn, bf;
+    clrmux_il_b_init(&be);
+    clrmux_il_b_init(&bx);
+    clrmux_il_b_init(&bn);
+    clrmux_il_b_init(&bf);
+    int result = -1;
+    pthread_mutex_lock(&t->rw_lock);
+    hr = ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead | ofWrite, &IID_IMetaDataEmit2, &unk);
+    if (FAILED(hr) || !unk) {
+        snprintf(why, whylen, "GetModuleMetaData(ofWrite) failed with HRESULT %s", HR_STR(hr));
+        goto out;
+    }
+    emit = (IMetaDataEmit2 *)unk;
+    if (FAILED(hr = IMetaDataEmit2_QueryInterface(emit, &IID_IMetaDataImport2, (void **)&imp)) || !imp) {
+        snprintf(why, whylen, "no IMetaDataImport2 (HRESULT %s)", HR_STR(hr));
+        goto out;
+    }
+    PCCOR_SIGNATURE msig = NULL;
+    ULONG msig_len = 0;
+    if (FAILED(hr = IMetaDataImport2_GetMethodProps(imp, tok, NULL, NULL, 0, NULL, NULL, &msig, &msig_len, NULL, NULL))) {
+        snprintf(why, whylen, "GetMethodProps failed with HRESULT %s", HR_STR(hr));
+        goto out;
+    }
+    clrmux_il_method_sig ms;
+    if (clrmux_il_parse_method_sig(msig, msig_len, &ms, err, sizeof err)) {
+        snprintf(why, whylen, "cannot read its signature: %s", err);
+        goto out;
+    }
+    PCCOR_SIGNATURE lsig = NULL;
+    ULONG lsig_len = 0;
+    if (body.local_sig_tok &&
+        FAILED(hr = IMetaDataImport2_GetSigFromToken(imp, (mdSignature)body.local_sig_tok, &lsig, &lsig_len))) {
+        snprintf(why, whylen, "GetSigFromToken(0x%08X) failed with HRESULT %s", (unsigned)body.local_sig_tok,
+                 HR_STR(hr));
+        goto out;
+    }
+    /* the Activity join: once DiagnosticSource is loaded, never in CoreLib or DiagnosticSource */
+    mdMemberRef get_current = 0, get_id = 0;
+    int join = 0;
+    if (t->join_activity && atomic_load(&t->ds_loaded) && !module_is(t, mod, "System.Private.CoreLib") &&
+        !module_is(t, mod, CLRMUX_DIAGNOSTICSOURCE)) {
+        char jwhy[256];
+        if (clrmux_activity_refs(emit, imp, &get_current, &get_id, jwhy, sizeof jwhy) == 0)
+            join = 1;
+        else
+            LOG_WARN("tracer: %s: spans are not joined to Activity.Current: %s", t->methods[idx].name, jwhy);
+    }
+    /* new locals: int64 span slot, then the return value, then (join) a pinned string */
+    uint8_t types[1 + 512 + 2];
+    size_t tlen = 1;
+    uint32_t ntypes = 1;
+    types[0] = CLRMUX_ELEMENT_TYPE_I8;
+    if (!ms.returns_void) {
+        if (ms.ret_len > sizeof types - 1) {
+            snprintf(why, whylen, "return type signature too long (%zu bytes)", ms.ret_len);
+            goto out;
+        }
+        memcpy(types + 1, msig + ms.ret_offset, ms.ret_len);
+        tlen += ms.ret_len;
+        ntypes++;
+    }
+    if (join) {
+        types[tlen++] = 0x45; /* ELEMENT_TYPE_PINNED */
+        types[tlen++] = 0x0E; /* ELEMENT_TYPE_STRING */
+        ntypes++;
+    }
+    size_t newsig_len = 0;
+    uint32_t first_new = 0;
+    if ((rc = clrmux_il_locals_append(lsig, lsig_len, types, tlen, ntypes, &newsig, &newsig_len, &first_new, err,
+                                      sizeof err))) {
+        snprintf(why, whylen, "cannot extend its locals: %s", err);
+        goto out;
+    }
+    mdSignature local_tok = 0;
+    if (FAILED(hr = IMetaDataEmit2_GetTokenFromSig(emit, newsig, (ULONG)newsig_len, &local_tok))) {
+        snprintf(why, whylen, "GetTokenFromSig failed with HRESULT %s", HR_STR(hr));
+        goto out;
+    }
+    struct clrmux_probe_sigs ps;
+    char swhy[256];
+    if (clrmux_probe_sigs_get(emit, imp, t->suppress_gc, &ps, swhy, sizeof swhy) != 0) {
+        snprintf(why, whylen, "%s", swhy);
+        goto out;
+    }
+    if (t->suppress_gc && !ps.suppressed)
+        LOG_WARN("tracer: %s: the probes keep their GC transition: %s", t->methods[idx].name, swhy);
+    uint32_t slot = first_new;
+    /* entry: slot = enter_fast(idx); if (slot < -1) slot = enter(idx) (the thread's first
+     * span, or a deep recursion: the slow path allocates, with a GC transition) */
+    uint32_t entered = clrmux_il_b_label(&be);
+    clrmux_il_b_ldc_i4(&be, (int32_t)idx);
+    b_fnptr(&be, (void *)clrmux_span_enter_fast);
+    clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.enter_fast);
+    clrmux_il_b_op(&be, CLRMUX_IL_OP_DUP);
+    clrmux_il_b_var(&be, CLRMUX_IL_STLOC, slot);
+    clrmux_il_b_ldc_i8(&be, -1);
+    clrmux_il_b_branch(&be, CLRMUX_IL_OP_BGE_S, entered);
+    clrmux_il_b_ldc_i4(&be, (int32_t)idx);
+    b_fnptr(&be, (void *)clrmux_span_enter);
+    clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.enter);
+    clrmux_il_b_var(&be, CLRMUX_IL_STLOC, slot);
+    clrmux_il_b_mark(&be, entered);
+    if (join) {
+        /* if (slot == 0) { var a = Activity.Current; if (a != null) { pinned string s = a.Id;
+         *                  join((native int)s); s = null; } } */
+        uint32_t pinned = first_new + (ms.returns_void ? 1 : 2);
+        uint32_t end = clrmux_il_b_label(&be), none = clrmux_il_b_label(&be);
+        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRTRUE_S, end);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALL, (uint32_t)get_current);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_DUP);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRFALSE_S, none);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLVIRT, (uint32_t)get_id);
+        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
+        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, pinned);
+        clrmux_il_b_op(&be, CONV_I);
+        b_fnptr(&be, (void *)clrmux_span_join);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)ps.join);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_LDNULL);
+        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, pinned);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BR_S, end);
+        clrmux_il_b_mark(&be, none);
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_POP);
+        clrmux_il_b_mark(&be, end);
+        atomic_store(&t->methods[idx].joins, 1);
+    }
+    /* exit: exit(slot), in the fault handler (an exception) and, without a GC transition,
+     * on the normal path after the protected region (the JIT inlines an unmanaged calli
+     * only outside every EH region) */
+    clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, slot);
+    b_fnptr(&bx, (void *)clrmux_span_exit);
+    clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
+    clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+    b_fnptr(&bn, (void *)clrmux_span_exit);
+    clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit_fast);
+    /* filter: [exception] pop; exception(slot); 0 (keep searching: the exception propagates) */
+    clrmux_il_b_op(&bf, CLRMUX_IL_OP_POP);
+    clrmux_il_b_var(&bf, CLRMUX_IL_LDLOC, slot);
+    b_fnptr(&bf, (void *)clrmux_span_exception);
+    clrmux_il_b_token(&bf, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
+    clrmux_il_b_ldc_i4(&bf, 0);
+    if (clrmux_il_b_finish(&be, err, sizeof err) || clrmux_il_b_finish(&bx, err, sizeof err) ||
+        clrmux_il_b_finish(&bn, err, sizeof err) || clrmux_il_b_finish(&bf, err, sizeof err)) {
+        snprintf(why, whylen, "cannot build the probes: %s", err);
+        goto out;
+    }
+    clrmux_il_wrap_spec spec = {
+        .entry = be.data, .entry_len = be.len,
+        .exit = bx.data, .exit_len = bx.len,
+        .filter = bf.data, .filter_len = bf.len,
+        .ret_local = ms.returns_void ? CLRMUX_IL_NO_LOCAL : first_new + 1,
+        .local_sig_tok = (uint32_t)local_tok,
+        .extra_max_stack = 2,
+        .exit_normal = bn.data, .exit_normal_len = bn.len,
+    };
+    if ((rc = clrmux_il_wrap(&body, &spec, err, sizeof err))) {
+        snprintf(why, whylen, "cannot wrap its IL: %s", err);
+        goto out;
+    }
+    size_t code_len = 0;
+    if ((rc = clrmux_il_emit(&body, &code, &code_len, err, sizeof err))) {
+        snprintf(why, whylen, "cannot encode the new IL: %s", err);
+        goto out;
+    }
+    if (FAILED(hr = ICorProfilerFunctionControl_SetILFunctionBody(fc, (ULONG)code_len, code))) {
+        snprintf(why, whylen, "SetILFunctionBody failed with HRESULT %s", HR_STR(hr));
+        goto out;
+    }
+    snprintf(why, whylen, "%u -> %zu bytes of IL", (unsigned)il_size, code_len);
+    result = 0;
+out:
+    pthread_mutex_unlock(&t->rw_lock);
+    if (imp)
+        IMetaDataImport2_Release(imp);
+    if (emit)
+        IMetaDataEmit2_Release(emit);
+    free(newsig);
+    free(code);
+    clrmux_il_b_free(&be);
+    clrmux_il_b_free(&bx);
+    clrmux_il_b_free(&bn);
+    clrmux_il_b_free(&bf);
+    clrmux_il_body_free(&body);
+    return result;
+}
