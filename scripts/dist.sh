@@ -20,6 +20,18 @@ STAGE=build/dist-stage
 rm -rf "$DIST" "$STAGE"
 mkdir -p "$DIST" "$STAGE"
 
+# platform_missing LOG CI_MESSAGE WARNING: a cross build failed or its toolchain is missing.
+# Prints the end of LOG (when the build got that far); under CI (CI=true) that is an error
+# (exit 1 with CI_MESSAGE), otherwise a warning (WARNING) and dist goes on without that platform.
+platform_missing() {
+    [ -f "$1" ] && tail -20 "$1" >&2
+    if [ "${CI:-}" = true ]; then
+        echo "dist: CI: $2" >&2
+        exit 1
+    fi
+    echo "dist: WARNING: $3" >&2
+}
+
 # the tarball: a relocatable tree (the launcher finds ../lib, instrument.sh its own folder)
 make -s install NO_SETUP=1 PREFIX=/opt/clrmux DESTDIR="$ROOT/$STAGE/tar" >/dev/null
 mv "$STAGE/tar/opt/clrmux" "$STAGE/clrmux-$VERSION"
@@ -61,12 +73,9 @@ if command -v "${ARM64_CC:-aarch64-linux-gnu-gcc}" >/dev/null 2>&1 && make -s NO
     cp build/arm64/libclrmux.so build/arm64/libclrmux_profiler.so build/arm64/libclrmux_otlp.so "$ARM64_NATIVE/"
     cp packaging/loader.conf "$ARM64_NATIVE/loader.conf"
 else
-    [ -f "$STAGE/arm64.log" ] && tail -20 "$STAGE/arm64.log" >&2
-    if [ "${CI:-}" = true ]; then
-        echo "dist: CI: the Linux arm64 build failed or its toolchain is missing (scripts/setup.sh dist installs it)" >&2
-        exit 1
-    fi
-    echo "dist: WARNING: no Linux arm64 artifacts (aarch64-linux-gnu-gcc or make arm64 failed; scripts/setup.sh dist installs the toolchain)" >&2
+    platform_missing "$STAGE/arm64.log" \
+        "the Linux arm64 build failed or its toolchain is missing (scripts/setup.sh dist installs it)" \
+        "no Linux arm64 artifacts (aarch64-linux-gnu-gcc or make arm64 failed; scripts/setup.sh dist installs the toolchain)"
 fi
 
 # Windows x64: libclrmux.dll (make windows) with its loader.conf, zipped
@@ -84,12 +93,9 @@ if command -v "${WIN_CC:-x86_64-w64-mingw32-gcc}" >/dev/null 2>&1 && command -v 
     cp build/win-x64/libclrmux.dll "$WIN_NATIVE/"
     cp packaging/loader-win.conf "$WIN_NATIVE/loader.conf"
 else
-    [ -f "$STAGE/win-x64.log" ] && tail -20 "$STAGE/win-x64.log" >&2
-    if [ "${CI:-}" = true ]; then
-        echo "dist: CI: the Windows x64 build failed or mingw-w64/zip is missing (scripts/setup.sh dist installs them)" >&2
-        exit 1
-    fi
-    echo "dist: WARNING: no Windows x64 artifacts (x86_64-w64-mingw32-gcc, zip or make windows failed; scripts/setup.sh dist installs them)" >&2
+    platform_missing "$STAGE/win-x64.log" \
+        "the Windows x64 build failed or mingw-w64/zip is missing (scripts/setup.sh dist installs them)" \
+        "no Windows x64 artifacts (x86_64-w64-mingw32-gcc, zip or make windows failed; scripts/setup.sh dist installs them)"
 fi
 
 # the NuGet package

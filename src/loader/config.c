@@ -377,9 +377,12 @@ static void parse_text(const char *text, size_t len, struct clrmux_config *cfg)
         diag(cfg, CLRMUX_LOG_WARN, 0, "no [child NAME] section");
 }
 
+/* Clears every field before children[]: the entries of children[] and diags[] (most of the
+ * structure) are cleared or written whole as they are taken, so start-up does not touch the
+ * pages of entries no file uses. */
 static void init_cfg(struct clrmux_config *cfg)
 {
-    memset(cfg, 0, sizeof *cfg);
+    memset(cfg, 0, offsetof(struct clrmux_config, children));
     cfg->log_level = -1;
 }
 
@@ -477,6 +480,7 @@ void clrmux_config_load(const char *path, struct clrmux_config *cfg)
     memcpy(keep_path, cfg->path, sizeof keep_path);
     memcpy(keep_dir, cfg->dir, sizeof keep_dir);
     clrmux_config_free(cfg);
+    memset(cfg->children, 0, cfg->nchildren * sizeof cfg->children[0]); /* nothing of it kept */
     init_cfg(cfg);
     memcpy(cfg->path, keep_path, sizeof keep_path);
     memcpy(cfg->dir, keep_dir, sizeof keep_dir);

@@ -63,14 +63,18 @@ struct clrmux_config {
     char exclude_processes[1024];
     int allow_insecure_paths; /* [loader] allow_insecure_paths = true: see common/trust.h */
     size_t nkvs_total;        /* builtin children's other keys kept, file-wide */
-    struct clrmux_child_conf children[CLRMUX_MAX_CHILDREN];
     size_t nchildren; /* every [child] section, valid or not, in file order */
-    struct clrmux_diag diags[CLRMUX_MAX_DIAGS];
     size_t ndiags;
     size_t dropped_diags;
+    /* Last, and not cleared when loading starts (~320 KB, most of the structure): an entry is
+     * cleared or written whole when it is taken; only children[0..nchildren) and
+     * diags[0..ndiags) hold anything. */
+    struct clrmux_child_conf children[CLRMUX_MAX_CHILDREN];
+    struct clrmux_diag diags[CLRMUX_MAX_DIAGS];
 };
 
-/* Reads and validates `path`. Always fills *cfg (zeroed first); a missing file gives
+/* Reads and validates `path`. Always fills *cfg (its fields cleared first, the children[]
+ * and diags[] entries as they are taken); a missing file gives
  * found = 0 and one diagnostic. Only a regular file of at most CLRMUX_CONFIG_MAX_BYTES is
  * read (a FIFO, device or folder is refused without blocking), and only one that
  * clrmux_path_trusted accepts, unless the file itself sets allow_insecure_paths = true

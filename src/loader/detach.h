@@ -2,7 +2,7 @@
  *
  * Evacuation (as the runtime does for a whole profiler, profilingapidetach.cpp): every mux
  * callback counts itself in and out on a per-thread record (clrmux_evac_enter/leave: one
- * thread-local lookup and two atomic increments, no lock). A detaching child is made
+ * thread-local lookup and two plain adds, clrmux_evac_add, no lock). A detaching child is made
  * inactive first (no new callback reaches it, its mutable mask bits leave the union, its ReJIT
  * ownership goes); a background thread then waits until every thread that was inside a
  * callback has left it, and calls the child's ProfilerDetachSucceeded. When every child has
@@ -45,6 +45,28 @@ struct clrmux_thread_rec *clrmux_evac_register(void);
 extern _Atomic int clrmux_evac_asymmetric CLRMUX_ELF_HIDDEN;
 extern __thread struct clrmux_thread_rec *clrmux_tls_rec CLRMUX_TLS_IE;
 
+/* The one place the calling thread's own counter (t->inside, written by no other thread) is
+ * changed without a read-modify-write: adds `delta` (+1 or -1, a constant once inlined). What
+ * it means is the C of the portable branch: a compiler barrier on both sides and a release
+ * store, so a callback's accesses before a -1 are visible before it; a +1 is kept ahead of the
+ * loads that follow by the compiler barrier here and, on the CPU, by a full fence the caller
+ * adds or the detach side forces on every thread with membarrier(2). On x86-64 (not under TSan,
+ * which must see the C atomics) the same in one instruction: an unlocked `addq` on memory is a
+ * store with release order (x86-TSO) and the "memory" clobber is the compiler barrier; a
+ * signal handler cannot split it. Every change of the counter goes through here, so the two
+ * branches cannot drift apart. */
+static inline __attribute__((always_inline)) void clrmux_evac_add(struct clrmux_thread_rec *t, long delta)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+    __asm__ volatile("addq %1, %0" : "+m"(*(unsigned long *)&t->inside) : "er"(delta) : "memory");
+#else
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) + (unsigned long)delta,
+                          memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
 /* Counts the calling thread into a mux callback. The child-active checks that follow are
  * ordered after it (sequentially consistent), so a detach that cleared `active` first and
  * then saw this thread outside knows the thread will not call the child. */
@@ -54,50 +76,35 @@ static inline __attribute__((always_inline)) struct clrmux_thread_rec *clrmux_ev
     if (__builtin_expect(!t, 0))
         t = clrmux_evac_register();
     if (t) {
-        /* only this thread writes its counter: a plain store, ordered before the reads of the
-         * children's `active` flags by a full fence, or (when the detach side can force one
-         * on every thread with membarrier(2)) by a compiler barrier only */
-        if (__builtin_expect(atomic_load_explicit(&clrmux_evac_asymmetric, memory_order_relaxed), 1)) {
-            atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) + 1,
-                                  memory_order_relaxed);
-            atomic_signal_fence(memory_order_seq_cst);
-        } else {
+        /* a plain add, ordered before the reads of the children's `active` flags by a full
+         * fence, or (when the detach side can force one on every thread with membarrier(2))
+         * by the compiler barrier of clrmux_evac_add only */
+        if (__builtin_expect(atomic_load_explicit(&clrmux_evac_asymmetric, memory_order_relaxed), 1))
+            clrmux_evac_add(t, 1);
+        else
             atomic_fetch_add(&t->inside, 1); /* a sequentially consistent read-modify-write */
-        }
     }
     return t;
 }
 
 /* The counted fast path (dispatch.h, mux->counted[]), only once clrmux_evac_asymmetric is set:
- * one non-atomic add to the calling thread's own counter (a single instruction on x86-64,
- * the compiler kept from moving loads above it), the evacuating side forcing the fence on
- * every thread with membarrier(2); then clrmux_evac_dec. */
+ * one plain add to the calling thread's own counter (clrmux_evac_add: one instruction on
+ * x86-64), the evacuating side forcing the fence on every thread with membarrier(2); then
+ * clrmux_evac_dec. */
 static inline __attribute__((always_inline)) void clrmux_evac_inc(struct clrmux_thread_rec *t)
 {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-    __asm__ volatile("addq $1, %0" : "+m"(*(unsigned long *)&t->inside) : : "memory");
-#else
-    atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-#endif
+    clrmux_evac_add(t, 1);
 }
 
 static inline __attribute__((always_inline)) void clrmux_evac_dec(struct clrmux_thread_rec *t)
 {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-    __asm__ volatile("subq $1, %0" : "+m"(*(unsigned long *)&t->inside) : : "memory"); /* a release on x86-64 */
-#else
-    atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) - 1,
-                          memory_order_release);
-#endif
+    clrmux_evac_add(t, -1);
 }
 
 static inline __attribute__((always_inline)) void clrmux_evac_leave(struct clrmux_thread_rec *t)
 {
     if (t)
-        atomic_store_explicit(&t->inside, atomic_load_explicit(&t->inside, memory_order_relaxed) - 1,
-                              memory_order_release);
+        clrmux_evac_add(t, -1);
 }
 
 /* The proxy's RequestProfilerDetach (see above). S_OK when the detach is under way. */

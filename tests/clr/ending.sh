@@ -227,7 +227,17 @@ fi
 run nre "$WORK/both.conf" - nre 1000
 if [ "$(cat "$WORK/nre/rc")" = 0 ] && grep -qx "nre 1000" "$WORK/nre/out" && ! grep -q "last gasp" "$WORK/nre/log"; then
     ok "1000 NullReferenceExceptions (faults in managed code) are caught as before; no last gasp"
-else bad "NullReferenceException under clrmux" "$(cat "$WORK/nre/out" "$WORK/nre/err" | tail -5)"; fi
+else
+    rc=$(cat "$WORK/nre/rc")
+    why=""
+    [ "$rc" -gt 128 ] 2>/dev/null && why=" (killed by signal $((rc - 128)): $(kill -l $((rc - 128)) 2>/dev/null))"
+    bad "NullReferenceException under clrmux" "exit code $rc$why
+stdout: $(tr '\n' ' ' <"$WORK/nre/out")
+stderr (last 15 lines):
+$(tail -15 "$WORK/nre/err")
+log (last 15 lines):
+$(tail -15 "$WORK/nre/log" 2>/dev/null | cut -c1-400)"
+fi
 
 # ---- deep recursion: a span for every call ---------------------------------------------------
 run deep "$WORK/both.conf" - deep 2009

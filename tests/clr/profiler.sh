@@ -8,7 +8,7 @@
 # with 3 busy threads and with 200 threads (the delivered rate, from the log). Every check runs
 # on each runtime tests/clr/lib.sh selects (.NET 8, 9, 10).
 # Prints one line per check and "profiler: N passed, N failed"; exits nonzero on a failure.
-# Without dotnet: a loud skip (a failure under CI=true). Without go: a loud skip.
+# Without dotnet: a loud skip (a failure under CI=true). Without go: a loud skip (a failure under CI=true).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -20,6 +20,13 @@ if ! command -v go >/dev/null 2>&1; then
     echo "##########################################################################"
     echo "## go (Debian golang-go) is not on PATH: no pprof reader, the profiler tests did NOT run"
     echo "##########################################################################"
+    # every check reads the profiles with pprof's own -top/-tags/-tagfocus (no python reader
+    # does that): under CI, where scripts/setup.sh installs golang-go, a missing go is an error
+    if [ "${CI:-}" = true ]; then
+        echo "CI=true: a missing go is an error (scripts/setup.sh test installs golang-go)"
+        echo "profiler: 0 passed, 1 failed"
+        exit 1
+    fi
     exit 0
 fi
 clr_suite profiler "$@"
