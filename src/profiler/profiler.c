@@ -72,6 +72,11 @@ struct profiler {
 
     pthread_t sampler;
     int sampler_started;
+    /* The sampler thread starts the EventPipe session, and the runtime's managed EventSource
+     * side then runs on it: it becomes a runtime thread. It is ours, not the app's: never
+     * sampled, so its ThreadID is kept here (0 until then). */
+    _Atomic uint32_t sampler_tid;
+    _Atomic ThreadID sampler_id;
     /* held by the sampler while it works (tick, drain, flush), by Shutdown and by the last
      * gasp (common/lastgasp.h), which sets `final`: no file is written after it */
     pthread_mutex_t work_lock;
@@ -83,6 +88,7 @@ struct profiler {
     _Atomic int session_started;
     EVENTPIPE_SESSION session;
     int session_attempts;
+    int64_t session_due; /* CLOCK_MONOTONIC ns: the sampler thread starts the session from then on */
 
     struct prof_thread_view *views; /* sampler's copy of the registry */
     size_t nviews;                  /* the signal sampler's copy: views[nviews] ... */
@@ -513,8 +519,11 @@ static void start_session(struct profiler *p)
     if (SUCCEEDED(hr)) {
         p->session = s;
         atomic_store(&p->session_started, 1);
-        LOG_INFO("profiler '%s': EventPipe session started (Microsoft-Windows-DotNETRuntime keywords 0x%llX)",
-                 p->name, (unsigned long long)pc.keywords);
+        LOG_INFO("profiler '%s': EventPipe session started %lld ms after Initialize (eventpipe_delay_ms = %d; "
+                 "Microsoft-Windows-DotNETRuntime keywords 0x%llX)",
+                 p->name, (long long)((mono_ns() - p->session_due) / 1000000 + p->cfg.eventpipe_delay_ms),
+                 p->cfg.eventpipe_delay_ms,
+                 (unsigned long long)pc.keywords);
     } else {
         LOG_WARN("profiler '%s': EventPipeStartSession failed with HRESULT %s (attempt %d)%s", p->name,
                  HR_STR(hr), p->session_attempts,
@@ -560,6 +569,7 @@ static void *sampler_main(void *arg)
     struct profiler *p = arg;
     clrmux_block_termination_signals();
     pthread_setname_np(pthread_self(), "clrmux-prof");
+    atomic_store(&p->sampler_tid, current_tid());
     int64_t interval = (int64_t)p->cfg.interval_ms * 1000000;
     int64_t period = (int64_t)p->cfg.period_s * 1000000000;
     int64_t next = mono_ns() + interval;
@@ -573,7 +583,8 @@ static void *sampler_main(void *arg)
             pthread_mutex_unlock(&p->work_lock);
             break;
         }
-        if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3)
+        if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3 &&
+            mono_ns() >= p->session_due)
             start_session(p);
         if (sample && atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
             sig_tick(p);
@@ -610,6 +621,11 @@ static HRESULT STDMETHODCALLTYPE pr_ThreadCreated(ICorProfilerCallback11 *This, 
     DWORD os = 0;
     if (FAILED(ICorProfilerInfo3_GetThreadInfo(p->info, id, &os)))
         os = 0;
+    uint32_t own = atomic_load(&p->sampler_tid);
+    if (own && (current_tid() == own || os == own)) {
+        atomic_store(&p->sampler_id, id); /* our sampler thread, seen by the runtime: not sampled */
+        return S_OK;
+    }
     prof_threads_add(&p->threads, id, os);
     return S_OK;
 }
@@ -622,13 +638,18 @@ static HRESULT STDMETHODCALLTYPE pr_ThreadDestroyed(ICorProfilerCallback11 *This
 
 static HRESULT STDMETHODCALLTYPE pr_ThreadAssignedToOSThread(ICorProfilerCallback11 *This, ThreadID id, DWORD os)
 {
-    prof_threads_set_tid(&impl(This)->threads, id, os);
+    struct profiler *p = impl(This);
+    if (id == atomic_load(&p->sampler_id) || (os && os == atomic_load(&p->sampler_tid)))
+        return S_OK;
+    prof_threads_set_tid(&p->threads, id, os);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE pr_ThreadNameChanged(ICorProfilerCallback11 *This, ThreadID id, ULONG cch,
                                                       WCHAR *name)
 {
+    if (id == atomic_load(&impl(This)->sampler_id))
+        return S_OK;
     char utf8[PROF_THREAD_NAME];
     clrmux_frame_utf16_to_utf8(utf8, sizeof utf8, (const uint16_t *)name, name ? cch : 0);
     prof_threads_set_name(&impl(This)->threads, id, utf8);
@@ -914,14 +935,24 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     p->period_start_unix = unix_ns();
     p->period_start_mono = mono_ns();
-    if (p->want_session)
+    /* The session for allocations and contention starts eventpipe_delay_ms after Initialize,
+     * from the sampler thread: enabling Microsoft-Windows-DotNETRuntime wakes the runtime's
+     * managed EventSource side (hundreds more ReadyToRun lookups, a dozen JIT compilations,
+     * 40-60 ms of CPU on the main thread when the session exists before the default event
+     * sources are created), which start-up then does not pay (bench/startup.sh). 0 starts it
+     * here, so that the events of start-up itself are seen. */
+    p->session_due = p->period_start_mono + (int64_t)p->cfg.eventpipe_delay_ms * 1000000;
+    if (p->want_session && p->cfg.eventpipe_delay_ms == 0)
         start_session(p);
 
     pthread_mutex_init(&p->work_lock, NULL);
-    if (pthread_create(&p->sampler, NULL, sampler_main, p) == 0)
+    if (pthread_create(&p->sampler, NULL, sampler_main, p) == 0) {
         p->sampler_started = 1;
-    else
+    } else {
         LOG_ERROR("profiler '%s': cannot start the sampler thread; profiles are written at shutdown only", p->name);
+        if (p->want_session && !atomic_load(&p->session_started))
+            start_session(p); /* nobody else would */
+    }
     if (prof_lastgasp_register(prof_last_gasp, p) != 0)
         LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
                  p->name);

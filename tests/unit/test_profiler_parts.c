@@ -267,8 +267,10 @@ static void test_config_defaults_and_keys(void **state)
     assert_int_equal(pc.interval_ms, 10);
     assert_true(pc.cpu && pc.wall && pc.exceptions && pc.allocations && pc.contention);
     assert_int_equal(pc.sampler, PROF_SAMPLER_SIGNAL);
+    assert_int_equal(pc.eventpipe_delay_ms, 1000);
 
     struct clrmux_kv kvs[] = {
+        {"eventpipe_delay_ms", "0", 14}, {"eventpipe_delay_ms", "soon", 15},
         {"sampler", "suspend", 12},     {"sampler", "perf", 13},
         {"output_dir", "/var/prof", 3}, {"period_s", "5", 4},        {"sampling_interval_ms", "20", 5},
         {"cpu", "false", 6},            {"wall", "no", 7},          {"exceptions", "maybe", 8},
@@ -293,6 +295,8 @@ static void test_config_defaults_and_keys(void **state)
     assert_non_null(strstr(g_log, "line 10: unknown key 'colour'"));
     assert_int_equal(pc.sampler, PROF_SAMPLER_SUSPEND); /* the bad second value keeps the first */
     assert_non_null(strstr(g_log, "line 13: sampler 'perf' is not signal or suspend; using suspend"));
+    assert_int_equal(pc.eventpipe_delay_ms, 0); /* the bad second value keeps the first */
+    assert_non_null(strstr(g_log, "line 15: eventpipe_delay_ms 'soon' is not a number of milliseconds"));
 
     struct clrmux_kv rel[] = {{"output_dir", "out/p", 2}};
     cc.kvs = rel;
