@@ -38,6 +38,7 @@ int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc
     pc->period_s = 60;
     pc->interval_ms = 10;
     pc->pause_budget_pct = 1;
+    pc->eventpipe_delay_ms = 1000;
     pc->sampler = PROF_SAMPLER_SIGNAL;
     pc->cpu = pc->wall = pc->exceptions = pc->allocations = pc->contention = 1;
     static const struct { const char *key; size_t off; } bools[] = {
@@ -77,6 +78,11 @@ int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc
             if (parse_int(kv->value, 1, 10000, &pc->interval_ms) != 0)
                 LOG_ERROR("child '%s' line %d: sampling_interval_ms '%s' is not a number of milliseconds in 1..10000; "
                           "using %d", cc->name, kv->line, kv->value, pc->interval_ms);
+        } else if (strcmp(kv->key, "eventpipe_delay_ms") == 0) {
+            handled = 1;
+            if (parse_int(kv->value, 0, 3600000, &pc->eventpipe_delay_ms) != 0)
+                LOG_ERROR("child '%s' line %d: eventpipe_delay_ms '%s' is not a number of milliseconds in 0..3600000; "
+                          "using %d", cc->name, kv->line, kv->value, pc->eventpipe_delay_ms);
         } else if (strcmp(kv->key, "pause_budget_percent") == 0) {
             handled = 1;
             if (parse_int(kv->value, 0, 100, &pc->pause_budget_pct) != 0)

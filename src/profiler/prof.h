@@ -33,6 +33,8 @@ struct prof_config {
     int pause_budget_pct;      /* stretch the interval so that stop-the-world pauses stay
                                   under this share of wall time; 0 = never [1] */
     int cpu, wall, exceptions, allocations, contention; /* [true] each */
+    int eventpipe_delay_ms; /* ms after Initialize before the allocation/contention EventPipe session
+                               starts [1000]; 0: in Initialize, from the first instruction */
     int sampler;               /* PROF_SAMPLER_SIGNAL (default where supported) or _SUSPEND */
     char endpoint[2048];       /* Pyroscope server URL; "" = no push */
     char app_name[256];        /* Pyroscope application name [process name] */

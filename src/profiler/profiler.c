@@ -72,6 +72,16 @@ struct profiler {
 
     pthread_t sampler;
     int sampler_started;
+    /* The EventPipe session is started by a short-lived thread of ours (session_main), and
+     * the runtime's managed EventSource side then runs on it: it becomes a runtime thread.
+     * It is ours, not the app's: never sampled (its tid and ThreadID kept here, 0 until then).
+     * Not the sampler thread itself: a runtime thread cannot SuspendRuntime on .NET 8
+     * (CORPROF_E_UNSUPPORTED_CALL_SEQUENCE), which the suspend sampler needs. */
+    _Atomic uint32_t own_tid;
+    _Atomic ThreadID own_id;
+    pthread_t session_thread;
+    int session_thread_started;     /* by the sampler thread; joined by it or at Shutdown */
+    _Atomic int session_thread_done;
     /* held by the sampler while it works (tick, drain, flush), by Shutdown and by the last
      * gasp (common/lastgasp.h), which sets `final`: no file is written after it */
     pthread_mutex_t work_lock;
@@ -83,6 +93,7 @@ struct profiler {
     _Atomic int session_started;
     EVENTPIPE_SESSION session;
     int session_attempts;
+    int64_t session_due; /* CLOCK_MONOTONIC ns: the session is started from then on */
 
     struct prof_thread_view *views; /* sampler's copy of the registry */
     size_t nviews;                  /* the signal sampler's copy: views[nviews] ... */
@@ -513,12 +524,15 @@ static void start_session(struct profiler *p)
     if (SUCCEEDED(hr)) {
         p->session = s;
         atomic_store(&p->session_started, 1);
-        LOG_INFO("profiler '%s': EventPipe session started (Microsoft-Windows-DotNETRuntime keywords 0x%llX)",
-                 p->name, (unsigned long long)pc.keywords);
+        LOG_INFO("profiler '%s': EventPipe session started %lld ms after Initialize (eventpipe_delay_ms = %d; "
+                 "Microsoft-Windows-DotNETRuntime keywords 0x%llX)",
+                 p->name, (long long)((mono_ns() - p->session_due) / 1000000 + p->cfg.eventpipe_delay_ms),
+                 p->cfg.eventpipe_delay_ms,
+                 (unsigned long long)pc.keywords);
     } else {
         LOG_WARN("profiler '%s': EventPipeStartSession failed with HRESULT %s (attempt %d)%s", p->name,
                  HR_STR(hr), p->session_attempts,
-                 p->session_attempts < 3 ? "; retrying from the sampler thread" : "; no allocation/contention profile");
+                 p->session_attempts < 3 ? "; retried on a later tick" : "; no allocation/contention profile");
     }
 }
 
@@ -555,6 +569,20 @@ static void stop_and_wake(struct profiler *p)
     syscall(SYS_futex, (int *)&p->stop, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
 }
 
+/* The thread that starts the EventPipe session eventpipe_delay_ms after Initialize, then
+ * ends: the runtime's managed EventSource work that the session wakes runs on it. */
+static void *session_main(void *arg)
+{
+    struct profiler *p = arg;
+    clrmux_block_termination_signals();
+    pthread_setname_np(pthread_self(), "clrmux-evpipe");
+    atomic_store(&p->own_tid, current_tid());
+    if (!atomic_load(&p->stop))
+        start_session(p);
+    atomic_store(&p->session_thread_done, 1);
+    return NULL;
+}
+
 static void *sampler_main(void *arg)
 {
     struct profiler *p = arg;
@@ -573,8 +601,18 @@ static void *sampler_main(void *arg)
             pthread_mutex_unlock(&p->work_lock);
             break;
         }
-        if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3)
-            start_session(p);
+        if (p->session_thread_started && atomic_load(&p->session_thread_done)) {
+            pthread_join(p->session_thread, NULL);
+            p->session_thread_started = 0;
+        }
+        if (p->want_session && !atomic_load(&p->session_started) && p->session_attempts < 3 &&
+            !p->session_thread_started && mono_ns() >= p->session_due) {
+            atomic_store(&p->session_thread_done, 0);
+            if (pthread_create(&p->session_thread, NULL, session_main, p) == 0)
+                p->session_thread_started = 1;
+            else
+                start_session(p); /* no thread for it: from here, this once */
+        }
         if (sample && atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
             sig_tick(p);
         else if (sample && p->info10)
@@ -610,6 +648,11 @@ static HRESULT STDMETHODCALLTYPE pr_ThreadCreated(ICorProfilerCallback11 *This, 
     DWORD os = 0;
     if (FAILED(ICorProfilerInfo3_GetThreadInfo(p->info, id, &os)))
         os = 0;
+    uint32_t own = atomic_load(&p->own_tid);
+    if (own && (current_tid() == own || os == own)) {
+        atomic_store(&p->own_id, id); /* our session thread, seen by the runtime: not sampled */
+        return S_OK;
+    }
     prof_threads_add(&p->threads, id, os);
     return S_OK;
 }
@@ -622,13 +665,18 @@ static HRESULT STDMETHODCALLTYPE pr_ThreadDestroyed(ICorProfilerCallback11 *This
 
 static HRESULT STDMETHODCALLTYPE pr_ThreadAssignedToOSThread(ICorProfilerCallback11 *This, ThreadID id, DWORD os)
 {
-    prof_threads_set_tid(&impl(This)->threads, id, os);
+    struct profiler *p = impl(This);
+    if (id == atomic_load(&p->own_id) || (os && os == atomic_load(&p->own_tid)))
+        return S_OK;
+    prof_threads_set_tid(&p->threads, id, os);
     return S_OK;
 }
 
 static HRESULT STDMETHODCALLTYPE pr_ThreadNameChanged(ICorProfilerCallback11 *This, ThreadID id, ULONG cch,
                                                       WCHAR *name)
 {
+    if (id == atomic_load(&impl(This)->own_id))
+        return S_OK;
     char utf8[PROF_THREAD_NAME];
     clrmux_frame_utf16_to_utf8(utf8, sizeof utf8, (const uint16_t *)name, name ? cch : 0);
     prof_threads_set_name(&impl(This)->threads, id, utf8);
@@ -722,6 +770,16 @@ static void stop_sampler(struct profiler *p)
     stop_and_wake(p);
     pthread_join(p->sampler, NULL);
     p->sampler_started = 0;
+    if (p->session_thread_started) { /* starting the session: bounded, it is the runtime's call */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 2;
+        if (pthread_timedjoin_np(p->session_thread, NULL, &ts) != 0) {
+            LOG_WARN("profiler '%s': the EventPipe session is still starting at shutdown; not waited for", p->name);
+            pthread_detach(p->session_thread);
+        }
+        p->session_thread_started = 0;
+    }
 }
 
 /* The process ends without Shutdown (common/lastgasp.h): the current period, up to now, as a
@@ -914,14 +972,24 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     p->period_start_unix = unix_ns();
     p->period_start_mono = mono_ns();
-    if (p->want_session)
+    /* The session for allocations and contention starts eventpipe_delay_ms after Initialize,
+     * from a thread the sampler starts (session_main): enabling Microsoft-Windows-DotNETRuntime
+     * wakes the runtime's managed EventSource side (hundreds more ReadyToRun lookups, a dozen JIT compilations,
+     * 40-60 ms of CPU on the main thread when the session exists before the default event
+     * sources are created), which start-up then does not pay (bench/startup.sh). 0 starts it
+     * here, so that the events of start-up itself are seen. */
+    p->session_due = p->period_start_mono + (int64_t)p->cfg.eventpipe_delay_ms * 1000000;
+    if (p->want_session && p->cfg.eventpipe_delay_ms == 0)
         start_session(p);
 
     pthread_mutex_init(&p->work_lock, NULL);
-    if (pthread_create(&p->sampler, NULL, sampler_main, p) == 0)
+    if (pthread_create(&p->sampler, NULL, sampler_main, p) == 0) {
         p->sampler_started = 1;
-    else
+    } else {
         LOG_ERROR("profiler '%s': cannot start the sampler thread; profiles are written at shutdown only", p->name);
+        if (p->want_session && !atomic_load(&p->session_started))
+            start_session(p); /* nobody else would */
+    }
     if (prof_lastgasp_register(prof_last_gasp, p) != 0)
         LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
                  p->name);

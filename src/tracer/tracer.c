@@ -20,10 +20,23 @@ static uint64_t hash2(uint64_t a, uint32_t b)
     return h ^ (h >> 29);
 }
 
+/* The filter bit of a method: the hash's high bits, independent of its slot (the low bits). */
+static void method_filter_bit(uint64_t h, size_t *word, uint64_t *bit)
+{
+    *word = (size_t)(h >> 58);        /* 64 words */
+    *bit = 1ull << ((h >> 52) & 63); /* 64 bits each */
+}
+
 /* The index of a traced method, or -1. Lock-free. */
 static int method_lookup(struct tracer *t, ModuleID mod, mdMethodDef tok)
 {
-    size_t i = hash2(mod, (uint32_t)tok) & (METHOD_SLOTS - 1);
+    uint64_t h = hash2(mod, (uint32_t)tok);
+    size_t w;
+    uint64_t b;
+    method_filter_bit(h, &w, &b);
+    if (!(atomic_load_explicit(&t->method_filter[w], memory_order_acquire) & b))
+        return -1; /* never registered (set before its slot is published) */
+    size_t i = h & (METHOD_SLOTS - 1);
     for (size_t n = 0; n < METHOD_SLOTS; n++, i = (i + 1) & (METHOD_SLOTS - 1)) {
         struct method_slot *s = &t->slots[i];
         uint32_t idx1 = atomic_load_explicit(&s->idx1, memory_order_acquire);
@@ -50,7 +63,12 @@ static int method_register(struct tracer *t, ModuleID mod, mdMethodDef tok, int 
             m->target = target;
             snprintf(m->name, sizeof m->name, "%s", name);
             atomic_store_explicit(&t->nmethods, n + 1, memory_order_release);
-            size_t i = hash2(mod, (uint32_t)tok) & (METHOD_SLOTS - 1);
+            uint64_t h = hash2(mod, (uint32_t)tok);
+            size_t w;
+            uint64_t b;
+            method_filter_bit(h, &w, &b);
+            atomic_fetch_or_explicit(&t->method_filter[w], b, memory_order_release);
+            size_t i = h & (METHOD_SLOTS - 1);
             while (atomic_load(&t->slots[i].idx1))
                 i = (i + 1) & (METHOD_SLOTS - 1);
             t->slots[i].module = mod;

@@ -129,6 +129,11 @@ struct tracer {
     struct traced_method *methods;
     _Atomic uint32_t nmethods;
     struct method_slot *slots;
+    /* a Bloom filter of the registered (module, token) pairs, one bit each, checked before the
+     * slots: a lookup of a method that is not traced (every JITInlining and cached-code search
+     * of start-up) stays in these 512 bytes instead of touching a random page of the 256 KB
+     * lazily mapped slot table (measured: ~1.5 ms of CPU in a hello world's start-up) */
+    _Atomic uint64_t method_filter[64];
 
     /* the ReJIT thread */
     pthread_mutex_t rj_lock;

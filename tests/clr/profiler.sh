@@ -300,4 +300,29 @@ else
     bad "cpu only: threads + stack snapshots in the mask, no EventPipe session, only cpu values" "$(cat "$WORK/cpuonly.log")"
 fi
 
+# ---- the EventPipe session starts eventpipe_delay_ms after Initialize (default 1000) -----------
+# shapes (default): the session started from the sampler thread, at least 1 s in, and the sampler
+# thread that ran the runtime's managed EventSource side is not among the sampled threads (its
+# frames would be truncated walks: checked above); a hello world with a 60 s delay ends without
+# a session, at once; with 0 the session starts in Initialize.
+n=$(sed -n "s/.*profiler 'profiler': EventPipe session started \([0-9]*\) ms after Initialize (eventpipe_delay_ms = 1000;.*/\1/p" "$WORK/shapes.log" | head -1)
+if [ -n "$n" ] && [ "$n" -ge 1000 ]; then
+    ok "the EventPipe session starts after eventpipe_delay_ms (default 1000): $n ms after Initialize"
+else
+    bad "the EventPipe session starts after eventpipe_delay_ms (default 1000)" "$(grep -i eventpipe "$WORK/shapes.log")"
+fi
+for d in 60000 0; do
+    printf '[loader]\nlog_level = info\n[child profiler]\nbuiltin = profiler\noutput_dir = ep%s\neventpipe_delay_ms = %s\n' "$d" "$d" >"$WORK/ep$d.conf"
+    out=$(env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+          CLRMUX_CONFIG="$WORK/ep$d.conf" CLRMUX_LOG_FILE="$WORK/ep$d.log" timeout 60 "${DOTNET[@]}" build/clr/hello/hello.dll 2>&1)
+    started=$(grep -c "EventPipe session started" "$WORK/ep$d.log" || true)
+    if [ "$d" = 60000 ] && [ "$out" = hello ] && [ "$started" = 0 ] && grep -q "shut down" "$WORK/ep$d.log"; then
+        ok "eventpipe_delay_ms = 60000: a hello world ends before the session, which never starts"
+    elif [ "$d" = 0 ] && [ "$out" = hello ] && grep -q "EventPipe session started [0-9]* ms after Initialize (eventpipe_delay_ms = 0;" "$WORK/ep$d.log"; then
+        ok "eventpipe_delay_ms = 0: the session starts in Initialize"
+    else
+        bad "eventpipe_delay_ms = $d: hello world, session started $started times" "$out"$'\n'"$(cat "$WORK/ep$d.log")"
+    fi
+done
+
 clr_done

@@ -50,7 +50,7 @@ run() {
             printf '[child tracer]\nbuiltin = tracer\noutput = spans.otlp.jsonl\n'
             printf 'trace = spanapp!SpanApp.Requests::Request\ntrace = spanapp!SpanApp.Requests::Handle\n'
         fi
-        printf '[child profiler]\nbuiltin = profiler\noutput_dir = profiles\nperiod_s = 60\n'
+        printf '[child profiler]\nbuiltin = profiler\noutput_dir = profiles\nperiod_s = 60\neventpipe_delay_ms = 0\n'
         printf 'sampling_interval_ms = 10\nsampler = %s\npause_budget_percent = 0\n' "$sampler"
     } >"$WORK/$tag/loader.conf"
     env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \

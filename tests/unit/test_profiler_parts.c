@@ -267,8 +267,10 @@ static void test_config_defaults_and_keys(void **state)
     assert_int_equal(pc.interval_ms, 10);
     assert_true(pc.cpu && pc.wall && pc.exceptions && pc.allocations && pc.contention);
     assert_int_equal(pc.sampler, PROF_SAMPLER_SIGNAL);
+    assert_int_equal(pc.eventpipe_delay_ms, 1000);
 
     struct clrmux_kv kvs[] = {
+        {"eventpipe_delay_ms", "0", 14}, {"eventpipe_delay_ms", "soon", 15},
         {"sampler", "suspend", 12},     {"sampler", "perf", 13},
         {"output_dir", "/var/prof", 3}, {"period_s", "5", 4},        {"sampling_interval_ms", "20", 5},
         {"cpu", "false", 6},            {"wall", "no", 7},          {"exceptions", "maybe", 8},
@@ -293,6 +295,8 @@ static void test_config_defaults_and_keys(void **state)
     assert_non_null(strstr(g_log, "line 10: unknown key 'colour'"));
     assert_int_equal(pc.sampler, PROF_SAMPLER_SUSPEND); /* the bad second value keeps the first */
     assert_non_null(strstr(g_log, "line 13: sampler 'perf' is not signal or suspend; using suspend"));
+    assert_int_equal(pc.eventpipe_delay_ms, 0); /* the bad second value keeps the first */
+    assert_non_null(strstr(g_log, "line 15: eventpipe_delay_ms 'soon' is not a number of milliseconds"));
 
     struct clrmux_kv rel[] = {{"output_dir", "out/p", 2}};
     cc.kvs = rel;
@@ -315,6 +319,23 @@ static void test_output_path(void **state)
     assert_int_equal(prof_output_path(out, 20, "/p", "MyApp", 1234, 0), -1);
 }
 
+/* The name cache's table grows as it fills (a prefix of its mapping, rehashed in place): names
+ * cached before each doubling are still found after it, at the same arena address. */
+static void test_names_grow(void **state)
+{
+    (void)state;
+    struct prof_names *n = prof_names_create(NULL, 65536, 8u << 20);
+    assert_non_null(n);
+    enum { N = 20000 };
+    static const char *first[N];
+    for (size_t i = 0; i < N; i++) /* one entry per page; no ELF object there: dladdr fails */
+        first[i] = prof_names_native(n, (uintptr_t)(0x100000000000ull + (i << 12)));
+    for (size_t i = 0; i < N; i++)
+        assert_ptr_equal(prof_names_native(n, (uintptr_t)(0x100000000000ull + (i << 12))), first[i]);
+    assert_int_equal(prof_names_resets(n), 0);
+    prof_names_destroy(n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_threads_registry),
         cmocka_unit_test(test_config_defaults_and_keys),
         cmocka_unit_test(test_output_path),
+        cmocka_unit_test(test_names_grow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
