@@ -45,7 +45,8 @@ struct ep_snap {
 };
 
 struct ep_cache_slot {
-    _Atomic EVENTPIPE_PROVIDER handle; /* 0 empty, 1 being written */
+    _Atomic int state; /* 0 empty, 1 being written, 2 handle and name written */
+    EVENTPIPE_PROVIDER handle;
     char name[EP_NAME];
 };
 
@@ -414,22 +415,23 @@ static const char *provider_name(struct clrmux_mux *m, struct clrmux_ep *e, EVEN
     size_t h = (size_t)((p >> 4) * 0x9E3779B97F4A7C15ull >> 56) & (EP_CACHE - 1);
     for (int probe = 0; probe < 8; probe++, h = (h + 1) & (EP_CACHE - 1)) {
         struct ep_cache_slot *s = &e->cache[h];
-        EVENTPIPE_PROVIDER cur = atomic_load_explicit(&s->handle, memory_order_acquire);
-        if (cur == p)
+        int state = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (state == 2 && s->handle == p)
             return s->name;
-        if (cur != 0)
-            continue;
+        if (state != 0)
+            continue; /* another provider's, or being written (any handle value may be a provider's) */
         WCHAR w[EP_NAME];
         ULONG len = 0;
         tmp[0] = 0;
         if (FAILED(m->info->lpVtbl->EventPipeGetProviderInfo(m->info, p, EP_NAME, &len, w)))
             return tmp;
         clrmux_utf16_to_utf8(w, len, tmp, n);
-        EVENTPIPE_PROVIDER expected = 0;
-        if (atomic_compare_exchange_strong(&s->handle, &expected, (EVENTPIPE_PROVIDER)1)) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&s->state, &expected, 1)) {
+            s->handle = p;
             memcpy(s->name, tmp, n < EP_NAME ? n : EP_NAME);
             s->name[EP_NAME - 1] = 0;
-            atomic_store_explicit(&s->handle, p, memory_order_release);
+            atomic_store_explicit(&s->state, 2, memory_order_release);
         }
         return tmp;
     }
