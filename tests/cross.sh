@@ -126,7 +126,15 @@ windows() {
         grep -aE '^FAIL|err' "$log" | head -20 | sed 's/^/       /'
     fi
     # the loader's unit tests (cmocka) under Wine
-    run_units "Windows x64 (wine)" "$BUILD/win-x64/unit" "$BUILD/win-x64/fake" env WINEPREFIX="$prefix" WINEDEBUG=-all "$wine"
+    # (the fake child DLLs, and libclrmux.dll above them for the loader-loop test, are staged in
+    # the private folder too when the build folder is not trusted)
+    local fakedir="$BUILD/win-x64/fake"
+    if [ "$trusted" != "$ROOT/$BUILD/win-x64" ]; then
+        rm -rf "$trusted/units" && mkdir -p "$trusted/units/fake" && chmod 700 "$trusted/units" "$trusted/units/fake"
+        cp "$BUILD"/win-x64/fake/*.dll "$trusted/units/fake/" && cp "$BUILD/win-x64/libclrmux.dll" "$trusted/units/"
+        fakedir="$trusted/units/fake"
+    fi
+    run_units "Windows x64 (wine)" "$BUILD/win-x64/unit" "$fakedir" env WINEPREFIX="$prefix" WINEDEBUG=-all "$wine"
     # a real .NET 10 runtime for win-x64 (a self-contained app) under Wine
     if ! command -v dotnet >/dev/null 2>&1; then
         skip_platform "win-x64 .NET under Wine: dotnet is not on PATH"
