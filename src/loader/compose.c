@@ -263,7 +263,7 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
                 r->compiled = 1;
             if (!r->compiled) {
                 if (!r->pending)
-                    clrmux_compose_count(cs, &cs->npending, 1);
+                    clrmux_compose_count(m, &cs->npending, 1);
                 r->pending |= bit;
                 hold = 1;
             } else {
@@ -338,7 +338,7 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
             if (r->jit_as_rejit & bit) {
                 r->jit_as_rejit &= ~bit; /* alone, its method is back to plain JIT compilations */
                 if (!r->jit_as_rejit)
-                    clrmux_compose_count(cs, &cs->nas_rejit, -1);
+                    clrmux_compose_count(m, &cs->nas_rejit, -1);
             }
             for (struct link **l = &r->links; *l; l = &(*l)->next)
                 if ((*l)->child == child->index) {
@@ -351,7 +351,7 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
             if (was_pending) {
                 r->pending &= ~bit;
                 if (!r->pending)
-                    clrmux_compose_count(cs, &cs->npending, -1);
+                    clrmux_compose_count(m, &cs->npending, -1);
             }
             /* composed at JIT time: the runtime's own IL holds the owners' rewrites, so even
              * the last owner's revert is a rebuild (from the base) */
@@ -519,7 +519,7 @@ void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid, BOOL safe,
     if (r && r->pending && !r->compiled) {
         owners = r->pending;
         r->pending = 0;
-        clrmux_compose_count(cs, &cs->npending, -1);
+        clrmux_compose_count(m, &cs->npending, -1);
         with_inliners = r->with_inliners;
         flags = r->inliner_flags;
     }
@@ -564,7 +564,7 @@ void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid, BOOL safe,
         /* alone, each owner's request made this first compilation a ReJIT of its own */
         uint64_t as = owners & r->owners;
         if (as && !r->jit_as_rejit)
-            clrmux_compose_count(cs, &cs->nas_rejit, 1);
+            clrmux_compose_count(m, &cs->nas_rejit, 1);
         r->jit_as_rejit |= as;
         if (!r->fake_id)
             r->fake_id = cs->next_fake++;
@@ -625,7 +625,7 @@ void clrmux_compose_jit_finished(struct clrmux_mux *m, FunctionID fid, HRESULT s
         if (pending) {
             r->pending = 0;
             r->announce |= pending;
-            clrmux_compose_count(cs, &cs->npending, -1);
+            clrmux_compose_count(m, &cs->npending, -1);
             with_inliners = r->with_inliners;
             flags = r->inliner_flags;
         }
@@ -686,12 +686,12 @@ void clrmux_compose_child_gone(struct clrmux_mux *m, struct clrmux_child *child)
             if (r->pending & bit) {
                 r->pending &= ~bit;
                 if (!r->pending)
-                    clrmux_compose_count(cs, &cs->npending, -1);
+                    clrmux_compose_count(m, &cs->npending, -1);
             }
             if (r->jit_as_rejit & bit) {
                 r->jit_as_rejit &= ~bit;
                 if (!r->jit_as_rejit)
-                    clrmux_compose_count(cs, &cs->nas_rejit, -1);
+                    clrmux_compose_count(m, &cs->nas_rejit, -1);
             }
             for (struct link **l = &r->links; *l; l = &(*l)->next)
                 if ((*l)->child == child->index) {

@@ -391,7 +391,7 @@ void clrmux_compose_get_rejit_parameters(struct clrmux_mux *m, ModuleID module, 
          * not held back): the held-back owners join this composition */
         fresh |= r->pending;
         r->pending = 0;
-        clrmux_compose_count(cs, &cs->npending, -1);
+        clrmux_compose_count(m, &cs->npending, -1);
     }
     if (r) {
         r->announce = 0;

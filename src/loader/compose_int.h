@@ -11,6 +11,7 @@
 
 #include "clrmux/corprof.h"
 #include "loader/compose.h"
+#include "loader/dispatch.h"
 #include "loader/mux.h"
 
 #define NBUCKETS 4096
@@ -94,11 +95,15 @@ struct clrmux_compose {
 extern __thread uint64_t clrmux_compose_tls_requesters;
 extern __thread int clrmux_compose_tls_in_request;
 
-/* Counts a record in or out of npending / nas_rejit, and of jit_work with it. */
-static inline void clrmux_compose_count(struct clrmux_compose *cs, _Atomic int *counter, int delta)
+/* Counts a record in or out of npending / nas_rejit, and of jit_work with it. When jit_work
+ * leaves 0, the JIT routes' direct and counted pointers go (dispatch.h, gates) before the
+ * caller goes on, so that every JIT callback that starts after it takes the long way; they
+ * come back at the first JIT callback after jit_work is 0 again (clrmux_dispatch_regate). */
+static inline void clrmux_compose_count(struct clrmux_mux *m, _Atomic int *counter, int delta)
 {
     atomic_fetch_add(counter, delta);
-    atomic_fetch_add(&cs->jit_work, delta);
+    if (atomic_fetch_add(&m->compose->jit_work, delta) == 0 && delta > 0)
+        clrmux_dispatch_gate_closed(m, CLRMUX_GATE_JIT_WORK);
 }
 
 static inline uint64_t clrmux_bit_of(const struct clrmux_child *c) { return 1ull << (c->index & 63); }

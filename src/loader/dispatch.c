@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "loader/compose.h"
 #include "loader/detach.h"
 #include "loader/mux.h"
 
@@ -37,6 +38,46 @@ static const struct route_spec specs[CLRMUX_NROUTES] = {
     [CLRMUX_ROUTE_ReJITCompilationFinished] = {K_MASK, 4, COR_PRF_MONITOR_JIT_COMPILATION, 0},
     [CLRMUX_ROUTE_ReJITError] = {K_ALL, 4, 0, 0},
 };
+
+/* Each JIT route's gates (dispatch.h): what makes its callback do clrmux's own work. */
+static const unsigned char route_gates[CLRMUX_NROUTES] = {
+    [CLRMUX_ROUTE_JITCompilationStarted] = CLRMUX_GATE_JIT_WORK | CLRMUX_GATE_WINDOW,
+    [CLRMUX_ROUTE_JITCachedFunctionSearchStarted] = CLRMUX_GATE_JIT_WORK | CLRMUX_GATE_WINDOW,
+    [CLRMUX_ROUTE_JITCompilationFinished] = CLRMUX_GATE_JIT_WORK,
+    [CLRMUX_ROUTE_JITInlining] = CLRMUX_GATE_JIT_WORK | CLRMUX_GATE_INLINING,
+};
+
+/* The gates closed now (sequentially consistent loads). */
+static unsigned closed_gates(struct clrmux_mux *m)
+{
+    unsigned g = 0;
+    if (m->compose_pending && atomic_load(m->compose_pending))
+        g |= CLRMUX_GATE_JIT_WORK;
+    if (atomic_load(&m->windows))
+        g |= CLRMUX_GATE_WINDOW;
+    if (m->compose && clrmux_compose_tracks_inlining(m))
+        g |= CLRMUX_GATE_INLINING;
+    return g;
+}
+
+void clrmux_dispatch_gate_closed(struct clrmux_mux *m, unsigned gates)
+{
+    for (int id = 0; id < CLRMUX_NROUTES; id++)
+        if (route_gates[id] & gates) {
+            atomic_store(&m->direct[id], NULL);
+            atomic_store(&m->counted[id], NULL);
+        }
+}
+
+void clrmux_dispatch_regate(struct clrmux_mux *m, enum clrmux_route_id id)
+{
+    const struct clrmux_route *r = atomic_load(&m->routes[id]);
+    if (r->n != 1 || (!r->one && !atomic_load(&clrmux_evac_asymmetric)) || (route_gates[id] & closed_gates(m)))
+        return;
+    if (atomic_load(&m->direct[id]) || atomic_load(&m->counted[id]))
+        return;
+    clrmux_dispatch_update(m);
+}
 
 /* 1 when the runtime would refuse the child's RequestProfilerDetach for good (detach.c
  * checks the same under mask_lock): nothing can make it detachable again, so callbacks may
@@ -89,6 +130,7 @@ void clrmux_dispatch_rebuild(struct clrmux_mux *m)
 {
     int n = m->nchildren < 64 ? m->nchildren : 64;
     int asym = atomic_load(&clrmux_evac_asymmetric);
+    const unsigned closed = closed_gates(m);
     uint64_t pinned = 0;
     for (int i = 0; i < n; i++)
         if (never_detaches(m, &m->children[i]))
@@ -108,13 +150,22 @@ void clrmux_dispatch_rebuild(struct clrmux_mux *m)
         }
         if (r != atomic_load_explicit(&m->routes[id], memory_order_relaxed))
             atomic_store_explicit(&m->routes[id], r, memory_order_release);
-        if (r->one != atomic_load_explicit(&m->direct[id], memory_order_relaxed))
-            atomic_store_explicit(&m->direct[id], r->one, memory_order_release);
+        ICorProfilerCallback11 *one = r->one;
         /* a sole subscriber that may detach: counted in with plain stores (needs membarrier) */
         ICorProfilerCallback11 *counted = !r->one && r->n == 1 && asym ? r->e[0].cb : NULL;
+        if (route_gates[id] & closed)
+            one = counted = NULL; /* the long way does clrmux's work (dispatch.h, gates) */
+        /* (sequentially consistent: the gates are read again after these stores, below) */
+        if (one != atomic_load_explicit(&m->direct[id], memory_order_relaxed))
+            atomic_store(&m->direct[id], one);
         if (counted != atomic_load_explicit(&m->counted[id], memory_order_relaxed))
-            atomic_store_explicit(&m->counted[id], counted, memory_order_release);
+            atomic_store(&m->counted[id], counted);
     }
+    /* a gate that closed while the pointers above were published: its routes go again (the
+     * closing thread may have cleared them before those stores) */
+    const unsigned now = closed_gates(m);
+    if (now & ~closed)
+        clrmux_dispatch_gate_closed(m, now & ~closed);
 }
 
 void clrmux_dispatch_update(struct clrmux_mux *m)

@@ -17,6 +17,17 @@
  * add to its thread's record, loads that pointer, calls the child and counts itself out
  * (clrmux_evac_inc/dec). Any other route is walked inside clrmux_evac_enter/leave.
  *
+ * Gates: a JIT route's callbacks also do clrmux's own work while some state outside the
+ * children's masks holds (CLRMUX_GATE_*: compose's held-back ReJIT requests and JIT-time
+ * compositions, compose tracking inlining for inliner ReJIT callbacks, an unhandled-exception
+ * window open on some thread). While a route's gate is closed its direct[] and counted[]
+ * pointers are NULL, so the callback path stays one load, a test and the child's call, and
+ * the long way (mux.c) does the work. Closing is lock-free (clrmux_dispatch_gate_closed,
+ * after the state changed, sequentially consistent); a rebuild re-reads the gates after its
+ * stores, so a gate that closed meanwhile is never reopened by it. Reopening is a rebuild
+ * (under mask_lock), made by whoever opens the gate under mask_lock, or by the first
+ * callback of the route that finds it open (clrmux_dispatch_regate).
+ *
  * Lifetime: routes are interned per mux (one object per distinct subscriber set and `one`
  * flag) and never freed while the mux lives, so a callback may hold a route it loaded for
  * as long as it likes. A rebuild that yields an existing set reuses its object: memory is
@@ -56,6 +67,13 @@ struct clrmux_route {
     struct clrmux_route_entry e[];
 };
 
+/* Gates (see above): bits of state that send a route's callbacks the long way. */
+enum clrmux_gate {
+    CLRMUX_GATE_JIT_WORK = 1, /* compose's jit_work is non-zero (compose_int.h) */
+    CLRMUX_GATE_WINDOW = 2,   /* mux->windows is non-zero (mux.c, watch_exception) */
+    CLRMUX_GATE_INLINING = 4, /* compose records inlining (clrmux_compose_tracks_inlining) */
+};
+
 /* The route with no subscriber (every route of a mux before its first rebuild). */
 extern const struct clrmux_route clrmux_route_empty;
 
@@ -72,6 +90,15 @@ void clrmux_dispatch_rebuild(struct clrmux_mux *mux);
 /* clrmux_dispatch_rebuild under mux->mask_lock (e.g. after Initialize, when immutable flags
  * are fixed and more routes may become direct). */
 void clrmux_dispatch_update(struct clrmux_mux *mux);
+
+/* Called after one of `gates` closed (its state changed, sequentially consistent): clears the
+ * direct and counted pointers of every route behind those gates. Takes no lock; any thread. */
+void clrmux_dispatch_gate_closed(struct clrmux_mux *mux, unsigned gates);
+
+/* From the long way of route `id`'s callback, with no lock held: when the route's gates are
+ * open again and it should have a direct or counted pointer but has none, rebuilds (takes
+ * mask_lock). A few loads otherwise. */
+void clrmux_dispatch_regate(struct clrmux_mux *mux, enum clrmux_route_id id);
 
 /* Frees every route of a mux that no thread uses any more (tests; the live mux is never freed). */
 void clrmux_dispatch_free(struct clrmux_mux *mux);

@@ -56,52 +56,76 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
         return hr;                                                                         \
     }
 
-/* MASK and ALL: the children of the callback's route. A direct route (one subscriber that can
- * never detach) is a tail call: one load, a test, the child's call. A counted one (one
- * subscriber that may detach, membarrier registered) is the child's call between a plain add
- * and a plain subtract on the thread's evacuation counter (clrmux_evac_inc/dec). Any other
- * goes through mux_one_N (one subscriber) or mux_walk_N, counted in for detach evacuation
- * (detach.h), which reload the route after counting themselves in. One subscriber's HRESULT reaches the
- * runtime, as it would alone (e.g. an error from ObjectReferences ends that heap walk); with
+/* The fast ways of callback N (dispatch.h): a direct route (one subscriber that can never
+ * detach, the route's gates open) is a tail call: one load, a test, the child's call. A
+ * counted one (one subscriber that may detach, membarrier registered, gates open) is the
+ * child's call between a plain add and a plain subtract on the thread's evacuation counter
+ * (clrmux_evac_inc/dec): the thread counts itself in, then loads the child it calls. When
+ * neither applies, the code after FAST_WAYS runs (the thread counted out again). */
+#define FAST_WAYS(m, N, A)                                                                   \
+    do {                                                                                     \
+        ICorProfilerCallback11 *one_ = DIRECT(m, N);                                         \
+        if (__builtin_expect(one_ != NULL, 1))                                               \
+            return one_->lpVtbl->N(one_ CLRMUX_EXPAND A);                                    \
+        struct clrmux_thread_rec *t_ = clrmux_tls_rec;                                       \
+        if (__builtin_expect(t_ != NULL, 1)) {                                               \
+            clrmux_evac_inc(t_);                                                             \
+            one_ = COUNTED(m, N);                                                            \
+            if (__builtin_expect(one_ != NULL, 1)) {                                         \
+                HRESULT hr_ = one_->lpVtbl->N(one_ CLRMUX_EXPAND A);                         \
+                clrmux_evac_dec(t_);                                                         \
+                return hr_;                                                                  \
+            }                                                                                \
+            clrmux_evac_dec(t_);                                                             \
+        }                                                                                    \
+    } while (0)
+
+/* MASK and ALL: the children of the callback's route. The fast ways as FAST_WAYS; a route
+ * with several subscribers is walked by mux_walk_in_N while the thread is counted in with
+ * the same plain add, once membarrier(2) is registered; else mux_walk_N counts itself in
+ * (clrmux_evac_enter: a full fence without membarrier, or on a thread's first callback).
+ * Either reloads the route after counting in. One subscriber's HRESULT reaches the runtime,
+ * as it would alone (e.g. an error from ObjectReferences ends that heap walk); with
  * several, S_OK. */
 #define GEN_MASK(I, D, R, N, P, A, L, H)                                                     \
+    static __attribute__((noinline)) HRESULT mux_walk_in_##N(struct clrmux_mux *m CLRMUX_EXPAND P) \
+    {                                                                                      \
+        const struct clrmux_route *r = ROUTE(m, N);                                        \
+        if (r->n == 1)                                                                     \
+            return r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                      \
+        for (uint32_t i = 0; i < r->n; i++)                                                \
+            r->e[i].cb->lpVtbl->N(r->e[i].cb CLRMUX_EXPAND A);                             \
+        return S_OK;                                                                       \
+    }                                                                                      \
     static __attribute__((noinline)) HRESULT mux_walk_##N(struct clrmux_mux *m CLRMUX_EXPAND P) \
     {                                                                                      \
         struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
-        const struct clrmux_route *r = ROUTE(m, N);                                        \
-        HRESULT hr = S_OK;                                                                 \
-        if (r->n == 1)                                                                     \
-            hr = r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                        \
-        else                                                                               \
-            for (uint32_t i = 0; i < r->n; i++)                                            \
-                r->e[i].cb->lpVtbl->N(r->e[i].cb CLRMUX_EXPAND A);                         \
+        HRESULT hr = mux_walk_in_##N(m CLRMUX_EXPAND A);                                   \
         clrmux_evac_leave(t_);                                                             \
         return hr;                                                                         \
     }                                                                                      \
-    GEN_ONE(N, P, A, mux_walk_##N)                                                         \
     static HRESULT STDMETHODCALLTYPE mux_##N(ICorProfilerCallback11 *This CLRMUX_EXPAND P) \
     {                                                                                      \
         struct clrmux_mux *m = impl(This);                                                 \
         ICorProfilerCallback11 *one = DIRECT(m, N);                                        \
         if (__builtin_expect(one != NULL, 1))                                              \
             return one->lpVtbl->N(one CLRMUX_EXPAND A);                                    \
-        /* a sole subscriber that may detach: the thread counts itself in, then loads the   \
-         * child it calls (the first load only spares the other routes the counting) */     \
-        if (__builtin_expect(COUNTED(m, N) != NULL, 1)) {                                  \
-            struct clrmux_thread_rec *t_ = clrmux_tls_rec;                                 \
-            if (__builtin_expect(t_ != NULL, 1)) {                                         \
-                clrmux_evac_inc(t_);                                                       \
-                one = COUNTED(m, N);                                                       \
-                if (__builtin_expect(one != NULL, 1)) {                                    \
-                    HRESULT hr = one->lpVtbl->N(one CLRMUX_EXPAND A);                      \
-                    clrmux_evac_dec(t_);                                                   \
-                    return hr;                                                             \
-                }                                                                          \
+        struct clrmux_thread_rec *t_ = clrmux_tls_rec;                                     \
+        if (__builtin_expect(t_ != NULL, 1)) {                                             \
+            HRESULT hr;                                                                    \
+            clrmux_evac_inc(t_);                                                           \
+            one = COUNTED(m, N);                                                           \
+            if (__builtin_expect(one != NULL, 1))                                          \
+                hr = one->lpVtbl->N(one CLRMUX_EXPAND A);                                  \
+            else if (__builtin_expect(atomic_load_explicit(&clrmux_evac_asymmetric, memory_order_relaxed), 1)) \
+                hr = mux_walk_in_##N(m CLRMUX_EXPAND A);                                   \
+            else {                                                                         \
                 clrmux_evac_dec(t_);                                                       \
+                return mux_walk_##N(m CLRMUX_EXPAND A);                                    \
             }                                                                              \
+            clrmux_evac_dec(t_);                                                           \
+            return hr;                                                                     \
         }                                                                                  \
-        if (ROUTE(m, N)->n == 1)                                                           \
-            return mux_one_##N(m CLRMUX_EXPAND A);                                         \
         return mux_walk_##N(m CLRMUX_EXPAND A);                                            \
     }
 /* ALL: every live child (attach/detach notifications): the route says which. */
@@ -142,6 +166,8 @@ static void set_window(struct clrmux_mux *m, int open)
         return;
     t_window = open;
     int before = open ? atomic_fetch_add(&m->windows, 1) : atomic_fetch_sub(&m->windows, 1);
+    if (open)
+        clrmux_dispatch_gate_closed(m, CLRMUX_GATE_WINDOW); /* this thread's JIT callbacks watch */
     if (before != (open ? 0 : 1))
         return;
     pthread_mutex_lock(&m->mask_lock); /* the last to get here sees the final count */
@@ -149,6 +175,7 @@ static void set_window(struct clrmux_mux *m, int open)
     DWORD ul, uh;
     union_masks(m, NULL, &ul, &uh);
     HRESULT hr = set_runtime_mask(m, ul, uh);
+    clrmux_dispatch_rebuild(m); /* the JIT routes' gates (dispatch.h) */
     pthread_mutex_unlock(&m->mask_lock);
     if (FAILED(hr))
         LOG_DEBUG("JIT callbacks for an exception at a thread's outermost frame: HRESULT %s", HR_STR(hr));
@@ -476,18 +503,24 @@ static __attribute__((noinline)) HRESULT jit_inlining_walk(struct clrmux_mux *m,
 /* One subscriber that never detaches and nothing held back: the child answers the runtime. */
 GEN_ONE(JITInlining, (, FunctionID callerId, FunctionID calleeId, BOOL *pfShouldInline), (, callerId, calleeId, pfShouldInline), jit_inlining_walk)
 
+/* The long way (the route's gates closed, or no fast way): what compose needs, else the child. */
+static __attribute__((noinline)) HRESULT jit_inlining_slow(struct clrmux_mux *m, FunctionID callerId,
+                                                           FunctionID calleeId, BOOL *pfShouldInline)
+{
+    /* (not while clrmux records inlining for inliner ReJIT callbacks: compose_view.c) */
+    if (ROUTE(m, JITInlining)->n == 1 && !compose_busy(m) && !clrmux_compose_tracks_inlining(m)) {
+        clrmux_dispatch_regate(m, CLRMUX_ROUTE_JITInlining);
+        return mux_one_JITInlining(m, callerId, calleeId, pfShouldInline);
+    }
+    return jit_inlining_walk(m, callerId, calleeId, pfShouldInline);
+}
+
 static HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
                                                  FunctionID calleeId, BOOL *pfShouldInline)
 {
     struct clrmux_mux *m = impl(This);
-    ICorProfilerCallback11 *one = DIRECT(m, JITInlining);
-    /* (not while clrmux records inlining for inliner ReJIT callbacks: compose_view.c) */
-    const int busy = compose_busy(m) || clrmux_compose_tracks_inlining(m);
-    if (__builtin_expect(one != NULL && !busy, 1))
-        return one->lpVtbl->JITInlining(one, callerId, calleeId, pfShouldInline);
-    if (ROUTE(m, JITInlining)->n == 1 && !busy)
-        return mux_one_JITInlining(m, callerId, calleeId, pfShouldInline);
-    return jit_inlining_walk(m, callerId, calleeId, pfShouldInline);
+    FAST_WAYS(m, JITInlining, (, callerId, calleeId, pfShouldInline)); /* gated (dispatch.h) */
+    return jit_inlining_slow(m, callerId, calleeId, pfShouldInline);
 }
 
 static __attribute__((noinline)) HRESULT cache_search_walk(struct clrmux_mux *m, FunctionID functionId,
@@ -506,17 +539,24 @@ static __attribute__((noinline)) HRESULT cache_search_walk(struct clrmux_mux *m,
 
 GEN_ONE(JITCachedFunctionSearchStarted, (, FunctionID functionId, BOOL *pbUseCachedFunction), (, functionId, pbUseCachedFunction), cache_search_walk)
 
+static __attribute__((noinline)) HRESULT cache_search_slow(struct clrmux_mux *m, FunctionID functionId,
+                                                           BOOL *pbUseCachedFunction)
+{
+    watch_jit(m, functionId); /* an unhandled-exception window may be open */
+    if (ROUTE(m, JITCachedFunctionSearchStarted)->n == 1 && !compose_busy(m)) {
+        clrmux_dispatch_regate(m, CLRMUX_ROUTE_JITCachedFunctionSearchStarted);
+        return mux_one_JITCachedFunctionSearchStarted(m, functionId, pbUseCachedFunction);
+    }
+    return cache_search_walk(m, functionId, pbUseCachedFunction);
+}
+
 static HRESULT STDMETHODCALLTYPE mux_JITCachedFunctionSearchStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                                     BOOL *pbUseCachedFunction)
 {
     struct clrmux_mux *m = impl(This);
-    watch_jit(m, functionId); /* one relaxed load unless an unhandled-exception window is open */
-    ICorProfilerCallback11 *one = DIRECT(m, JITCachedFunctionSearchStarted);
-    if (__builtin_expect(one != NULL && !compose_busy(m), 1))
-        return one->lpVtbl->JITCachedFunctionSearchStarted(one, functionId, pbUseCachedFunction);
-    if (ROUTE(m, JITCachedFunctionSearchStarted)->n == 1 && !compose_busy(m))
-        return mux_one_JITCachedFunctionSearchStarted(m, functionId, pbUseCachedFunction);
-    return cache_search_walk(m, functionId, pbUseCachedFunction);
+    /* gated (dispatch.h): held-back ReJIT requests, an unhandled-exception window */
+    FAST_WAYS(m, JITCachedFunctionSearchStarted, (, functionId, pbUseCachedFunction));
+    return cache_search_slow(m, functionId, pbUseCachedFunction);
 }
 
 /* ---- JIT compilation: routed by mask; held-back ReJIT requests are made at the end ----- */
@@ -539,17 +579,24 @@ static __attribute__((noinline)) HRESULT jit_started_walk(struct clrmux_mux *m, 
 
 GEN_ONE(JITCompilationStarted, (, FunctionID functionId, BOOL fIsSafeToBlock), (, functionId, fIsSafeToBlock), jit_started_walk)
 
+static __attribute__((noinline)) HRESULT jit_started_slow(struct clrmux_mux *m, FunctionID functionId,
+                                                          BOOL fIsSafeToBlock)
+{
+    watch_jit(m, functionId); /* an unhandled-exception window may be open */
+    if (ROUTE(m, JITCompilationStarted)->n == 1 && !compose_busy(m)) {
+        clrmux_dispatch_regate(m, CLRMUX_ROUTE_JITCompilationStarted);
+        return mux_one_JITCompilationStarted(m, functionId, fIsSafeToBlock);
+    }
+    return jit_started_walk(m, functionId, fIsSafeToBlock);
+}
+
 static HRESULT STDMETHODCALLTYPE mux_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                            BOOL fIsSafeToBlock)
 {
     struct clrmux_mux *m = impl(This);
-    watch_jit(m, functionId); /* one relaxed load unless an unhandled-exception window is open */
-    ICorProfilerCallback11 *one = DIRECT(m, JITCompilationStarted);
-    if (__builtin_expect(one != NULL && !compose_busy(m), 1))
-        return one->lpVtbl->JITCompilationStarted(one, functionId, fIsSafeToBlock);
-    if (ROUTE(m, JITCompilationStarted)->n == 1 && !compose_busy(m))
-        return mux_one_JITCompilationStarted(m, functionId, fIsSafeToBlock);
-    return jit_started_walk(m, functionId, fIsSafeToBlock);
+    /* gated (dispatch.h): compose's JIT work, an unhandled-exception window */
+    FAST_WAYS(m, JITCompilationStarted, (, functionId, fIsSafeToBlock));
+    return jit_started_slow(m, functionId, fIsSafeToBlock);
 }
 
 static __attribute__((noinline)) HRESULT jit_finished_walk(struct clrmux_mux *m, FunctionID functionId,
@@ -570,16 +617,22 @@ static __attribute__((noinline)) HRESULT jit_finished_walk(struct clrmux_mux *m,
 /* (a request held back while the child ran is made by JITCompilationFinished's walk) */
 GEN_ONE(JITCompilationFinished, (, FunctionID functionId, HRESULT hrStatus, BOOL fIsSafeToBlock), (, functionId, hrStatus, fIsSafeToBlock), jit_finished_walk)
 
+static __attribute__((noinline)) HRESULT jit_finished_slow(struct clrmux_mux *m, FunctionID functionId,
+                                                           HRESULT hrStatus, BOOL fIsSafeToBlock)
+{
+    if (ROUTE(m, JITCompilationFinished)->n == 1 && !compose_busy(m)) {
+        clrmux_dispatch_regate(m, CLRMUX_ROUTE_JITCompilationFinished);
+        return mux_one_JITCompilationFinished(m, functionId, hrStatus, fIsSafeToBlock);
+    }
+    return jit_finished_walk(m, functionId, hrStatus, fIsSafeToBlock);
+}
+
 static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
                                                             HRESULT hrStatus, BOOL fIsSafeToBlock)
 {
     struct clrmux_mux *m = impl(This);
-    ICorProfilerCallback11 *one = DIRECT(m, JITCompilationFinished);
-    if (__builtin_expect(one != NULL && !compose_busy(m), 1))
-        return one->lpVtbl->JITCompilationFinished(one, functionId, hrStatus, fIsSafeToBlock);
-    if (ROUTE(m, JITCompilationFinished)->n == 1 && !compose_busy(m))
-        return mux_one_JITCompilationFinished(m, functionId, hrStatus, fIsSafeToBlock);
-    return jit_finished_walk(m, functionId, hrStatus, fIsSafeToBlock);
+    FAST_WAYS(m, JITCompilationFinished, (, functionId, hrStatus, fIsSafeToBlock)); /* gated (dispatch.h) */
+    return jit_finished_slow(m, functionId, hrStatus, fIsSafeToBlock);
 }
 
 /* ---- ReJIT: each version to the children whose own request made it (compose_view.c) ---- */

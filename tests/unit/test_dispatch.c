@@ -1,8 +1,9 @@
 /* Dispatch tables (src/loader/dispatch.c) against the fake runtime: each callback's route
  * holds exactly its subscribers, is rebuilt when a child's mask changes or a child detaches
  * or fails, a child that did not ask gets nothing, routes are interned (a mask toggled back
- * reuses the earlier route object), and only a sole subscriber that can never detach is
- * called directly (without evacuation counting). */
+ * reuses the earlier route object), only a sole subscriber that can never detach is
+ * called directly (without evacuation counting), and the JIT routes lose their direct
+ * pointer while compose has JIT work (their gates, dispatch.h) and get it back after. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include "common/log.h"
 #include "fake_runtime.h"
+#include "loader/compose_int.h"
 
 static const struct clrmux_route *route(struct clrmux_mux *m, enum clrmux_route_id id)
 {
@@ -227,6 +229,62 @@ static void test_direct_only_for_children_that_never_detach(void **state)
     fake_mux_free(m);
 }
 
+/* The JIT routes' gates: while compose has JIT work (a held-back ReJIT request) the four JIT
+ * callbacks have no direct pointer, a rebuild does not give it back, the callbacks still
+ * reach the child (the long way), and the first one after the work is over reopens it. */
+static void test_jit_routes_gated_by_compose_work(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct clrmux_mux *m = fake_mux_new(&rt);
+    struct fake_child k;
+    /* an immutable flag: it never detaches, its sole routes are direct */
+    fake_child_init(&k, 11, COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES |
+                                COR_PRF_MONITOR_THREADS | COR_PRF_ENABLE_OBJECT_ALLOCATED, 0);
+    struct clrmux_child *c = fake_mux_add_child(m, &k, "k");
+    fake_mux_end_init(m);
+    static const enum clrmux_route_id jit[] = {CLRMUX_ROUTE_JITCompilationStarted, CLRMUX_ROUTE_JITCompilationFinished,
+                                                CLRMUX_ROUTE_JITCachedFunctionSearchStarted, CLRMUX_ROUTE_JITInlining};
+    for (int i = 0; i < 4; i++)
+        assert_ptr_equal(direct(m, jit[i]), c->cb);
+    clrmux_compose_count(m, &m->compose->npending, 1); /* as a held-back request does */
+    for (int i = 0; i < 4; i++)
+        assert_null(direct(m, jit[i]));
+    assert_ptr_equal(direct(m, CLRMUX_ROUTE_ThreadCreated), c->cb); /* not gated */
+    clrmux_dispatch_update(m);
+    for (int i = 0; i < 4; i++)
+        assert_null(direct(m, jit[i]));
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    BOOL inl = TRUE;
+    mux->lpVtbl->JITInlining(mux, 0x10, 0x20, &inl);
+    mux->lpVtbl->JITCompilationFinished(mux, 0x10, S_OK, TRUE);
+    assert_int_equal(FC_CALLS(&k, JITInlining), 1);
+    assert_int_equal(FC_CALLS(&k, JITCompilationFinished), 1);
+    assert_null(direct(m, CLRMUX_ROUTE_JITInlining));
+    /* the work is over: the next callback of each route reopens it */
+    clrmux_compose_count(m, &m->compose->npending, -1);
+    assert_null(direct(m, CLRMUX_ROUTE_JITInlining));
+    mux->lpVtbl->JITInlining(mux, 0x10, 0x20, &inl);
+    assert_int_equal(FC_CALLS(&k, JITInlining), 2);
+    assert_ptr_equal(direct(m, CLRMUX_ROUTE_JITInlining), c->cb);
+    mux->lpVtbl->JITCompilationStarted(mux, 0x10, TRUE);
+    assert_int_equal(FC_CALLS(&k, JITCompilationStarted), 1);
+    for (int i = 0; i < 4; i++)
+        assert_ptr_equal(direct(m, jit[i]), c->cb);
+    /* an unhandled-exception window closes the started/cache-search routes only */
+    atomic_store(&m->windows, 1);
+    clrmux_dispatch_gate_closed(m, CLRMUX_GATE_WINDOW);
+    assert_null(direct(m, CLRMUX_ROUTE_JITCompilationStarted));
+    assert_null(direct(m, CLRMUX_ROUTE_JITCachedFunctionSearchStarted));
+    assert_ptr_equal(direct(m, CLRMUX_ROUTE_JITInlining), c->cb);
+    atomic_store(&m->windows, 0);
+    clrmux_dispatch_update(m);
+    assert_ptr_equal(direct(m, CLRMUX_ROUTE_JITCompilationStarted), c->cb);
+    mux->lpVtbl->Shutdown(mux);
+    fake_mux_free(m);
+}
+
 int main(void)
 {
     if (!getenv("CLRMUX_TEST_VERBOSE"))
@@ -236,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_unsubscribed_child_gets_nothing),
         cmocka_unit_test(test_table_rebuilt_on_detach),
         cmocka_unit_test(test_direct_only_for_children_that_never_detach),
+        cmocka_unit_test(test_jit_routes_gated_by_compose_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
