@@ -12,9 +12,12 @@
  *   dispatch [options] table                        the ns/call table (default)
  *   dispatch [options] one CONFIG thread|inline N   one configuration, N calls (for callgrind:
  *                                                   the calls are in loop_thread / loop_inline)
- *   CONFIG: direct | k1 | k1p | k4s1 | k4s1p | k8 | k8p   (see `configs` below: kK = K children,
- *           sS = only S of them ask for the callback, p = the subscribed ones also ask for an
- *           immutable flag, so they can never detach and clrmux may call a sole one directly)
+ *   CONFIG: direct | k1 | k1p | k4s1 | k4s1p | k8 | k8p | k2r   (see `configs` below: kK = K
+ *           children, sS = only S of them ask for the callback, p = the subscribed ones also ask
+ *           for an immutable flag, so they can never detach and clrmux may call a sole one
+ *           directly; k2r = 2 children, 1 subscribed, both with COR_PRF_ENABLE_REJIT: clrmux then
+ *           records each inlining for inliner ReJIT callbacks, so JITInlining takes the long way
+ *           (compose's work, as beside a ReJIT-ing tracer); ThreadCreated stays direct)
  *   dispatch [options] check                        routing sanity check only
  * options: -n MILLIONS (calls per measurement, default 10)   -r ROUNDS (default 5)
  *          --lib PATH (build/libclrmux.so)   --fake-dir DIR (build/fake)   --summary FILE
@@ -201,8 +204,10 @@ static void check_mask(struct fake_info *fi, DWORD want, const char *what)
 }
 
 /* clrmux with k copies of `child` (a file in fake_dir); the first `subscribed` ask for `mask`,
- * the others for nothing. outs: if not NULL, RECORDER_OUT per child (for the check). */
-static ICorProfilerCallback11 *make_clrmux(int k, int subscribed, const char *child, DWORD mask, char outs[][PATH_MAX])
+ * the others for nothing; every one also for `all`. outs: if not NULL, RECORDER_OUT per child
+ * (for the check). */
+static ICorProfilerCallback11 *make_clrmux(int k, int subscribed, const char *child, DWORD mask, DWORD all,
+                                           char outs[][PATH_MAX])
 {
     static int serial;
     char conf[PATH_MAX];
@@ -216,7 +221,7 @@ static ICorProfilerCallback11 *make_clrmux(int k, int subscribed, const char *ch
         fprintf(f, "[child c%d]\npath = %s/%s\nclsid = {%08X-0000-0000-0000-0000000000%02X}\n", j + 1, fake_dir, child,
                 (unsigned)c.Data1, (unsigned)c.Data4[7]);
         char m[16];
-        snprintf(m, sizeof m, "%X", j < subscribed ? (unsigned)mask : 0u);
+        snprintf(m, sizeof m, "%X", (j < subscribed ? (unsigned)mask : 0u) | (unsigned)all);
         set_child_env("RECORDER_MASK", &c, m);
         set_child_env("RECORDER_OUT", &c, outs ? outs[j] : NULL);
     }
@@ -261,17 +266,19 @@ struct config {
     const char *key, *label;
     int k, subscribed; /* k = 0: direct */
     int pinned;
+    DWORD all; /* flags every child asks for */
 };
 static const struct config configs[] = {
-    {"direct", "direct (1 child, no clrmux)", 0, 0, 0},
-    {"k1", "clrmux k=1", 1, 1, 0},
-    {"k1p", "clrmux k=1, never detaches", 1, 1, 1},
-    {"k2", "clrmux k=2", 2, 2, 0},
-    {"k4", "clrmux k=4", 4, 4, 0},
-    {"k4s1", "clrmux k=4, 1 subscribed", 4, 1, 0},
-    {"k4s1p", "clrmux k=4, 1 subscr., never det.", 4, 1, 1},
-    {"k8", "clrmux k=8", 8, 8, 0},
-    {"k8p", "clrmux k=8, never detach", 8, 8, 1},
+    {"direct", "direct (1 child, no clrmux)", 0, 0, 0, 0},
+    {"k1", "clrmux k=1", 1, 1, 0, 0},
+    {"k1p", "clrmux k=1, never detaches", 1, 1, 1, 0},
+    {"k2", "clrmux k=2", 2, 2, 0, 0},
+    {"k4", "clrmux k=4", 4, 4, 0, 0},
+    {"k4s1", "clrmux k=4, 1 subscribed", 4, 1, 0, 0},
+    {"k4s1p", "clrmux k=4, 1 subscr., never det.", 4, 1, 1, 0},
+    {"k8", "clrmux k=8", 8, 8, 0, 0},
+    {"k8p", "clrmux k=8, never detach", 8, 8, 1, 0},
+    {"k2r", "clrmux k=2 s1, both ENABLE_REJIT", 2, 1, 0, COR_PRF_ENABLE_REJIT},
 };
 enum { NCONF = sizeof configs / sizeof configs[0] };
 
@@ -279,7 +286,7 @@ static ICorProfilerCallback11 *make_config(const struct config *c, DWORD mask)
 {
     if (c->k == 0)
         return make_direct(mask);
-    return make_clrmux(c->k, c->subscribed, "libnoop.so", mask | (c->pinned ? PINNED_FLAG : 0), NULL);
+    return make_clrmux(c->k, c->subscribed, "libnoop.so", mask | (c->pinned ? PINNED_FLAG : 0), c->all, NULL);
 }
 
 /* ---- the measured loops (callgrind: --toggle-collect=loop_*) ----------------------------- */
@@ -360,7 +367,7 @@ static void check(void)
     for (int j = 0; j < K; j++)
         snprintf(outs[j], sizeof outs[j], "%s/check-%d.rec", tmp_dir, j);
     /* children 1 and 2 ask for threads + JIT; child 3 for nothing */
-    ICorProfilerCallback11 *mux = make_clrmux(K, 2, "librecorder.so", COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_JIT_COMPILATION, outs);
+    ICorProfilerCallback11 *mux = make_clrmux(K, 2, "librecorder.so", COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_JIT_COMPILATION, 0, outs);
     run(mux, 0, CALLS);
     run(mux, 1, CALLS);
     mux->lpVtbl->Shutdown(mux);
@@ -397,7 +404,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: dispatch [-n MILLIONS] [-r ROUNDS] [--lib PATH] [--fake-dir DIR] [--summary FILE]\n"
                     "                [table | check | one CONFIG thread|inline N]\n"
-                    "CONFIG: direct k1 k1p k2 k4 k4s1 k4s1p k8 k8p\n");
+                    "CONFIG: direct k1 k1p k2 k4 k4s1 k4s1p k8 k8p k2r\n");
     exit(2);
 }
 

@@ -61,7 +61,8 @@ if command -v valgrind >/dev/null 2>&1; then
         base=
         for cfg in direct:"direct (1 child, no clrmux)" k1:"clrmux k=1" k1p:"clrmux k=1, never detaches" \
                    k4s1:"clrmux k=4, 1 subscribed" k4s1p:"clrmux k=4, 1 subscr., never det." \
-                   k8:"clrmux k=8" k8p:"clrmux k=8, never detach"; do
+                   k8:"clrmux k=8" k8p:"clrmux k=8, never detach" \
+                   k2r:"clrmux k=2 s1, ENABLE_REJIT x2"; do
             key=${cfg%%:*} label=${cfg#*:}
             a=$(ir "$key" "$cb" 0)
             b=$(ir "$key" "$cb" "$CG_N")

@@ -15,7 +15,8 @@
  * the runtime as it would alone. A route with one subscriber that may detach is published in
  * mux->counted[] once membarrier(2) is registered: the mux counts itself in with one plain
  * add to its thread's record, loads that pointer, calls the child and counts itself out
- * (clrmux_evac_inc/dec). Any other route is walked inside clrmux_evac_enter/leave.
+ * (clrmux_evac_inc/dec). Any other route is walked under that same count once membarrier is
+ * registered (the generated callbacks, mux.c), else inside clrmux_evac_enter/leave.
  *
  * Gates: a JIT route's callbacks also do clrmux's own work while some state outside the
  * children's masks holds (CLRMUX_GATE_*: compose's held-back ReJIT requests and JIT-time

@@ -647,13 +647,13 @@ static HRESULT STDMETHODCALLTYPE mux_JITCompilationFinished(ICorProfilerCallback
 static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationStarted(ICorProfilerCallback11 *This, FunctionID functionId,
                                                              ReJITID rejitId, BOOL fIsSafeToBlock)
 {
-    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
-    if (ROUTE(m, ReJITCompilationStarted)->n) {
-        uint64_t owners = clrmux_compose_rejit_audience(m, functionId, rejitId);
-        FOR_OWNERS(m, ReJITCompilationStarted, owners, cb)
-            cb->lpVtbl->ReJITCompilationStarted(cb, functionId, rejitId, fIsSafeToBlock);
-    }
+    if (!ROUTE(m, ReJITCompilationStarted)->n)
+        return S_OK; /* no child monitors JIT compilation: nothing to count in for */
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
+    uint64_t owners = clrmux_compose_rejit_audience(m, functionId, rejitId);
+    FOR_OWNERS(m, ReJITCompilationStarted, owners, cb)
+        cb->lpVtbl->ReJITCompilationStarted(cb, functionId, rejitId, fIsSafeToBlock);
     clrmux_evac_leave(t_);
     return S_OK;
 }
@@ -670,13 +670,13 @@ static HRESULT STDMETHODCALLTYPE mux_GetReJITParameters(ICorProfilerCallback11 *
 static HRESULT STDMETHODCALLTYPE mux_ReJITCompilationFinished(ICorProfilerCallback11 *This, FunctionID functionId,
                                                               ReJITID rejitId, HRESULT hrStatus, BOOL fIsSafeToBlock)
 {
-    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
-    if (ROUTE(m, ReJITCompilationFinished)->n) {
-        uint64_t owners = clrmux_compose_rejit_audience(m, functionId, rejitId);
-        FOR_OWNERS(m, ReJITCompilationFinished, owners, cb)
-            cb->lpVtbl->ReJITCompilationFinished(cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
-    }
+    if (!ROUTE(m, ReJITCompilationFinished)->n)
+        return S_OK; /* no child monitors JIT compilation: nothing to count in for */
+    struct clrmux_thread_rec *t_ = clrmux_evac_enter();
+    uint64_t owners = clrmux_compose_rejit_audience(m, functionId, rejitId);
+    FOR_OWNERS(m, ReJITCompilationFinished, owners, cb)
+        cb->lpVtbl->ReJITCompilationFinished(cb, functionId, rejitId, hrStatus, fIsSafeToBlock);
     clrmux_evac_leave(t_);
     return S_OK;
 }
@@ -699,6 +699,8 @@ static HRESULT STDMETHODCALLTYPE mux_EventPipeEventDelivered(
     ULONG cbMetadataBlob, LPCBYTE metadataBlob, ULONG cbEventData, LPCBYTE eventData, LPCGUID pActivityId,
     LPCGUID pRelatedActivityId, ThreadID eventThread, ULONG numStackFrames, UINT_PTR *stackFrames)
 {
+    if (!atomic_load_explicit(&impl(This)->ep, memory_order_acquire))
+        return S_OK; /* no child started a session (the events of a session clrmux ended) */
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     clrmux_ep_deliver(impl(This), provider, eventId, eventVersion, cbMetadataBlob, metadataBlob, cbEventData, eventData,
                       pActivityId, pRelatedActivityId, eventThread, numStackFrames, stackFrames);
