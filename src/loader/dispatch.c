@@ -146,7 +146,7 @@ void clrmux_dispatch_rebuild(struct clrmux_mux *m)
         const struct clrmux_route *r = intern(m, set, direct);
         if (!r) {
             LOG_ERROR("out of memory building the dispatch table; callback routing keeps its previous state");
-            return;
+            break; /* (the gates are still read again below) */
         }
         if (r != atomic_load_explicit(&m->routes[id], memory_order_relaxed))
             atomic_store_explicit(&m->routes[id], r, memory_order_release);
