@@ -100,7 +100,10 @@ void clrmux_dispatch_rebuild(struct clrmux_mux *m)
             for (int i = 0; i < n; i++)
                 if (subscribes(&m->children[i], s))
                     set |= 1ull << i;
-        int direct = set && !(set & (set - 1)) && (set & pinned);
+        /* the thread callbacks take the walk once a child brought in a thread of its own
+         * (ownthreads.h: the walk filters them) */
+        int slow = clrmux_route_is_thread(id) && atomic_load(&m->own.active);
+        int direct = set && !(set & (set - 1)) && (set & pinned) && !slow;
         const struct clrmux_route *r = intern(m, set, direct);
         if (!r) {
             LOG_ERROR("out of memory building the dispatch table; callback routing keeps its previous state");
@@ -111,7 +114,7 @@ void clrmux_dispatch_rebuild(struct clrmux_mux *m)
         if (r->one != atomic_load_explicit(&m->direct[id], memory_order_relaxed))
             atomic_store_explicit(&m->direct[id], r->one, memory_order_release);
         /* a sole subscriber that may detach: counted in with plain stores (needs membarrier) */
-        ICorProfilerCallback11 *counted = !r->one && r->n == 1 && asym ? r->e[0].cb : NULL;
+        ICorProfilerCallback11 *counted = !r->one && r->n == 1 && asym && !slow ? r->e[0].cb : NULL;
         if (counted != atomic_load_explicit(&m->counted[id], memory_order_relaxed))
             atomic_store_explicit(&m->counted[id], counted, memory_order_release);
     }

@@ -40,6 +40,13 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
 /* Its only subscriber when that child may detach and membarrier is registered (else NULL). */
 #define COUNTED(m, N) atomic_load_explicit(&(m)->counted[CLRMUX_ROUTE_##N], memory_order_acquire)
 
+/* The first argument of a callback (0 when it has none): A is (, a, b, ...) or (). */
+#define ARG1(...) ARG1_(__VA_ARGS__, 0, 0)
+#define ARG1_(empty, a, ...) a
+/* Whether callback N is a thread callback while some child owns threads (ownthreads.h): a
+ * constant 0 for every other callback. */
+#define OWN_THREADS(m, N) (clrmux_route_is_thread(CLRMUX_ROUTE_##N) && atomic_load_explicit(&(m)->own.active, memory_order_relaxed))
+
 /* mux_one_N: the call of a route's only subscriber, counted in for evacuation (the route is
  * reloaded after counting in; if it no longer has one subscriber, WALK does the work). */
 #define GEN_ONE(N, P, A, WALK)                                                               \
@@ -48,7 +55,7 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
         struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
         const struct clrmux_route *r = ROUTE(m, N);                                        \
         HRESULT hr;                                                                        \
-        if (__builtin_expect(r->n == 1, 1))                                                \
+        if (__builtin_expect(r->n == 1 && !OWN_THREADS(m, N), 1))                          \
             hr = r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                        \
         else                                                                               \
             hr = WALK(m CLRMUX_EXPAND A); /* changed meanwhile */                          \
@@ -70,7 +77,12 @@ static inline struct clrmux_mux *impl(ICorProfilerCallback11 *iface)
         struct clrmux_thread_rec *t_ = clrmux_evac_enter();                                \
         const struct clrmux_route *r = ROUTE(m, N);                                        \
         HRESULT hr = S_OK;                                                                 \
-        if (r->n == 1)                                                                     \
+        struct clrmux_child *only_;                                                        \
+        if (OWN_THREADS(m, N) && clrmux_own_thread_filter(m, CLRMUX_ROUTE_##N, (uintptr_t)(ARG1 A), &only_)) { \
+            for (uint32_t i = 0; i < r->n; i++) /* a thread one child owns: that child only */ \
+                if (r->e[i].child == only_)                                                \
+                    hr = r->e[i].cb->lpVtbl->N(r->e[i].cb CLRMUX_EXPAND A);                \
+        } else if (r->n == 1)                                                              \
             hr = r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                        \
         else                                                                               \
             for (uint32_t i = 0; i < r->n; i++)                                            \
