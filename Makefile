@@ -223,7 +223,7 @@ WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g -D__USE_MINGW_ANSI_STDIO=1
 WIN_LIB_SRCS := $(filter-out src/common/platform_posix.c src/common/trust.c src/common/lastgasp.c,$(LIB_SRCS))
 WIN_SYSLIBS := -ladvapi32 -lshell32 -lsynchronization -lbcrypt
 WIN_LIB_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/obj/%.o) $(WIN_DEPS)/obj/ini.o $(BUILD)/win-x64/obj/src/loader/elt_amd64.o
-windows: $(BUILD)/win-x64/libclrmux.dll $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll $(BUILD)/win-x64/recorder.dll
+windows: $(BUILD)/win-x64/libclrmux.dll $(BUILD)/win-x64/test_platform.exe $(BUILD)/win-x64/testdll.dll
 $(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h $(WIN_DEPS)/cmocka/cmocka.c $(WIN_DEPS)/lib/libz.a $(WIN_DEPS)/lib/libprotobuf-c.a &: scripts/win-deps.sh | setup
 	scripts/win-deps.sh $(WIN_DEPS)
 $(WIN_DEPS)/obj/ini.o: $(WIN_DEPS)/inih/ini.c $(WIN_DEPS)/inih/ini.h
@@ -236,9 +236,6 @@ $(BUILD)/win-x64/obj/%.o: %.c $(HDRS) $(WIN_DEPS)/inih/ini.h
 $(BUILD)/win-x64/libclrmux.dll: $(WIN_LIB_OBJS) src/loader/libclrmux.def
 	$(WIN_CC) -shared -o $@ $(WIN_LIB_OBJS) src/loader/libclrmux.def -static-libgcc \
 	    -Wl,-Bstatic -lwinpthread -Wl,-Bdynamic $(WIN_SYSLIBS) -Wl,--no-undefined
-$(BUILD)/win-x64/recorder.dll: fake_profilers/recorder.c fake_profilers/fake_common.h $(wildcard include/clrmux/*.h) | setup
-	@mkdir -p $(dir $@)
-	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
 $(BUILD)/win-x64/test_platform.exe: tests/win/test_platform.c src/common/platform_win.c src/common/platform.h | setup
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_CFLAGS) -o $@ tests/win/test_platform.c src/common/platform_win.c $(WIN_SYSLIBS)

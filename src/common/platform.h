@@ -35,6 +35,10 @@ int clrmux_loaded_module(const char *base_name, const char *marker, char *path, 
  * the path itself is refused (on Windows any reparse point: a symbolic link or junction,
  * opened with FILE_FLAG_OPEN_REPARSE_POINT). Returns the descriptor, or -1 with errno set. */
 int clrmux_open(const char *path, int flags, int mode);
+/* Writes all len bytes of p to descriptor fd, retrying after EINTR and short writes (write(2);
+ * on Windows msvcrt's _write, at most 1 GiB a call). Returns 0, or -errno with errno set too
+ * (-EIO when a write wrote nothing); what was written before an error stays written. */
+int clrmux_write_all(int fd, const void *p, size_t len);
 /* stat(2) of the UTF-8 `path` (on Windows through the UTF-16 name: wstat). Returns 0, or -1
  * with errno set. */
 struct stat;

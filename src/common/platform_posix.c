@@ -138,6 +138,26 @@ int clrmux_loaded_module(const char *base_name, const char *marker, char *path, 
 
 int clrmux_open(const char *path, int flags, int mode) { return open(path, flags | O_CLOEXEC, mode); }
 
+int clrmux_write_all(int fd, const void *p, size_t len)
+{
+    const char *c = p;
+    while (len) {
+        ssize_t n = write(fd, c, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0) {
+            errno = EIO;
+            return -EIO;
+        }
+        c += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 int clrmux_stat(const char *path, struct stat *st) { return stat(path, st); }
 
 void clrmux_fd_clear_nonblock(int fd)

@@ -266,6 +266,27 @@ static int errno_of(DWORD e)
     }
 }
 
+int clrmux_write_all(int fd, const void *p, size_t len)
+{
+    const char *c = p;
+    while (len) {
+        unsigned chunk = len > (1u << 30) ? 1u << 30 : (unsigned)len;
+        int n = _write(fd, c, chunk);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0) {
+            errno = EIO;
+            return -EIO;
+        }
+        c += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 int clrmux_open(const char *path, int flags, int mode)
 {
     (void)mode; /* the new file's access comes from its folder's inherited ACL */

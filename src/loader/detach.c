@@ -132,8 +132,7 @@ static int pending_detaches(struct clrmux_mux *m)
 static void *detach_thread(void *arg)
 {
     struct clrmux_mux *m = arg;
-    if (m->info_version >= 3)
-        m->info->lpVtbl->InitializeCurrentThread(m->info);
+    clrmux_own_thread_initialize(m, NULL); /* clrmux's own thread: reported to no child */
     for (;;) {
         pthread_mutex_lock(&detach_lock);
         while (!pending_detaches(m) && !m->shut_down)

@@ -45,6 +45,10 @@ static const unsigned char route_gates[CLRMUX_NROUTES] = {
     [CLRMUX_ROUTE_JITCachedFunctionSearchStarted] = CLRMUX_GATE_JIT_WORK | CLRMUX_GATE_WINDOW,
     [CLRMUX_ROUTE_JITCompilationFinished] = CLRMUX_GATE_JIT_WORK,
     [CLRMUX_ROUTE_JITInlining] = CLRMUX_GATE_JIT_WORK | CLRMUX_GATE_INLINING,
+    [CLRMUX_ROUTE_ThreadCreated] = CLRMUX_GATE_OWN_THREADS,
+    [CLRMUX_ROUTE_ThreadAssignedToOSThread] = CLRMUX_GATE_OWN_THREADS,
+    [CLRMUX_ROUTE_ThreadNameChanged] = CLRMUX_GATE_OWN_THREADS,
+    [CLRMUX_ROUTE_ThreadDestroyed] = CLRMUX_GATE_OWN_THREADS,
 };
 
 /* The gates closed now (sequentially consistent loads). */
@@ -57,6 +61,8 @@ static unsigned closed_gates(struct clrmux_mux *m)
         g |= CLRMUX_GATE_WINDOW;
     if (m->compose && clrmux_compose_tracks_inlining(m))
         g |= CLRMUX_GATE_INLINING;
+    if (atomic_load(&m->own.active))
+        g |= CLRMUX_GATE_OWN_THREADS;
     return g;
 }
 

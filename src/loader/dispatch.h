@@ -21,7 +21,8 @@
  * Gates: a JIT route's callbacks also do clrmux's own work while some state outside the
  * children's masks holds (CLRMUX_GATE_*: compose's held-back ReJIT requests and JIT-time
  * compositions, compose tracking inlining for inliner ReJIT callbacks, an unhandled-exception
- * window open on some thread). While a route's gate is closed its direct[] and counted[]
+ * window open on some thread), and the thread routes once a child owns a thread
+ * (ownthreads.h: that gate never opens again). While a route's gate is closed its direct[] and counted[]
  * pointers are NULL, so the callback path stays one load, a test and the child's call, and
  * the long way (mux.c) does the work. Closing is lock-free (clrmux_dispatch_gate_closed,
  * after the state changed, sequentially consistent); a rebuild re-reads the gates after its
@@ -73,6 +74,7 @@ enum clrmux_gate {
     CLRMUX_GATE_JIT_WORK = 1, /* compose's jit_work is non-zero (compose_int.h) */
     CLRMUX_GATE_WINDOW = 2,   /* mux->windows is non-zero (mux.c, watch_exception) */
     CLRMUX_GATE_INLINING = 4, /* compose records inlining (clrmux_compose_tracks_inlining) */
+    CLRMUX_GATE_OWN_THREADS = 8, /* a child brought in a thread of its own (ownthreads.h) */
 };
 
 /* The route with no subscriber (every route of a mux before its first rebuild). */

@@ -31,6 +31,13 @@ struct clrmux_mux *clrmux_the_mux;
 
 /* ---- generated fan-out ---------------------------------------------------------------- */
 
+/* The first argument of a callback (0 when it has none): A is (, a, b, ...) or (). */
+#define ARG1(...) ARG1_(__VA_ARGS__, 0, 0)
+#define ARG1_(empty, a, ...) a
+/* Whether callback N is a thread callback while some child owns threads (ownthreads.h; their
+ * gate keeps these routes off the fast ways): a constant 0 for every other callback. */
+#define OWN_THREADS(m, N) (clrmux_route_is_thread(CLRMUX_ROUTE_##N) && atomic_load_explicit(&(m)->own.active, memory_order_relaxed))
+
 /* MASK and ALL: the children of the callback's route. The fast ways as FAST_WAYS; a route
  * with several subscribers is walked by mux_walk_in_N while the thread is counted in with
  * the same plain add, once membarrier(2) is registered; else mux_walk_N counts itself in
@@ -42,6 +49,14 @@ struct clrmux_mux *clrmux_the_mux;
     static __attribute__((noinline)) HRESULT mux_walk_in_##N(struct clrmux_mux *m CLRMUX_EXPAND P) \
     {                                                                                      \
         const struct clrmux_route *r = ROUTE(m, N);                                        \
+        struct clrmux_child *only_;                                                        \
+        if (OWN_THREADS(m, N) && clrmux_own_thread_filter(m, CLRMUX_ROUTE_##N, (uintptr_t)(ARG1 A), &only_)) { \
+            HRESULT hr_ = S_OK; /* a thread one child owns: that child only */             \
+            for (uint32_t i = 0; i < r->n; i++)                                            \
+                if (r->e[i].child == only_)                                                \
+                    hr_ = r->e[i].cb->lpVtbl->N(r->e[i].cb CLRMUX_EXPAND A);               \
+            return hr_;                                                                    \
+        }                                                                                  \
         if (r->n == 1)                                                                     \
             return r->e[0].cb->lpVtbl->N(r->e[0].cb CLRMUX_EXPAND A);                      \
         for (uint32_t i = 0; i < r->n; i++)                                                \

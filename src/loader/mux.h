@@ -18,6 +18,7 @@
 #include "loader/config.h"
 #include "loader/detach.h"
 #include "loader/dispatch.h"
+#include "loader/ownthreads.h"
 #include "loader/runtime_version.h"
 #include "common/unhandled.h"
 
@@ -84,6 +85,7 @@ struct clrmux_mux {
     struct clrmux_unhandled_hook hook; /* AppContext.OnUnhandledException (common/unhandled.h) */
     _Atomic(struct clrmux_elt *) elt;            /* enter/leave hooks (loader/elt.c); NULL until a child sets some */
     _Atomic(struct clrmux_ep *) ep;              /* EventPipe views (loader/eventpipe.c); NULL until a child starts one */
+    struct clrmux_own_threads own; /* threads a child brought in itself (ownthreads.h) */
     struct clrmux_config cfg;
     _Atomic int shut_down;
 };

@@ -177,6 +177,14 @@ static HRESULT STDMETHODCALLTYPE pxo_RequestProfilerDetach(ICorProfilerInfo15 *T
     return clrmux_detach_request(p->mux, p->child, dwExpectedCompletionMilliseconds);
 }
 
+/* ---- a thread the child brings in itself is its own (ownthreads.h) ----------------------- */
+
+static HRESULT STDMETHODCALLTYPE pxo_InitializeCurrentThread(ICorProfilerInfo15 *This)
+{
+    struct clrmux_proxy *p = px_impl(This);
+    return clrmux_own_thread_initialize(p->mux, p->child);
+}
+
 /* ---- enter/leave hooks and function-ID mappers: every child its own (loader/elt.c) ------ */
 
 #define HOOKS(N, GEN, E, L, T)                                                                     \
@@ -270,6 +278,7 @@ static const ICorProfilerInfo15Vtbl proxy_vtbl = {
     .GetReJITIDs = pxo_GetReJITIDs,
     .GetNativeCodeStartAddresses = pxo_GetNativeCodeStartAddresses,
     .RequestProfilerDetach = pxo_RequestProfilerDetach,
+    .InitializeCurrentThread = pxo_InitializeCurrentThread,
     .GetILFunctionBody = pxo_GetILFunctionBody,
     .SetILFunctionBody = pxo_SetILFunctionBody,
     .SetEnterLeaveFunctionHooks = pxo_SetEnterLeaveFunctionHooks,

@@ -2,6 +2,7 @@
  * tables encoded as a profile.proto Profile with protobuf-c, gzip-compressed with zlib,
  * and written to a file atomically (a temporary file renamed over the target). */
 #include "profiler/pprof_internal.h"
+#include "common/platform.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -262,23 +263,6 @@ int clrmux_pprof_serialize(const clrmux_pprof_builder *b, uint8_t **out,
     return rc;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            return -EIO;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int clrmux_pprof_write_file(const clrmux_pprof_builder *b, const char *path)
 {
     if (!b || !path || !*path)
@@ -303,7 +287,7 @@ int clrmux_pprof_write_file(const clrmux_pprof_builder *b, const char *path)
         rc = -errno;
         goto out;
     }
-    rc = write_all(fd, data, len);
+    rc = clrmux_write_all(fd, data, len);
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     if (close(fd) != 0 && rc == 0)

@@ -24,25 +24,6 @@ struct clrmux_spanfile {
     char path[]; /* followed by room for the rotated names */
 };
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (n == 0) {
-            errno = EIO;
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* One byte at offset off (pread; Windows: a seek, as the descriptor is not shared and every
  * write appends). */
 static ssize_t read_at(int fd, char *c, off_t off)
@@ -107,7 +88,7 @@ static int open_checked(const char *path, uint64_t *size, int *regular, char *er
     *size = *regular ? (uint64_t)st.st_size : 0;
     if (*regular && st.st_size > 0) { /* a writer killed mid-line: start ours on a line of their own */
         char last = '\n';
-        if (read_at(fd, &last, st.st_size - 1) == 1 && last != '\n' && write_all(fd, "\n", 1) == 0)
+        if (read_at(fd, &last, st.st_size - 1) == 1 && last != '\n' && clrmux_write_all(fd, "\n", 1) == 0)
             (*size)++;
     }
     return fd;
@@ -226,7 +207,7 @@ int clrmux_spanfile_write(struct clrmux_spanfile *f, const char *line, size_t le
         errno = e;
         rc = 1;
     }
-    if (write_all(f->fd, line, len) != 0) {
+    if (clrmux_write_all(f->fd, line, len) != 0) {
         snprintf(err, errsz, "writing %s failed: %s", f->path, strerror(errno));
         return -1;
     }

@@ -225,8 +225,22 @@ fi
 
 # ---- faults the runtime handles still work beside clrmux's SIGSEGV handler ------------------
 run nre "$WORK/both.conf" - nre 1000
-if [ "$(cat "$WORK/nre/rc")" = 0 ] && grep -qx "nre 1000" "$WORK/nre/out" && ! grep -q "last gasp" "$WORK/nre/log"; then
-    ok "1000 NullReferenceExceptions (faults in managed code) are caught as before; no last gasp"
+# after_faults_sampled: the thread that took the faults is still sampled afterwards: the fault
+# handlers block SIGPROF while they run and ExceptionThrown unblocks it (lastgasp.h); were it
+# left blocked, Ending.Work.SpinAfterFaults (~300 ms of CPU after the 1000 faults) would get no
+# cpu sample (needs go tool pprof: without go, the profile's strings only)
+after_faults_sampled() {
+    local f=("$WORK/nre"/profiles/*.pb.gz)
+    [ -s "${f[0]}" ] || return 1
+    if command -v go >/dev/null 2>&1; then
+        go tool pprof -top -sample_index=0 "${f[0]}" 2>/dev/null | grep -qE '^ *[1-9][0-9.]*m?s .* Ending\.Work\.SpinAfterFaults$'
+    else
+        python3 -c 'import gzip, sys; sys.exit(0 if b"SpinAfterFaults" in gzip.open(sys.argv[1]).read() else 1)' "${f[0]}"
+    fi
+}
+if [ "$(cat "$WORK/nre/rc")" = 0 ] && grep -qx "nre 1000" "$WORK/nre/out" && ! grep -q "last gasp" "$WORK/nre/log" \
+    && after_faults_sampled; then
+    ok "1000 NullReferenceExceptions (faults in managed code) are caught as before; no last gasp; the thread is still sampled after them (SpinAfterFaults)"
 else
     rc=$(cat "$WORK/nre/rc")
     why=""

@@ -257,6 +257,13 @@ if same_output two && [ -n "$e_alone" ] && [ "$e_alone" = "$e_two" ] && grep -q 
     && ! grep -qE '^(JIT|ReJIT|GetReJITParameters)' "$WORK/two.rec"; then
     ok "beside a recorder child: same app output, the recorder sees the same $e_alone ExceptionThrown (the rewrite adds no throw) and no tracer-only callback"
 else bad "tracer beside a recorder child" "alone=$e_alone with tracer=$e_two; $(head -5 "$WORK/two.rec" 2>/dev/null)"; fi
+# the tracer's ReJIT thread (InitializeCurrentThread, then a Thread object in RequestReJIT) is
+# the tracer's own (src/loader/ownthreads.h): the recorder is told of the same threads as alone
+t_alone=$(grep -E '^Thread(Created|AssignedToOSThread|Destroyed) ' "$WORK/recalone.rec" 2>/dev/null | tr '\n' ' ')
+t_two=$(grep -E '^Thread(Created|AssignedToOSThread|Destroyed) ' "$WORK/two.rec" 2>/dev/null | tr '\n' ' ')
+if [ -n "$t_alone" ] && [ "$t_alone" = "$t_two" ]; then
+    ok "beside the tracer, the recorder is told of the same threads as alone ($t_alone): not of the tracer's ReJIT thread"
+else bad "beside the tracer, the recorder is told of the same threads as alone" "alone: $t_alone; beside the tracer: $t_two"; fi
 
 # ---- configuration problems are logged with file:line; the app runs on ------------------
 cat >"$WORK/conf.conf" <<EOF

@@ -2,6 +2,8 @@
  * the children whose own mask asked for it and whose interface version has it, never an
  * inactive child; out-parameters merged (JITInlining, JITCachedFunctionSearchStarted); ReJIT
  * requests and callbacks only for the children that asked. Fake runtime and children. */
+#include <pthread.h>
+
 #include "mux_fixture.h"
 
 /* ---- routing ----------------------------------------------------------------------- */
@@ -404,10 +406,91 @@ static void test_rejit_callbacks_reach_requesters_only(void **state)
 }
 
 
+/* ---- threads a child brings in itself (src/loader/ownthreads.c) ------------------------ */
+
+struct own_thread_arg {
+    struct clrmux_mux *m;
+    ICorProfilerInfo15 *info; /* NULL: clrmux's own thread */
+    ThreadID tid;
+};
+
+/* A thread of its own: InitializeCurrentThread, then (as the runtime does when it first needs
+ * a Thread object for it, e.g. in RequestReJIT) ThreadCreated and ThreadAssignedToOSThread
+ * on that thread. */
+static void *own_thread(void *p)
+{
+    struct own_thread_arg *a = p;
+    if (a->info)
+        a->info->lpVtbl->InitializeCurrentThread(a->info);
+    else
+        clrmux_own_thread_initialize(a->m, NULL);
+    ICorProfilerCallback11 *mux = fake_mux_cb(a->m);
+    mux->lpVtbl->ThreadCreated(mux, a->tid);
+    mux->lpVtbl->ThreadAssignedToOSThread(mux, a->tid, 77);
+    return NULL;
+}
+
+static void run_own_thread(struct clrmux_mux *m, ICorProfilerInfo15 *info, ThreadID tid)
+{
+    struct own_thread_arg a = {m, info, tid};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, own_thread, &a), 0);
+    pthread_join(th, NULL);
+}
+
+static void test_own_thread_reaches_its_owner_only(void **state)
+{
+    (void)state;
+    static const struct child_spec spec[] = {
+        {"a", 11, COR_PRF_MONITOR_THREADS, 0, NULL},
+        {"b", 11, COR_PRF_MONITOR_THREADS, 0, NULL},
+    };
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct fake_child fc[2];
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 2, fc, NULL);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    WCHAR name[] = {'w', 0};
+
+    /* an app thread: both */
+    mux->lpVtbl->ThreadCreated(mux, 0x6001);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadCreated), 1);
+
+    /* child a's own thread: a only, from its start to its end (reported on other threads) */
+    run_own_thread(m, fc[0].info, 0x5001);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadAssignedToOSThread), 1);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadAssignedToOSThread), 0);
+    mux->lpVtbl->ThreadNameChanged(mux, 0x5001, 1, name);
+    mux->lpVtbl->ThreadDestroyed(mux, 0x5001);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadNameChanged), 1);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadDestroyed), 1);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadNameChanged), 0);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadDestroyed), 0);
+
+    /* its ThreadID reused by an app thread after its end: both again */
+    mux->lpVtbl->ThreadCreated(mux, 0x5001);
+    mux->lpVtbl->ThreadDestroyed(mux, 0x6001);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadCreated), 3);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadDestroyed), 2);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadDestroyed), 1);
+
+    /* clrmux's own thread (the detach thread): no child */
+    run_own_thread(m, NULL, 0x7001);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadCreated), 3);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadCreated), 2);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadAssignedToOSThread), 1);
+    fake_mux_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_by_own_mask),
+        cmocka_unit_test(test_own_thread_reaches_its_owner_only),
         cmocka_unit_test(test_route_version_gating),
         cmocka_unit_test(test_route_inactive_child_gets_nothing),
         cmocka_unit_test(test_jit_inlining_merge),

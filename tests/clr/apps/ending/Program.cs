@@ -15,7 +15,8 @@
 //   wait       sleeps until killed (the test sends SIGTERM, SIGINT, ...)
 //   segv       a fault in native code (libc strlen of address 1): SIGSEGV, exit 139
 //   nre        catches n NullReferenceExceptions (faults in managed code the runtime turns
-//              into exceptions), prints "nre <n>", returns
+//              into exceptions), burns ~300 ms of CPU in Ending.Work.SpinAfterFaults (the
+//              thread must still be sampled after its faults), prints "nre <n>", returns
 //   deep       Ending.Work.Recurse(n): n nested calls, prints "deep <n>", returns
 //   flood      4 threads call Step in a loop until killed, after printing "ready"
 //   burst      4 threads call Step n times each, then returns
@@ -47,6 +48,19 @@ public static class Work
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int Recurse(int n) => n <= 1 ? 1 : 1 + Recurse(n - 1);
+
+    // its own loop, not a call of Spin: the sampled leaf is this method even where a walk
+    // through an on-stack-replaced frame loses the callers
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long SpinAfterFaults(int ms)
+    {
+        var sw = System.Diagnostics.Stopwatch.StartNew();
+        long x = 1;
+        while (sw.ElapsedMilliseconds < ms)
+            for (int i = 0; i < 10000; i++)
+                x += i ^ (x >> 5);
+        return x;
+    }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static long Spin(int ms)
@@ -272,6 +286,7 @@ public static class Program
                     try { sum += b.V; }
                     catch (NullReferenceException) { caught++; }
                 }
+                sum += Work.SpinAfterFaults(300);
                 Console.WriteLine($"nre {caught}");
                 break;
             }
