@@ -132,7 +132,10 @@ static int pending_detaches(struct clrmux_mux *m)
 static void *detach_thread(void *arg)
 {
     struct clrmux_mux *m = arg;
-    clrmux_own_thread_initialize(m, NULL); /* clrmux's own thread: reported to no child */
+    /* (not hidden as an owned thread: that would close the thread routes' gate for good,
+     * ownthreads.h, for a thread that exists only after a child detached) */
+    if (m->info_version >= 4)
+        m->info->lpVtbl->InitializeCurrentThread(m->info);
     for (;;) {
         pthread_mutex_lock(&detach_lock);
         while (!pending_detaches(m) && !m->shut_down)

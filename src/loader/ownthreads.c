@@ -18,6 +18,10 @@ HRESULT clrmux_own_thread_initialize(struct clrmux_mux *m, struct clrmux_child *
 {
     if (m->info_version < 4)
         return E_NOTIMPL;
+    struct clrmux_thread_rec *rec = clrmux_tls_rec;
+    if (rec && atomic_load_explicit(&rec->inside, memory_order_relaxed))
+        /* inside a callback: a runtime thread the child merely prepares, not one of its own */
+        return m->info->lpVtbl->InitializeCurrentThread(m->info);
     if (!atomic_exchange(&m->own.active, 1)) /* the thread routes' gate closes (dispatch.h) */
         clrmux_dispatch_gate_closed(m, CLRMUX_GATE_OWN_THREADS);
     /* for the rest of the thread's life: the runtime creates its Thread object (and reports

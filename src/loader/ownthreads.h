@@ -5,7 +5,8 @@
  * it, e.g. in RequestReJIT: measured on .NET 10, not inside InitializeCurrentThread; later
  * ThreadNameChanged and ThreadDestroyed), and alone only that child would have seen it. So
  * those four callbacks about an owned thread reach its owner only (when its mask asks for
- * them), and a thread clrmux brings in for itself (the detach thread) reaches no child.
+ * them); a thread clrmux brings in for itself with clrmux_own_thread_initialize(mux, NULL)
+ * reaches no child (clrmux's detach thread does not: it exists only after a detach).
  *
  * Cost: nothing until the first such thread; from then on the four thread callbacks leave
  * the direct and counted paths (their gate in dispatch.h) and their walk looks the ThreadID up in a table
@@ -47,7 +48,8 @@ static inline int clrmux_route_is_thread(int id)
 /* ICorProfilerInfo4::InitializeCurrentThread on mux->info for `owner` (NULL: for clrmux
  * itself), which marks the calling thread as the owner's for the rest of its life: the
  * ThreadCreated / ThreadAssignedToOSThread the runtime makes on it, and later callbacks about
- * that ThreadID, go to `owner` only. Returns the runtime's HRESULT (E_NOTIMPL when the
+ * that ThreadID, go to `owner` only. Called inside a callback (the thread is the runtime's),
+ * it only forwards. Returns the runtime's HRESULT (E_NOTIMPL when the
  * runtime has no ICorProfilerInfo4). The first call closes the thread routes' gate
  * (dispatch.h), lock-free. */
 HRESULT clrmux_own_thread_initialize(struct clrmux_mux *mux, struct clrmux_child *owner);
