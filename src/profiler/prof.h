@@ -109,6 +109,9 @@ size_t prof_threads_count(struct prof_threads *r);
 #define PROF_FRAME_FUNCTION (0ull << 62)  /* FunctionID from DoStackSnapshot */
 #define PROF_FRAME_NATIVE (1ull << 62)    /* IP outside managed code: one frame per module */
 #define PROF_FRAME_MANAGED_IP (2ull << 62) /* IP from an EventPipe stack: GetFunctionFromIP */
+#define PROF_FRAME_OSR_CALLER (3ull << 62) /* signal walk: a return address found under an
+                                              OSR-shaped frame record (prof_fp_walk), kept or
+                                              dropped by prof_osr_fold */
 #define PROF_MAX_FRAMES 256
 
 enum prof_kind { PROF_K_SAMPLE = 0, PROF_K_EXCEPTION, PROF_K_ALLOC, PROF_K_LOCK };
@@ -233,6 +236,34 @@ int prof_is_code(const struct prof_code_ranges *c, uint64_t a);
  * what was walked is kept). */
 size_t prof_fp_walk(const struct prof_walk_regs *r, uint64_t stack_hi, const struct prof_code_ranges *code,
                     uint64_t *out, size_t max, int *status);
+/* OSR frames (on-stack replacement, .NET 7+; measured on .NET 8, 9, 10, x64): the runtime
+ * enters the optimized OSR version of a Tier0 method from the Tier0 frame's patchpoint helper
+ * call. The OSR frame record is [the Tier0 frame's saved RBP (the caller's frame pointer),
+ * the return address of Tier0's call to the helper], so the chain skips the Tier0 frame's own
+ * record [caller's frame pointer, return address into the caller], which lies between the
+ * OSR record and the caller's: the caller is lost and the method appears twice. So for each
+ * record [N, R] the walk (only with known stack bounds: direct reads) looks in
+ * (record + 16, N) for a word equal to N followed by a nonzero word (at most
+ * PROF_OSR_SCAN_BYTES above each record, PROF_OSR_SCAN_WALK_BYTES per walk) and, when found,
+ * adds that word after R - 1 as (word - 1) | PROF_FRAME_OSR_CALLER. Whether the record was an
+ * OSR frame, and the word a return address, is decided off the signal path by prof_osr_fold
+ * (the code ranges the handler sees are up to 5 s old: fresh JIT code is not in them). Other
+ * frames never carry a tag. */
+#define PROF_OSR_SCAN_BYTES 1024
+#define PROF_OSR_SCAN_WALK_BYTES 8192
+/* Folds the OSR caller candidates of one signal walk (off the signal path), in place: f[n]
+ * as pushed (tags as above; untagged or PROF_FRAME_MANAGED_IP frames are IPs), fid(ctx, ip)
+ * the managed function of an IP (0: not managed), native_code(ctx, ip) 1 when ip is in a
+ * loaded module's executable code. A candidate at i is an OSR frame's caller when the two
+ * frames before it (as folded so far) are the same managed function (the OSR code, or a
+ * return address into it, and the Tier0 code's helper call) and it is managed or native code:
+ * the Tier0 frame (i - 1) is replaced by the candidate, tagged PROF_FRAME_MANAGED_IP. Any
+ * other candidate is dropped (nothing is invented). Returns the new count (<= n). */
+size_t prof_osr_fold(uint64_t *f, size_t n, uint64_t (*fid)(void *ctx, uint64_t ip),
+                     int (*native_code)(void *ctx, uint64_t ip), void *ctx);
+/* 1 when ip is inside an executable segment (PT_LOAD, PF_X) of a loaded module
+ * (dl_iterate_phdr: not async-signal-safe), else 0. */
+int prof_native_code(uint64_t ip);
 /* Reads 16 bytes at addr without faulting (process_vm_readv on this process). 0 or -1. */
 int prof_safe_read16(uint64_t addr, uint64_t out[2]);
 /* The read-write mapping of /proc/self/maps that contains addr: 0 and [*lo, *hi), or -1.

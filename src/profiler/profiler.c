@@ -319,10 +319,34 @@ static void sig_summary(struct profiler *p, char *out, size_t outsz)
 
 /* ---- drain: raw ids -> names -> pprof (sampler thread, or Shutdown after it stopped) -- */
 
+static uint64_t ip_fid(void *ctx, uint64_t ip)
+{
+    return prof_names_ip_function(ctx, (uintptr_t)ip);
+}
+
+static int native_code(void *ctx, uint64_t ip)
+{
+    (void)ctx;
+    return prof_native_code(ip);
+}
+
 static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t *frames)
 {
     const char *names[PROF_MAX_FRAMES + 2];
     size_t nn = 0;
+    /* a signal walk that passed an OSR-shaped frame record: keep its caller or drop it */
+    uint64_t folded[PROF_MAX_FRAMES];
+    uint16_t nframes = r->nframes;
+    for (uint16_t i = 0; i < nframes && i < PROF_MAX_FRAMES; i++) {
+        if ((frames[i] & PROF_FRAME_TAG_MASK) == PROF_FRAME_OSR_CALLER) {
+            if (nframes > PROF_MAX_FRAMES)
+                nframes = PROF_MAX_FRAMES;
+            memcpy(folded, frames, (size_t)nframes * sizeof folded[0]);
+            nframes = (uint16_t)prof_osr_fold(folded, nframes, ip_fid, native_code, p->names);
+            frames = folded;
+            break;
+        }
+    }
     char pseudo[160];
     prof_names_begin(p->names);
     if (r->kind == PROF_K_EXCEPTION) {
@@ -333,7 +357,7 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
         names[nn++] = pseudo;
     }
     const char *prev_native = NULL;
-    for (uint16_t i = 0; i < r->nframes; i++) {
+    for (uint16_t i = 0; i < nframes; i++) {
         uint64_t f = frames[i];
         uint64_t v = f & ~PROF_FRAME_TAG_MASK;
         const char *s;

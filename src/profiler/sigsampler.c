@@ -427,7 +427,8 @@ static void push(struct prof_sig *s, struct slot *sl, struct prof_rawq *q, const
     _Static_assert(sizeof r.tname == sizeof sl->name, "thread name sizes");
     memcpy(r.tname, sl->name, sizeof r.tname); /* NUL-terminated: snprintf'd into sl->name */
     for (uint16_t i = 0; i < n; i++)
-        s->frames[i] = PROF_FRAME_MANAGED_IP | (f[i] & ~PROF_FRAME_TAG_MASK);
+        s->frames[i] = (f[i] & PROF_FRAME_TAG_MASK) == PROF_FRAME_OSR_CALLER ? f[i] /* prof_osr_fold */
+                                                                             : PROF_FRAME_MANAGED_IP | f[i];
     prof_rawq_push(q, &r, s->frames, n);
 }
 

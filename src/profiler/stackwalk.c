@@ -15,8 +15,14 @@
  * [saved x29, saved x30 (the link register, i.e. the return address)], the same layout of
  * two 8-byte words; JIT-compiled code on arm64 always sets one up (AAPCS64 frame records). A
  * leaf function that keeps its return address in x30 without a frame record is seen through
- * its caller's record (its caller's frame is then missing from the walk). */
+ * its caller's record (its caller's frame is then missing from the walk).
+ *
+ * OSR frames (a Tier0 method replaced while it runs by its optimized OSR version) link past
+ * their Tier0 frame's record: the walk offers the caller found there as a tagged candidate,
+ * and prof_osr_fold keeps it, off the signal path, only when the runtime maps the frames
+ * around it to one method (prof.h). */
 #include <errno.h>
+#include <link.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -83,6 +89,29 @@ static int scan(uint64_t from, uint64_t hi, const struct prof_code_ranges *code,
     return -1;
 }
 
+/* The record of a Tier0 frame that an OSR frame's record skips (prof.h): a word equal to the
+ * next frame pointer `next`, followed by a return address, in (fp + 16, next), at most
+ * PROF_OSR_SCAN_BYTES above fp + 16 and *budget bytes: the first whose return address is in
+ * code, else the first whose return address is not 0 (JIT code newer than the code ranges;
+ * prof_osr_fold checks it off the signal path). Direct reads: [fp, next) is inside the
+ * mapped stack (checked by the caller). 0 when none. */
+static uint64_t osr_caller(uint64_t fp, uint64_t next, const struct prof_code_ranges *code, uint64_t *budget)
+{
+    uint64_t first = 0;
+    for (uint64_t a = fp + 16; next - a >= 16 && a - fp - 16 < PROF_OSR_SCAN_BYTES && *budget >= 8; a += 8) {
+        *budget -= 8;
+        uint64_t w[2];
+        direct_read16(a, w);
+        if (w[0] != next || w[1] <= 1)
+            continue;
+        if (prof_is_code(code, w[1]))
+            return w[1];
+        if (!first)
+            first = w[1];
+    }
+    return first;
+}
+
 size_t prof_fp_walk(const struct prof_walk_regs *r, uint64_t stack_hi, const struct prof_code_ranges *code,
                     uint64_t *out, size_t max, int *status)
 {
@@ -93,8 +122,8 @@ size_t prof_fp_walk(const struct prof_walk_regs *r, uint64_t stack_hi, const str
         *status = PROF_WALK_DEPTH;
         return 0;
     }
-    out[n++] = r->ip;
-    uint64_t fp = r->fp, floor = r->sp;
+    out[n++] = r->ip & ~PROF_FRAME_TAG_MASK;
+    uint64_t fp = r->fp, floor = r->sp, osr_budget = PROF_OSR_SCAN_WALK_BYTES;
     for (;;) {
         int bad = fp != 0 && ((fp & 7) != 0 || fp < floor || (stack_hi && (fp >= stack_hi || stack_hi - fp < 16)));
         if (fp == 0 || bad) {
@@ -107,7 +136,7 @@ size_t prof_fp_walk(const struct prof_walk_regs *r, uint64_t stack_hi, const str
                     *status = PROF_WALK_DEPTH;
                     break;
                 }
-                out[n++] = ret - 1;
+                out[n++] = (ret - 1) & ~PROF_FRAME_TAG_MASK;
                 floor = nfp;
                 fp = nfp;
                 continue;
@@ -129,17 +158,78 @@ size_t prof_fp_walk(const struct prof_walk_regs *r, uint64_t stack_hi, const str
             *status = PROF_WALK_DEPTH;
             break;
         }
-        out[n++] = w[1] - 1; /* inside the call instruction: the caller's own range */
+        out[n++] = (w[1] - 1) & ~PROF_FRAME_TAG_MASK; /* inside the call instruction: the caller's own range */
         if (w[0] == 0)
             break;
         if (w[0] <= fp) {
             *status = PROF_WALK_BROKEN;
             break;
         }
+        /* an OSR frame's record skips the Tier0 frame's record, which lies below the next one
+         * (prof.h); prof_osr_fold decides later whether this was one */
+        if (stack_hi && osr_budget && w[0] - fp >= 32 && w[0] < stack_hi && n < max) {
+            uint64_t c = osr_caller(fp, w[0], code, &osr_budget);
+            if (c)
+                out[n++] = ((c - 1) & ~PROF_FRAME_TAG_MASK) | PROF_FRAME_OSR_CALLER;
+        }
         floor = fp + 16;
         fp = w[0];
     }
     return n;
+}
+
+struct exec_find {
+    uint64_t ip;
+    int found;
+};
+
+static int exec_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct exec_find *x = arg;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t lo = (uint64_t)info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && x->ip >= lo && x->ip - lo < ph->p_memsz) {
+            x->found = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int prof_native_code(uint64_t ip)
+{
+    struct exec_find x = {.ip = ip, .found = 0};
+    dl_iterate_phdr(exec_find_cb, &x);
+    return x.found;
+}
+
+size_t prof_osr_fold(uint64_t *f, size_t n, uint64_t (*fid)(void *ctx, uint64_t ip),
+                     int (*native_code)(void *ctx, uint64_t ip), void *ctx)
+{
+    size_t m = 0;
+    uint64_t f1 = 0, f2 = 0; /* the functions of the last two frames kept (0: not managed) */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ip = f[i] & ~PROF_FRAME_TAG_MASK;
+        if ((f[i] & PROF_FRAME_TAG_MASK) == PROF_FRAME_OSR_CALLER) {
+            if (m < 2 || !f1 || f1 != f2)
+                continue; /* not an OSR frame: no frame is invented */
+            /* f[m - 2]: the OSR code (or a return into it), f[m - 1]: the Tier0 code's call to
+             * the patchpoint helper, the same method's frame: the caller takes its place if
+             * it is code (managed code the runtime knows, or a module's executable code) */
+            uint64_t c = fid(ctx, ip);
+            if (!c && !native_code(ctx, ip))
+                continue;
+            f[m - 1] = PROF_FRAME_MANAGED_IP | ip;
+            f1 = c;
+            continue;
+        }
+        f2 = f1;
+        f1 = (f[i] & PROF_FRAME_TAG_MASK) == PROF_FRAME_NATIVE ? 0 : fid(ctx, ip);
+        f[m++] = f[i];
+    }
+    return m;
 }
 
 int prof_code_ranges_load(struct prof_code_ranges *c)

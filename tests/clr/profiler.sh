@@ -261,6 +261,34 @@ for shape in "3 0" "2 198"; do
     fi
 done
 
+# ---- OSR: a hot loop replaced while it runs keeps its callers --------------------------------
+# osrloop's OsrLoop.Hot.SpinUntil is called once and loops: the runtime moves it from Tier0 to
+# its OSR version in the middle of the call. The OSR frame's record links past the Tier0
+# frame's record (src/profiler/prof.h): a walk that only follows the chain loses
+# OsrLoop.Outer.CallerOfTheHotLoop on every sample of SpinUntil (and Leaf, which it calls).
+# Nearly all of SpinUntil's cpu (cum) must carry the caller; with the walk before the fix the
+# caller had 0% (3 runs on .NET 8, 9, 10). OSR_TEST_PROFILER overrides the companion (to run
+# this check on another build).
+mkdir -p "$WORK/osr"
+cp build/libclrmux.so "$WORK/osr/"
+cp "${OSR_TEST_PROFILER:-build/libclrmux_profiler.so}" "$WORK/osr/libclrmux_profiler.so"
+printf '[child profiler]\nbuiltin = profiler\noutput_dir = osrprof\nwall = false\nexceptions = false\nallocations = false\ncontention = false\n' >"$WORK/osr.conf"
+env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$WORK/osr/libclrmux.so" \
+    CLRMUX_CONFIG="$WORK/osr.conf" CLRMUX_LOG_FILE="$WORK/osr.log" \
+    "${DOTNET[@]}" build/clr/osrloop/osrloop.dll 1500 >"$WORK/osr.out" 2>&1
+mapfile -t FILES < <(ls "$WORK"/osrprof/*.pb.gz 2>/dev/null)
+t=$(top cpu)
+read -r spin caller < <(awk '$NF == "OsrLoop.Hot.SpinUntil" || $NF == "OsrLoop.Outer.CallerOfTheHotLoop" {
+        v = $4; if (v ~ /ms$/) {sub(/ms$/, "", v)} else if (v ~ /s$/) {sub(/s$/, "", v); v *= 1000}
+        if ($NF == "OsrLoop.Hot.SpinUntil") s = v; else c = v}
+        END {printf "%d %d\n", s, c}' <<<"$t")
+msg="an OSR'd hot loop keeps its caller: OsrLoop.Outer.CallerOfTheHotLoop ${caller:-?} ms cum of OsrLoop.Hot.SpinUntil's ${spin:-?} ms"
+if grep -q '^osrloop done$' "$WORK/osr.out" && [ "${#FILES[@]}" -ge 1 ] && [ "${spin:-0}" -ge 100 ] && [ $((caller * 100)) -ge $((spin * 90)) ]; then
+    ok "$msg (>= 90%)"
+else
+    bad "$msg (want >= 90%, SpinUntil >= 100 ms)" "$(cat "$WORK/osr.out"; grep 'shut down' "$WORK/osr.log"; echo "$t")"
+fi
+
 # The sampler starts in Initialize, before the runtime can be suspended: no start-up noise
 # ("SuspendRuntime failed with HRESULT CORPROF_E_RUNTIME_UNINITIALIZED" on every run).
 if ! grep -q "SuspendRuntime failed" "$WORK/shapes.log" && ! grep -Eq ", [1-9][0-9]* suspend failures" "$WORK/shapes.log"; then

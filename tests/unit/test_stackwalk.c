@@ -161,6 +161,148 @@ static void test_walk_scan(void **state)
     assert_int_equal(st, PROF_WALK_OK);
 }
 
+/* The OSR shape measured on .NET 8, 9 and 10 (x64, see prof.h): the OSR frame's record links
+ * to the caller's record and holds the Tier0 code's return address from the patchpoint
+ * helper; the Tier0 frame's record [caller's frame pointer, return into the caller] lies
+ * between them. */
+static void osr_chain(void)
+{
+    memset(stk, 0, sizeof stk);
+    stk[4] = U(&stk[20]), stk[5] = 0x1201;  /* OSR frame: [caller's fp, Tier0's helper call] */
+    stk[6] = U(&stk[20]), stk[7] = 0x5555;  /* noise in the Tier0 frame: not code */
+    stk[8] = 0x1234;
+    stk[14] = U(&stk[20]), stk[15] = 0x2301; /* the Tier0 frame's record, skipped by the chain */
+    stk[20] = U(&stk[30]), stk[21] = 0x8401; /* the caller's record */
+    stk[30] = 0, stk[31] = 0x2501;
+}
+
+/* fake GetFunctionFromIP: 0x1000-0x1fff is method 1 (its Tier0 and OSR code), 0x2000-0x2fff
+ * method 2, 0x8000-0x8fff not managed */
+static uint64_t fake_fid(void *ctx, uint64_t ip)
+{
+    (*(int *)ctx)++;
+    return ip >= 0x1000 && ip < 0x2000 ? 1 : ip >= 0x2000 && ip < 0x3000 ? 2 : 0;
+}
+
+/* fake native code: 0x8000-0x8fff */
+static int fake_native(void *ctx, uint64_t ip)
+{
+    (void)ctx;
+    return ip >= 0x8000 && ip < 0x9000;
+}
+
+static void test_walk_osr(void **state)
+{
+    (void)state;
+    static struct prof_code_ranges code;
+    code.n = 2;
+    code.r[0].lo = 0x1000, code.r[0].hi = 0x3000;
+    code.r[1].lo = 0x8000, code.r[1].hi = 0x9000;
+    osr_chain();
+    struct prof_walk_regs r = {.ip = 0x1050, .sp = U(&stk[0]), .fp = U(&stk[4])};
+    uint64_t out[16];
+    int st;
+    size_t n = prof_fp_walk(&r, U(&stk[64]), &code, out, 16, &st);
+    assert_int_equal(st, PROF_WALK_OK);
+    assert_int_equal(n, 5);
+    assert_true(out[0] == 0x1050 && out[1] == 0x1200 && out[2] == (0x2300 | PROF_FRAME_OSR_CALLER) &&
+                out[3] == 0x8400 && out[4] == 0x2500);
+    /* the OSR code and the Tier0 call are one method: the caller replaces the Tier0 frame */
+    int calls = 0;
+    uint64_t f[16];
+    for (size_t i = 0; i < n; i++)
+        f[i] = (out[i] & PROF_FRAME_TAG_MASK) ? out[i] : PROF_FRAME_MANAGED_IP | out[i];
+    size_t m = prof_osr_fold(f, n, fake_fid, fake_native, &calls);
+    assert_int_equal(m, 4);
+    assert_true(f[0] == (PROF_FRAME_MANAGED_IP | 0x1050) && f[1] == (PROF_FRAME_MANAGED_IP | 0x2300) &&
+                f[2] == (PROF_FRAME_MANAGED_IP | 0x8400) && f[3] == (PROF_FRAME_MANAGED_IP | 0x2500));
+    /* a frame below the OSR frame (a method it called): the same */
+    r.ip = 0x2050;
+    stk[0] = U(&stk[4]), stk[1] = 0x1101;
+    r.fp = U(&stk[0]);
+    n = prof_fp_walk(&r, U(&stk[64]), &code, out, 16, &st);
+    assert_int_equal(n, 6);
+    assert_true(out[1] == 0x1100 && out[2] == 0x1200 && out[3] == (0x2300 | PROF_FRAME_OSR_CALLER));
+    for (size_t i = 0; i < n; i++)
+        f[i] = (out[i] & PROF_FRAME_TAG_MASK) ? out[i] : PROF_FRAME_MANAGED_IP | out[i];
+    assert_int_equal(prof_osr_fold(f, n, fake_fid, fake_native, &calls), 5);
+    assert_true(f[1] == (PROF_FRAME_MANAGED_IP | 0x1100) && f[2] == (PROF_FRAME_MANAGED_IP | 0x2300) &&
+                f[3] == (PROF_FRAME_MANAGED_IP | 0x8400));
+    /* not one method around the record (an ordinary frame whose caller's frame happens to
+     * hold such a pair): the candidate is dropped, nothing else changes */
+    r.ip = 0x2050, r.fp = U(&stk[4]);
+    n = prof_fp_walk(&r, U(&stk[64]), &code, out, 16, &st);
+    assert_int_equal(n, 5);
+    for (size_t i = 0; i < n; i++)
+        f[i] = (out[i] & PROF_FRAME_TAG_MASK) ? out[i] : PROF_FRAME_MANAGED_IP | out[i];
+    assert_int_equal(prof_osr_fold(f, n, fake_fid, fake_native, &calls), 4);
+    assert_true(f[0] == (PROF_FRAME_MANAGED_IP | 0x2050) && f[1] == (PROF_FRAME_MANAGED_IP | 0x1200) &&
+                f[2] == (PROF_FRAME_MANAGED_IP | 0x8400));
+    /* native frames (fid 0) are never one method */
+    r.ip = 0x8050;
+    stk[5] = 0x8201;
+    n = prof_fp_walk(&r, U(&stk[64]), &code, out, 16, &st);
+    assert_int_equal(n, 5);
+    for (size_t i = 0; i < n; i++)
+        f[i] = (out[i] & PROF_FRAME_TAG_MASK) ? out[i] : PROF_FRAME_MANAGED_IP | out[i];
+    assert_int_equal(prof_osr_fold(f, n, fake_fid, fake_native, &calls), 4);
+    assert_true(f[1] == (PROF_FRAME_MANAGED_IP | 0x8200));
+    stk[5] = 0x1201;
+    /* a pair whose return address is in no code range the handler knows (JIT code newer
+     * than the ranges) is offered too, after any that is: the fold keeps it only if the
+     * runtime or a module knows it as code */
+    r.ip = 0x1050;
+    osr_chain();
+    stk[14] = stk[15] = 0;
+    n = prof_fp_walk(&r, U(&stk[64]), &code, out, 16, &st);
+    assert_int_equal(n, 5);
+    assert_true(out[2] == (0x5554 | PROF_FRAME_OSR_CALLER)); /* the noise pair at stk[6] */
+    for (size_t i = 0; i < n; i++)
+        f[i] = (out[i] & PROF_FRAME_TAG_MASK) ? out[i] : PROF_FRAME_MANAGED_IP | out[i];
+    assert_int_equal(prof_osr_fold(f, n, fake_fid, fake_native, &calls), 4);
+    assert_true(f[0] == (PROF_FRAME_MANAGED_IP | 0x1050) && f[1] == (PROF_FRAME_MANAGED_IP | 0x1200) &&
+                f[2] == (PROF_FRAME_MANAGED_IP | 0x8400));
+    osr_chain();
+    /* without code ranges: the first pair (the noise) is offered, and dropped by the fold */
+    n = prof_fp_walk(&r, U(&stk[64]), NULL, out, 16, &st);
+    assert_int_equal(n, 5);
+    assert_true(out[2] == (0x5554 | PROF_FRAME_OSR_CALLER));
+    /* a native caller (an OSR'd Main called by the runtime) is kept */
+    stk[15] = 0x8301;
+    n = prof_fp_walk(&r, U(&stk[64]), &code, out, 16, &st);
+    for (size_t i = 0; i < n; i++)
+        f[i] = (out[i] & PROF_FRAME_TAG_MASK) ? out[i] : PROF_FRAME_MANAGED_IP | out[i];
+    assert_int_equal(prof_osr_fold(f, n, fake_fid, fake_native, &calls), 4);
+    assert_true(f[1] == (PROF_FRAME_MANAGED_IP | 0x8300));
+    stk[15] = 0x2301;
+    /* no known bounds: no look (nothing is read outside the chain) */
+    if (have_vm_readv())
+        assert_int_equal(prof_fp_walk(&r, 0, &code, out, 16, &st), 4);
+    /* the per-record limit: a Tier0 record further than PROF_OSR_SCAN_BYTES is not seen */
+    {
+        static uint64_t big[320] __attribute__((aligned(16)));
+        memset(big, 0, sizeof big);
+        big[0] = U(&big[300]), big[1] = 0x1201;
+        big[2 + PROF_OSR_SCAN_BYTES / 8] = U(&big[300]), big[3 + PROF_OSR_SCAN_BYTES / 8] = 0x2301;
+        big[300] = 0, big[301] = 0x8401;
+        struct prof_walk_regs rb = {.ip = 0x1050, .sp = U(&big[0]), .fp = U(&big[0])};
+        assert_int_equal(prof_fp_walk(&rb, U(&big[320]), &code, out, 16, &st), 3);
+        big[1 + PROF_OSR_SCAN_BYTES / 8] = U(&big[300]), big[2 + PROF_OSR_SCAN_BYTES / 8] = 0x2301;
+        assert_int_equal(prof_fp_walk(&rb, U(&big[320]), &code, out, 16, &st), 4);
+    }
+    /* the depth limit holds: the candidate is not written past max */
+    assert_int_equal(prof_fp_walk(&r, U(&stk[64]), &code, out, 2, &st), 2);
+    assert_int_equal(st, PROF_WALK_DEPTH);
+    assert_int_equal(prof_fp_walk(&r, U(&stk[64]), &code, out, 3, &st), 3);
+    assert_true(out[2] == (0x2300 | PROF_FRAME_OSR_CALLER));
+    /* the Tier0 record must lie below the caller's: a pair at or above it is not looked at */
+    osr_chain();
+    stk[6] = stk[14] = stk[15] = 0;
+    stk[22] = U(&stk[20]), stk[23] = 0x2301;
+    assert_int_equal(prof_fp_walk(&r, U(&stk[64]), &code, out, 16, &st), 4);
+    assert_true(calls > 0);
+}
+
 static void test_maps(void **state)
 {
     (void)state;
@@ -397,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_walk_guards),
         cmocka_unit_test(test_walk_unreadable),
         cmocka_unit_test(test_walk_scan),
+        cmocka_unit_test(test_walk_osr),
         cmocka_unit_test(test_maps),
         cmocka_unit_test(test_sampler_in_process),
     };
