@@ -12,6 +12,14 @@
 
 /* ---- the tick clock (spans_clock.c) ---------------------------------------------------- */
 
+/* Plain RDTSC, not RDTSCP or LFENCE; RDTSC: the out-of-order core may read the counter a few
+ * instructions early or late, i.e. move a span's start or end by a few ns; a span is
+ * exported with ns resolution but the call it times costs tens of ns in probes alone, so a
+ * serialising read would buy nothing a reader can use, and it costs: on the reference VM
+ * (bench/clocks.c, printed by bench/spans.sh) RDTSC takes ~11 ns, LFENCE+RDTSC ~19 and
+ * RDTSCP ~22, and a span reads the counter twice. Start and end are read on the same
+ * thread and the invariant TSC is synchronised across cores: a migration in between does
+ * not skew a duration. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 static inline uint64_t ticks(void) { return __rdtsc(); }
@@ -56,7 +64,16 @@ struct tmetric {
     _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
 };
 
+struct block;
+struct cell;
+
 struct tstate {
+    /* the thread's block of the span buffer (spans.c): written by the thread, read by the
+     * consumer under reg_lock; positions count the thread's spans */
+    struct block *_Atomic blk;
+    struct cell *cells; /* blk's cells */
+    uint64_t pos;       /* the next span's position */
+    uint64_t limit;     /* pos may be written while below it (blk's read + its size, cached) */
     struct clrmux_span_context *ctx; /* the profiler's view (never freed: see ctx_alloc) */
     uint32_t ctx_slot;               /* its index in ctx_by_tid, or CTX_NO_SLOT */
     struct tstate *next, *prev;     /* registry of live threads (reg_lock) */
