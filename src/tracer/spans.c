@@ -16,9 +16,10 @@
  * buffer_spans cells (64 bytes, one finished span each) are cut into blocks of BLK cells.
  * A thread that records spans owns one block at a time and uses it as a single-producer,
  * single-consumer ring: it writes a cell and publishes it with a release store of the
- * block's `n` (a plain store on x86-64), with no atomic read-modify-write and no shared
- * counter; the export thread reads the cells up to `n` and gives them back with a release
- * store of `read`. Positions count the thread's spans (they carry on from block to block),
+ * cell's own `ready` word (a plain store on x86-64, in the line it writes anyway), with no
+ * atomic read-modify-write and no counter shared with the consumer; the export thread reads
+ * the ready cells in order, clears their `ready` and gives them back with a release store
+ * of the block's `read`. Positions count the thread's spans (they carry on from block to block),
  * a cell is `cells[pos % BLK]`, and the producer may write position pos while
  * pos - read < BLK (it caches read + BLK and reloads it only when it gets there).
  *
@@ -43,104 +44,15 @@ struct cell {
     uint32_t method;
     uint32_t tid;
     uint16_t exc, flags;
+    _Atomic uint32_t ready; /* 1: written (producer, release); 0: drained (consumer) */
 } __attribute__((aligned(64)));
 
 struct block {
-    _Atomic uint64_t n;                  /* positions below n are written (producer) */
-    uint32_t gen;                        /* times it went back to the pool (consumer) */
-    uint32_t prev, prev_gen;             /* the owner's block before it (index + 1, 0: none),
-                                            and that block's gen then (producer, at install) */
-    _Alignas(64) _Atomic uint64_t read;  /* positions below read are drained (consumer) */
+    _Atomic uint64_t read; /* positions below read are drained (consumer) */
+    uint32_t gen;          /* times it went back to the pool (consumer) */
+    uint32_t prev, prev_gen; /* the owner's block before it (index + 1, 0: none), and that
+                                block's gen then (producer, at install) */
 } __attribute__((aligned(64)));
-
-/* A bounded MPMC queue of block indexes (D. Vyukov's): the queue of retired blocks. It
- * holds every block at most once, so it is never full. */
-struct qslot {
-    _Atomic uint32_t seq;
-    uint32_t val;
-};
-struct idxq {
-    struct qslot *slots;
-    uint32_t mask;
-    _Alignas(64) _Atomic uint32_t enq;
-    _Alignas(64) _Atomic uint32_t deq;
-};
-
-static void idxq_push(struct idxq *q, uint32_t v)
-{
-    uint32_t pos = atomic_load_explicit(&q->enq, memory_order_relaxed);
-    for (;;) {
-        struct qslot *s = &q->slots[pos & q->mask];
-        int32_t diff = (int32_t)(atomic_load_explicit(&s->seq, memory_order_acquire) - pos);
-        if (diff == 0) {
-            if (atomic_compare_exchange_weak_explicit(&q->enq, &pos, pos + 1, memory_order_relaxed,
-                                                      memory_order_relaxed)) {
-                s->val = v;
-                atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
-                return;
-            }
-        } else if (diff < 0) {
-            return; /* full: cannot happen (the queue has room for every block) */
-        } else {
-            pos = atomic_load_explicit(&q->enq, memory_order_relaxed);
-        }
-    }
-}
-
-static int idxq_pop(struct idxq *q, uint32_t *v)
-{
-    uint32_t pos = atomic_load_explicit(&q->deq, memory_order_relaxed);
-    for (;;) {
-        struct qslot *s = &q->slots[pos & q->mask];
-        int32_t diff = (int32_t)(atomic_load_explicit(&s->seq, memory_order_acquire) - (pos + 1));
-        if (diff == 0) {
-            if (atomic_compare_exchange_weak_explicit(&q->deq, &pos, pos + 1, memory_order_relaxed,
-                                                      memory_order_relaxed)) {
-                *v = s->val;
-                atomic_store_explicit(&s->seq, pos + q->mask + 1, memory_order_release);
-                return 1;
-            }
-        } else if (diff < 0) {
-            return 0; /* empty */
-        } else {
-            pos = atomic_load_explicit(&q->deq, memory_order_relaxed);
-        }
-    }
-}
-
-/* The pool of free blocks: a lock-free stack (LIFO: the block given back last, still in the
- * cache, is taken first, so a consumer that keeps up keeps the probes on a few hot blocks
- * and the rest of the buffer is never touched). `head` holds a tag that changes on every
- * update (no ABA) and the top block's index + 1 (0: empty); next[i] is the index + 1 of the
- * block under block i. Popped by the producers, pushed by the consumer. */
-struct idxstack {
-    _Atomic uint32_t *next;
-    _Alignas(64) _Atomic uint64_t head;
-};
-
-static void stack_push(struct idxstack *st, uint32_t i)
-{
-    uint64_t old = atomic_load_explicit(&st->head, memory_order_relaxed), nw;
-    do {
-        atomic_store_explicit(&st->next[i], (uint32_t)old, memory_order_relaxed);
-        nw = ((old >> 32) + 1) << 32 | (i + 1);
-    } while (!atomic_compare_exchange_weak_explicit(&st->head, &old, nw, memory_order_release,
-                                                    memory_order_relaxed));
-}
-
-static int stack_pop(struct idxstack *st, uint32_t *i)
-{
-    uint64_t old = atomic_load_explicit(&st->head, memory_order_acquire), nw;
-    do {
-        uint32_t top = (uint32_t)old;
-        if (!top)
-            return 0;
-        nw = ((old >> 32) + 1) << 32 | atomic_load_explicit(&st->next[top - 1], memory_order_relaxed);
-    } while (!atomic_compare_exchange_weak_explicit(&st->head, &old, nw, memory_order_acquire,
-                                                    memory_order_acquire));
-    *i = (uint32_t)old - 1;
-    return 1;
-}
 
 static struct ring {
     struct cell *cells;    /* nblocks * blk cells */
@@ -289,11 +201,8 @@ void clrmux_spans_wake(void)
 static uint64_t spans_written_locked(void)
 {
     uint64_t n = atomic_load_explicit(&exited_spans, memory_order_relaxed);
-    for (struct tstate *t = reg_head; t; t = t->next) {
-        struct block *b = atomic_load_explicit(&t->blk, memory_order_acquire);
-        if (b)
-            n += atomic_load_explicit(&b->n, memory_order_acquire);
-    }
+    for (struct tstate *t = reg_head; t; t = t->next)
+        n += atomic_load_explicit(&t->pos, memory_order_relaxed);
     return n;
 }
 
@@ -318,44 +227,6 @@ void clrmux_spans_wait(long timeout_ms)
 
 static void threads_reset(void);
 static uint64_t threads_unsampled(void);
-
-static void idxq_free(struct idxq *q)
-{
-    free(q->slots);
-    q->slots = NULL;
-}
-
-static int idxq_init(struct idxq *q, uint32_t cap)
-{
-    q->slots = malloc((size_t)cap * sizeof *q->slots);
-    if (!q->slots)
-        return -1;
-    q->mask = cap - 1;
-    for (uint32_t i = 0; i < cap; i++) {
-        q->slots[i].val = 0;
-        atomic_init(&q->slots[i].seq, i);
-    }
-    atomic_store(&q->enq, 0);
-    atomic_store(&q->deq, 0);
-    return 0;
-}
-
-static void stack_free(struct idxstack *st)
-{
-    free((void *)st->next);
-    st->next = NULL;
-}
-
-static int stack_init(struct idxstack *st, uint32_t n) /* holding every block, 0 on top */
-{
-    st->next = malloc((size_t)n * sizeof *st->next);
-    if (!st->next)
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        atomic_init(&st->next[i], i + 1 < n ? i + 2 : 0);
-    atomic_store(&st->head, 1);
-    return 0;
-}
 
 int clrmux_spans_init(size_t capacity)
 {
@@ -426,21 +297,21 @@ void clrmux_spans_fini(void)
 static __attribute__((noinline)) int block_room(struct tstate *t)
 {
     struct block *b = atomic_load_explicit(&t->blk, memory_order_relaxed);
+    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
     if (b) {
         t->limit = atomic_load_explicit(&b->read, memory_order_acquire) + ring.blk;
-        if (t->pos < t->limit)
+        if (pos < t->limit)
             return 1;
     }
     uint32_t i;
     if (!ring.cells || !stack_pop(&ring.freeq, &i))
         return 0;
     struct block *nb = &ring.blocks[i];
-    atomic_store_explicit(&nb->read, t->pos, memory_order_relaxed);
-    atomic_store_explicit(&nb->n, t->pos, memory_order_relaxed);
+    atomic_store_explicit(&nb->read, pos, memory_order_relaxed); /* its cells: all drained */
     nb->prev = b ? block_index(b) + 1 : 0;
     nb->prev_gen = b ? b->gen : 0;
     t->cells = block_cells(i);
-    t->limit = t->pos + ring.blk;
+    t->limit = pos + ring.blk;
     atomic_store_explicit(&t->blk, nb, memory_order_release); /* the new block first ... */
     if (b) {
         idxq_push(&ring.fullq, block_index(b)); /* ... then the old one to the consumer */
@@ -451,17 +322,22 @@ static __attribute__((noinline)) int block_room(struct tstate *t)
     return 1;
 }
 
-/* Copies the cells of block b from its read position up to its n (at most max - *n spans)
- * into out; returns 1 when it is drained up to n. */
+/* Copies the ready cells of block b from its read position on (at most max - *n spans)
+ * into out; returns 1 when it stopped at a cell not ready (all written so far is drained),
+ * 0 when out is full. */
 static int block_drain(struct block *b, struct clrmux_span *out, size_t *np, size_t max)
 {
     uint64_t r = atomic_load_explicit(&b->read, memory_order_relaxed);
-    uint64_t w = atomic_load_explicit(&b->n, memory_order_acquire);
-    const struct cell *cells = block_cells(block_index(b));
+    struct cell *cells = block_cells(block_index(b));
     uint32_t m = ring.blk - 1;
     size_t n = *np;
-    while (r < w && n < max) {
-        const struct cell *c = &cells[r & m];
+    int empty = 0;
+    while (n < max) {
+        struct cell *c = &cells[r & m];
+        if (!atomic_load_explicit(&c->ready, memory_order_acquire)) {
+            empty = 1;
+            break;
+        }
         struct clrmux_span *s = &out[n++];
         memcpy(s->trace_id, c->trace_id, 16);
         s->span_id = c->span_id;
@@ -472,11 +348,12 @@ static int block_drain(struct block *b, struct clrmux_span *out, size_t *np, siz
         s->tid = c->tid;
         s->exc = c->exc;
         s->flags = c->flags;
+        atomic_store_explicit(&c->ready, 0, memory_order_relaxed); /* ordered by read's release */
         r++;
     }
     atomic_store_explicit(&b->read, r, memory_order_release);
     *np = n;
-    return r == w;
+    return empty;
 }
 
 size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
@@ -605,7 +482,8 @@ static void threads_reset(void)
         atomic_store(&t->unsampled, 0);
         atomic_store(&t->blk, NULL);
         t->cells = NULL;
-        t->pos = t->limit = 0;
+        atomic_store(&t->pos, 0);
+        t->limit = 0;
     }
     pthread_mutex_unlock(&reg_lock);
 }
@@ -644,7 +522,7 @@ static void tstate_free(void *p)
     atomic_fetch_add(&st_unsampled, atomic_load(&t->unsampled));
     struct block *b = atomic_load(&t->blk);
     if (b && ring.cells) { /* its last spans: the consumer drains them from the queue */
-        atomic_fetch_add(&exited_spans, t->pos);
+        atomic_fetch_add(&exited_spans, atomic_load_explicit(&t->pos, memory_order_relaxed));
         atomic_store(&t->blk, NULL);
         idxq_push(&ring.fullq, block_index(b));
         atomic_fetch_add(&ring.nretired, 1);
@@ -835,7 +713,7 @@ void clrmux_span_exit(int64_t slot)
             account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
             continue;
         }
-        uint64_t pos = t->pos;
+        uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
         if (__builtin_expect(pos == t->limit, 0) && !block_room(t)) {
             atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
             account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
@@ -851,9 +729,8 @@ void clrmux_span_exit(int64_t slot)
         c->tid = t->tid;
         c->exc = o->exc;
         c->flags = (uint16_t)(o->flags | (t->joined ? CLRMUX_SPAN_JOINED : 0));
-        t->pos = pos + 1;
-        atomic_store_explicit(&atomic_load_explicit(&t->blk, memory_order_relaxed)->n, pos + 1,
-                              memory_order_release);
+        atomic_store_explicit(&c->ready, 1, memory_order_release);
+        atomic_store_explicit(&t->pos, pos + 1, memory_order_relaxed);
     }
     if (t->depth == 0)
         t->pending_exc = 0;

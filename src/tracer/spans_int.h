@@ -1,4 +1,5 @@
-/* The span probes' private parts, shared by spans.c (probes, ring, metrics), spans_clock.c
+/* The span probes' private parts, shared by spans.c (probes, buffer, metrics), spans_queue.c
+ * (the buffer's queues of blocks), spans_clock.c
  * (the tick clock and its calibration to Unix time) and spans_ctx.c (the profiler's view of a
  * thread's span context, thread names). Not a public interface. */
 #ifndef CLRMUX_TRACER_SPANS_INT_H
@@ -42,6 +43,38 @@ void spans_cal_sample(void);
 /* Unix time in ns of a tick, interpolated between the calibration points around it. */
 int64_t spans_tick_to_ns(uint64_t tick);
 
+/* ---- the span buffer's queues of block indexes (spans_queue.c) -------------------------- */
+
+/* A bounded MPMC queue (D. Vyukov's) of up to a power of two of indexes: the retired blocks. */
+struct qslot {
+    _Atomic uint32_t seq;
+    uint32_t val;
+};
+
+struct idxq {
+    struct qslot *slots;
+    uint32_t mask;
+    _Alignas(64) _Atomic uint32_t enq;
+    _Alignas(64) _Atomic uint32_t deq;
+};
+
+int idxq_init(struct idxq *q, uint32_t cap); /* cap: a power of two; 0 or -1 (no memory) */
+void idxq_free(struct idxq *q);
+void idxq_push(struct idxq *q, uint32_t v); /* never full: it holds each index at most once */
+int idxq_pop(struct idxq *q, uint32_t *v);  /* 1, or 0 when empty */
+
+/* A lock-free LIFO stack of the indexes 0..n-1 (the free blocks): `head` holds a tag that
+ * changes on every update (no ABA) and the top index + 1 (0: empty); next[i] is the index + 1
+ * of the entry under i. */
+struct idxstack {
+    _Atomic uint32_t *next;
+    _Alignas(64) _Atomic uint64_t head;
+};
+int stack_init(struct idxstack *st, uint32_t n); /* holding 0..n-1, 0 on top; 0 or -1 */
+void stack_free(struct idxstack *st);
+void stack_push(struct idxstack *st, uint32_t i);
+int stack_pop(struct idxstack *st, uint32_t *i); /* 1, or 0 when empty */
+
 /* ---- per-thread state (spans.c) -------------------------------------------------------- */
 
 struct open_span {
@@ -72,7 +105,7 @@ struct tstate {
      * consumer under reg_lock; positions count the thread's spans */
     struct block *_Atomic blk;
     struct cell *cells; /* blk's cells */
-    uint64_t pos;       /* the next span's position */
+    _Atomic uint64_t pos; /* the next span's position (relaxed: stats read it) */
     uint64_t limit;     /* pos may be written while below it (blk's read + its size, cached) */
     struct clrmux_span_context *ctx; /* the profiler's view (never freed: see ctx_alloc) */
     uint32_t ctx_slot;               /* its index in ctx_by_tid, or CTX_NO_SLOT */
