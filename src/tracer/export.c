@@ -210,7 +210,16 @@ int tracer_export_pending(struct tracer *t, int flush)
                  (unsigned long long)(st.dropped - t->dropped_logged), t->buffer_spans);
         t->dropped_logged = st.dropped;
     }
-    return written >= budget && t->nstage - t->shead + clrmux_spans_pending() >= EXPORT_BATCH;
+    /* with flush, any span left is more: the partial batch is written by the next call */
+    return written >= budget && t->nstage - t->shead + clrmux_spans_pending() >= (flush ? 1u : EXPORT_BATCH);
+}
+
+void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns)
+{
+    /* bounded: threads still recording spans at the end must not keep the caller here */
+    for (int i = 0; i < 64 && tracer_export_pending(t, 1); i++)
+        if (deadline_mono_ns && clrmux_mono_ns() >= deadline_mono_ns)
+            break;
 }
 
 /* One ExportMetricsServiceRequest with the cumulative totals: to the metrics file and/or
@@ -294,7 +303,24 @@ void tracer_finish_http(struct tracer *t)
         clrmux_http_finish(t->mhttp, left > 0 ? left : 1);
 }
 
-/* Waits on the span ring (woken at its high-water mark), drains it at least every POLL_MS,
+/* The calling thread's time on a CPU and waiting on the run queue for one, in ns (Linux:
+ * /proc/thread-self/schedstat, "run wait slices"); both 0 when unknown. Spans dropped while
+ * the export thread waited long for a CPU say the machine was busy, not that it is slow. */
+static void sched_times(uint64_t *run, uint64_t *wait)
+{
+    *run = *wait = 0;
+#ifdef __linux__
+    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+    if (!f)
+        return;
+    unsigned long long r, w;
+    if (fscanf(f, "%llu %llu", &r, &w) == 2)
+        *run = r, *wait = w;
+    fclose(f);
+#endif
+}
+
+/* Waits on the span buffer (woken at its high-water mark), drains it at least every POLL_MS,
  * writes and flushes what it holds every flush_ms, exports the metrics every metrics_ms.
  * Writes under wr_lock, and none after the last gasp (final) or while it holds them. */
 void *tracer_export_thread(void *arg)
@@ -342,10 +368,11 @@ void *tracer_export_thread(void *arg)
     /* Shutdown: the last spans and metrics, and the requests still queued, within a bounded time */
     pthread_mutex_lock(&t->wr_lock);
     if (!t->final) {
-        tracer_export_pending(t, 1);
+        tracer_export_all(t, 0);
         tracer_export_metrics(t);
         tracer_finish_http(t);
     }
     pthread_mutex_unlock(&t->wr_lock);
+    sched_times(&t->ex_run_ns, &t->ex_wait_ns); /* read by Shutdown after the join */
     return NULL;
 }

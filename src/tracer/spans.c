@@ -11,36 +11,81 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- the ring: a bounded MPMC queue (D. Vyukov's), used with one consumer ------------- */
+/* ---- the span buffer: per-thread rings of cells, handed over in blocks ------------------
+ *
+ * buffer_spans cells (64 bytes, one finished span each) are cut into blocks of BLK cells.
+ * A thread that records spans owns one block at a time and uses it as a single-producer,
+ * single-consumer ring: it writes a cell and publishes it with a release store of the
+ * cell's own `ready` word (a plain store on x86-64, in the line it writes anyway), with no
+ * atomic read-modify-write and no counter shared with the consumer; the export thread reads
+ * the ready cells in order, clears their `ready` and gives them back with a release store
+ * of the block's `read`. Positions count the thread's spans (they carry on from block to block),
+ * a cell is `cells[pos % BLK]`, and the producer may write position pos while
+ * pos - read < BLK (it caches read + BLK and reloads it only when it gets there).
+ *
+ * When its block is full the thread takes a free block from the pool and makes it its own,
+ * then hands the full one to the consumer through the queue of retired blocks (three
+ * atomic read-modify-writes per block of BLK spans); with no free block left the span is dropped
+ * and counted (the block stays: the consumer may have made room in it by the next span).
+ * The consumer drains the retired blocks first (in order: a thread's older spans come
+ * first), returns each emptied one to the pool, then reads the live threads' own blocks
+ * under the registry's lock; a thread that exits retires its block. A block is never
+ * recycled while it is a thread's own: the thread installs its new block before retiring
+ * the old one, and only a retired block goes back to the pool.
+ *
+ * A thread keeps at most one partly used block: buffer_spans / BLK threads record at once
+ * (4096 at the default buffer of 262144 spans); BLK is at most 64 and the buffer has at least
+ * 64 blocks when it holds 64 spans or more. */
 
-/* One cache line per span. `seq` is stored relative to the cell's index (Vyukov's sequence
- * number minus the index), so that a zero cell, as a fresh anonymous mapping gives it, is an
- * empty cell of the first lap: the ring is mapped at init and touched only as spans fill it. */
 struct cell {
-    _Atomic uint32_t seq;
-    uint32_t method;
     uint64_t trace_id[2];
     uint64_t span_id, parent_id;
     uint64_t start, end; /* ticks */
+    uint32_t method;
     uint32_t tid;
     uint16_t exc, flags;
+    _Atomic uint32_t ready; /* 1: written (producer, release); 0: drained (consumer) */
+} __attribute__((aligned(64)));
+
+struct block {
+    _Atomic uint64_t read; /* positions below read are drained (consumer) */
+    uint32_t gen;          /* times it went back to the pool (consumer) */
+    uint32_t prev, prev_gen; /* the owner's block before it (index + 1, 0: none), and that
+                                block's gen then (producer, at install) */
 } __attribute__((aligned(64)));
 
 static struct ring {
-    struct cell *cells;
-    size_t bytes; /* the mapping's length */
-    uint32_t mask;
-    _Alignas(64) _Atomic uint32_t enq;
-    _Alignas(64) uint32_t deq;
-} ring;
+    struct cell *cells;    /* nblocks * blk cells */
+    struct block *blocks;  /* nblocks */
+    size_t bytes;          /* the cells' mapping */
+    uint32_t blk, nblocks; /* powers of two */
+    struct idxstack freeq;
+    struct idxq fullq;
+    _Alignas(64) _Atomic uint32_t nretired; /* blocks in fullq (approximate while it moves) */
+    int32_t draining;      /* the retired block being drained (consumer), or -1 */
+} ring = {.draining = -1};
 
-/* finished = drained + in the ring + dropped: no counter of its own on the probes' path */
+static inline struct cell *block_cells(uint32_t i) { return ring.cells + (size_t)i * ring.blk; }
+static inline uint32_t block_index(const struct block *b) { return (uint32_t)(b - ring.blocks); }
+
+/* finished = drained + in the buffer + dropped: no counter of its own on the probes' path */
 static _Atomic uint64_t st_dropped, st_too_deep, st_unsampled;
-static uint64_t deq_total; /* spans drained since init (consumer) */
+static uint64_t deq_total;            /* spans drained since init (consumer) */
+static _Atomic uint64_t exited_spans; /* spans written by threads that have exited */
 
-/* high-water wake: the consumer sleeps on `wake_word` (futex) with `sleeping` set */
+/* high-water wake: the consumer sleeps on `wake_word` (futex) with `sleeping` set; a thread
+ * that retires a block while a quarter of the blocks or more wait to be drained wakes it
+ * (the blocks threads hold as their own do not count: many threads, each with a few spans
+ * in its block, must not keep the consumer awake) */
 static _Atomic uint32_t wake_word, sleeping;
-static uint32_t hw_mask; /* a producer whose position is a multiple of hw_mask + 1 wakes */
+static uint32_t hw_retired; /* the mark: retired blocks */
+
+/* the registry of the threads that record spans (their blocks; per-thread counters) */
+static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tstate *reg_head;
 
 /* head sampling: a root trace is recorded when its random draw is below sample_bound */
 static _Atomic uint64_t sample_bound = UINT64_MAX;
@@ -151,24 +196,36 @@ void clrmux_spans_wake(void)
     clrmux_word_wake((uint32_t *)&wake_word);
 }
 
+/* Spans written to the buffer since init (the live threads' positions, the exited threads'
+ * spans), under reg_lock. */
+static uint64_t spans_written_locked(void)
+{
+    uint64_t n = atomic_load_explicit(&exited_spans, memory_order_relaxed);
+    for (struct tstate *t = reg_head; t; t = t->next)
+        n += atomic_load_explicit(&t->pos, memory_order_relaxed);
+    return n;
+}
+
 size_t clrmux_spans_pending(void)
 {
     if (!ring.cells)
         return 0;
-    return (uint32_t)(atomic_load_explicit(&ring.enq, memory_order_relaxed) - ring.deq);
+    pthread_mutex_lock(&reg_lock);
+    uint64_t w = spans_written_locked();
+    pthread_mutex_unlock(&reg_lock);
+    return w > deq_total ? (size_t)(w - deq_total) : 0;
 }
 
 void clrmux_spans_wait(long timeout_ms)
 {
     uint32_t w = atomic_load(&wake_word);
     atomic_store(&sleeping, 1);
-    if (clrmux_spans_pending() <= hw_mask) { /* below the mark: sleep */
+    if (!ring.cells || atomic_load(&ring.nretired) < hw_retired) /* below the mark: sleep */
         clrmux_word_wait((uint32_t *)&wake_word, w, timeout_ms);
-    }
     atomic_store(&sleeping, 0);
 }
 
-static void threads_reset_metrics(void);
+static void threads_reset(void);
 static uint64_t threads_unsampled(void);
 
 int clrmux_spans_init(size_t capacity)
@@ -179,91 +236,108 @@ int clrmux_spans_init(size_t capacity)
     size_t cap = 2;
     while (cap < capacity)
         cap <<= 1;
-    /* anonymous memory reads as zero (empty cells) and is faulted in only as spans fill it */
+    uint32_t blk = 1; /* at most 64 cells a block, at least 64 blocks while cap >= 64 */
+    while (blk < 64 && cap / (blk * 2) >= 64)
+        blk <<= 1;
+    uint32_t nblocks = (uint32_t)(cap / blk);
+    /* anonymous memory is faulted in only as spans fill it */
     size_t bytes = cap * sizeof(struct cell);
     struct cell *c = clrmux_map_zero(bytes);
-    if (!c)
+    struct block *bl = clrmux_lazy_calloc(nblocks, sizeof *bl);
+    metrics = clrmux_lazy_calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
+    if (!c || !bl || !metrics || stack_init(&ring.freeq, nblocks) != 0 || idxq_init(&ring.fullq, nblocks) != 0) {
+        if (c)
+            clrmux_unmap_zero(c, bytes);
+        clrmux_lazy_free(bl);
+        clrmux_lazy_free(metrics);
+        metrics = NULL;
+        stack_free(&ring.freeq);
+        idxq_free(&ring.fullq);
         return -1;
+    }
     ring.bytes = bytes;
-    ring.mask = (uint32_t)(cap - 1);
-    atomic_store(&ring.enq, 0);
-    ring.deq = 0;
+    ring.blk = blk;
+    ring.nblocks = nblocks;
+    ring.blocks = bl;
+    ring.draining = -1;
+    atomic_store(&ring.nretired, 0);
+    hw_retired = nblocks / 4 ? nblocks / 4 : 1;
     deq_total = 0;
     atomic_store(&st_dropped, 0);
     atomic_store(&st_too_deep, 0);
     atomic_store(&st_unsampled, 0);
-    hw_mask = (uint32_t)(cap >= 8 ? cap / 4 - 1 : 0);
-    metrics = clrmux_lazy_calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
-    if (!metrics) {
-        clrmux_unmap_zero(c, bytes);
-        return -1;
-    }
+    atomic_store(&exited_spans, 0);
     conv_fill(&conv_set[0], spans_cal_init());
     atomic_store_explicit(&conv, &conv_set[0], memory_order_release);
     calibrated = 0;
-    threads_reset_metrics();
+    threads_reset();
     ring.cells = c; /* before any probe runs */
     return 0;
 }
 
 void clrmux_spans_fini(void)
 {
+    threads_reset(); /* no thread keeps a block */
     if (ring.cells)
         clrmux_unmap_zero(ring.cells, ring.bytes);
     ring.cells = NULL;
+    clrmux_lazy_free(ring.blocks);
+    ring.blocks = NULL;
+    stack_free(&ring.freeq);
+    idxq_free(&ring.fullq);
     clrmux_lazy_free(metrics);
     metrics = NULL;
     atomic_store(&sample_bound, UINT64_MAX);
 }
 
-/* Claims a cell for a finished span, or NULL (full ring: the span is dropped and counted).
- * The caller fills it and publishes it with cell_publish. */
-static struct cell *cell_claim(uint32_t *pos_out)
+/* The calling thread's block is full (or it has none): room for position t->pos, in the
+ * same block if the consumer has drained some of it, else in a block from the pool (the
+ * full one is retired). 0: no room, the span is dropped. The probes' rare path: no lock,
+ * no allocation (three atomic read-modify-writes per block). */
+static __attribute__((noinline)) int block_room(struct tstate *t)
 {
-    struct cell *cells = ring.cells;
-    if (!cells) {
-        atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed);
-        return NULL;
+    struct block *b = atomic_load_explicit(&t->blk, memory_order_relaxed);
+    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    if (b) {
+        t->limit = atomic_load_explicit(&b->read, memory_order_acquire) + ring.blk;
+        if (pos < t->limit)
+            return 1;
     }
-    uint32_t pos = atomic_load_explicit(&ring.enq, memory_order_relaxed);
-    for (;;) {
-        struct cell *c = &cells[pos & ring.mask];
-        uint32_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-        int32_t diff = (int32_t)(seq - (pos & ~ring.mask)); /* seq is relative to the index */
-        if (diff == 0) {
-            if (atomic_compare_exchange_weak_explicit(&ring.enq, &pos, pos + 1, memory_order_relaxed,
-                                                      memory_order_relaxed)) {
-                *pos_out = pos;
-                return c;
-            }
-        } else if (diff < 0) {
-            atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
-            return NULL;
-        } else {
-            pos = atomic_load_explicit(&ring.enq, memory_order_relaxed);
-        }
-    }
-}
-
-static inline void cell_publish(struct cell *c, uint32_t pos)
-{
-    atomic_store_explicit(&c->seq, (pos & ~ring.mask) + 1, memory_order_release);
-    if (__builtin_expect((pos & hw_mask) == 0, 0) && atomic_load_explicit(&sleeping, memory_order_relaxed))
-        clrmux_spans_wake();
-}
-
-size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
-{
-    struct cell *cells = ring.cells;
-    size_t n = 0;
-    if (!cells)
+    uint32_t i;
+    if (!ring.cells || !stack_pop(&ring.freeq, &i))
         return 0;
+    struct block *nb = &ring.blocks[i];
+    atomic_store_explicit(&nb->read, pos, memory_order_relaxed); /* its cells: all drained */
+    nb->prev = b ? block_index(b) + 1 : 0;
+    nb->prev_gen = b ? b->gen : 0;
+    t->cells = block_cells(i);
+    t->limit = pos + ring.blk;
+    atomic_store_explicit(&t->blk, nb, memory_order_release); /* the new block first ... */
+    if (b) {
+        idxq_push(&ring.fullq, block_index(b)); /* ... then the old one to the consumer */
+        uint32_t nr = atomic_fetch_add_explicit(&ring.nretired, 1, memory_order_relaxed) + 1;
+        if (nr >= hw_retired && atomic_load_explicit(&sleeping, memory_order_relaxed))
+            clrmux_spans_wake();
+    }
+    return 1;
+}
+
+/* Copies the ready cells of block b from its read position on (at most max - *n spans)
+ * into out; returns 1 when it stopped at a cell not ready (all written so far is drained),
+ * 0 when out is full. */
+static int block_drain(struct block *b, struct clrmux_span *out, size_t *np, size_t max)
+{
+    uint64_t r = atomic_load_explicit(&b->read, memory_order_relaxed);
+    struct cell *cells = block_cells(block_index(b));
+    uint32_t m = ring.blk - 1;
+    size_t n = *np;
+    int empty = 0;
     while (n < max) {
-        struct cell *c = &cells[ring.deq & ring.mask];
-        uint32_t lap = ring.deq & ~ring.mask; /* seq is relative to the index */
-        uint32_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-        if (seq != lap + 1)
-            break; /* empty, or the producer that claimed this cell has not finished it */
+        struct cell *c = &cells[r & m];
+        if (!atomic_load_explicit(&c->ready, memory_order_acquire)) {
+            empty = 1;
+            break;
+        }
         struct clrmux_span *s = &out[n++];
         memcpy(s->trace_id, c->trace_id, 16);
         s->span_id = c->span_id;
@@ -274,8 +348,46 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
         s->tid = c->tid;
         s->exc = c->exc;
         s->flags = c->flags;
-        atomic_store_explicit(&c->seq, lap + ring.mask + 1, memory_order_release);
-        ring.deq++;
+        atomic_store_explicit(&c->ready, 0, memory_order_relaxed); /* ordered by read's release */
+        r++;
+    }
+    atomic_store_explicit(&b->read, r, memory_order_release);
+    *np = n;
+    return empty;
+}
+
+size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
+{
+    size_t n = 0;
+    if (!ring.cells)
+        return 0;
+    /* the retired blocks first, oldest first: then a thread's spans come in order */
+    while (n < max) {
+        if (ring.draining < 0) {
+            uint32_t i;
+            if (!idxq_pop(&ring.fullq, &i))
+                break;
+            atomic_fetch_sub_explicit(&ring.nretired, 1, memory_order_relaxed);
+            ring.draining = (int32_t)i;
+        }
+        if (!block_drain(&ring.blocks[ring.draining], out, &n, max))
+            break; /* out is full */
+        ring.blocks[ring.draining].gen++;
+        stack_push(&ring.freeq, (uint32_t)ring.draining);
+        ring.draining = -1;
+    }
+    /* then the live threads' own blocks (a block retired meanwhile is drained here or
+     * later from the queue: it is recycled only from there) */
+    if (n < max) {
+        pthread_mutex_lock(&reg_lock);
+        for (struct tstate *t = reg_head; t && n < max; t = t->next) {
+            struct block *b = atomic_load_explicit(&t->blk, memory_order_acquire);
+            /* not while the thread's block before it waits in the queue (or is about to):
+             * the thread's older spans come first */
+            if (b && !(b->prev && ring.blocks[b->prev - 1].gen == b->prev_gen))
+                block_drain(b, out, &n, max);
+        }
+        pthread_mutex_unlock(&reg_lock);
     }
     deq_total += n;
     if (!calibrated) { /* the second point, and the tick rate for good */
@@ -299,19 +411,15 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
 void clrmux_spans_stats(struct clrmux_span_stats *s)
 {
     s->dropped = atomic_load(&st_dropped);
-    s->finished = deq_total + clrmux_spans_pending() + s->dropped;
+    pthread_mutex_lock(&reg_lock);
+    uint64_t w = ring.cells ? spans_written_locked() : 0;
+    pthread_mutex_unlock(&reg_lock);
+    s->finished = (w > deq_total ? w : deq_total) + s->dropped;
     s->too_deep = atomic_load(&st_too_deep);
     s->unsampled = atomic_load(&st_unsampled) + threads_unsampled();
 }
 
 /* ---- per-thread state (struct tstate: spans_int.h) ---------------------------------------- */
-
-static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
-static pthread_key_t tls_key;
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tstate *reg_head;
 
 static inline void bump(_Atomic uint64_t *c, uint64_t v)
 {
@@ -364,13 +472,18 @@ static void threads_add_metrics(struct clrmux_method_metrics *out, uint32_t firs
     pthread_mutex_unlock(&reg_lock);
 }
 
-/* a new ring (tests): the live threads' counters start again */
-static void threads_reset_metrics(void)
+/* a new buffer (tests; no probe runs): the live threads' counters start again, and no
+ * thread keeps a block of the old one */
+static void threads_reset(void)
 {
     pthread_mutex_lock(&reg_lock);
     for (struct tstate *t = reg_head; t; t = t->next) {
         memset(t->tm, 0, sizeof t->tm);
         atomic_store(&t->unsampled, 0);
+        atomic_store(&t->blk, NULL);
+        t->cells = NULL;
+        atomic_store(&t->pos, 0);
+        t->limit = 0;
     }
     pthread_mutex_unlock(&reg_lock);
 }
@@ -407,6 +520,15 @@ static void tstate_free(void *p)
                 atomic_fetch_add(&m->buckets[b], o.buckets[b]);
         }
     atomic_fetch_add(&st_unsampled, atomic_load(&t->unsampled));
+    struct block *b = atomic_load(&t->blk);
+    if (b && ring.cells) { /* its last spans: the consumer drains them from the queue */
+        atomic_fetch_add(&exited_spans, atomic_load_explicit(&t->pos, memory_order_relaxed));
+        atomic_store(&t->blk, NULL);
+        idxq_push(&ring.fullq, block_index(b));
+        atomic_fetch_add(&ring.nretired, 1);
+        if (atomic_load(&sleeping))
+            clrmux_spans_wake();
+    }
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -541,7 +663,9 @@ static inline int64_t span_open(struct tstate *t, int32_t method)
         t->sampled = b < bound || bound == UINT64_MAX;
     }
     struct open_span *o = &t->stack[t->depth];
-    o->span_id = rnd(t);
+    /* a span of a trace that is not recorded needs no id, but a root span does: joining an
+     * Activity may make its trace recorded (clrmux_span_join: at depth 1 only) */
+    o->span_id = t->sampled || !t->depth ? rnd(t) : 0;
     o->method = (uint32_t)method;
     o->flags = 0;
     o->exc = 0;
@@ -589,12 +713,13 @@ void clrmux_span_exit(int64_t slot)
             account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
             continue;
         }
-        uint32_t pos;
-        struct cell *c = cell_claim(&pos);
-        if (!c) {
+        uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+        if (__builtin_expect(pos == t->limit, 0) && !block_room(t)) {
+            atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
             account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
             continue;
         }
+        struct cell *c = &t->cells[pos & (ring.blk - 1)];
         memcpy(c->trace_id, t->trace_id, 16);
         c->span_id = o->span_id;
         c->parent_id = d ? t->stack[d - 1].span_id : t->root_parent;
@@ -604,7 +729,8 @@ void clrmux_span_exit(int64_t slot)
         c->tid = t->tid;
         c->exc = o->exc;
         c->flags = (uint16_t)(o->flags | (t->joined ? CLRMUX_SPAN_JOINED : 0));
-        cell_publish(c, pos);
+        atomic_store_explicit(&c->ready, 1, memory_order_release);
+        atomic_store_explicit(&t->pos, pos + 1, memory_order_relaxed);
     }
     if (t->depth == 0)
         t->pending_exc = 0;

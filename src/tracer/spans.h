@@ -17,18 +17,23 @@
  * Activity, when the Activity is recorded (parent-based); nested spans follow their root.
  * Every call is counted whatever happens to its span: per-method call and error counts and
  * a duration histogram (clrmux_method_metrics_get). A recorded span is counted when it is
- * drained; a span not sampled, dropped (full ring) or not recorded (stack too deep) is
+ * drained; a span not sampled, dropped (full buffer) or not recorded (stack too deep) is
  * counted by the probe itself in per-thread counters (plain stores, no atomic read-modify-
  * write) that the exporter sums.
  *
- * The consumer sleeps in clrmux_spans_wait; a producer whose span crosses a high-water mark
- * (a quarter of the ring) wakes it (futex), so a burst is drained before the ring fills. A closed span is pushed
- * into a bounded lock-free MPSC ring (one 64-byte cell per span); when the ring is full the
- * span is dropped and counted. In the steady state the probes neither lock nor allocate (a
+ * A closed span is written to the span buffer (buffer_spans cells of 64 bytes), cut into
+ * blocks: a thread owns one block at a time and fills it as its own single-producer ring
+ * (a few plain stores and one release store per span: no lock, no atomic read-modify-write,
+ * no cache line shared with other threads); a full block is handed to the consumer and a
+ * free one taken from the pool (three atomic read-modify-writes per block); with no block free the
+ * span is dropped and counted. The consumer drains the handed-over blocks, then the live
+ * threads' own blocks. The consumer sleeps in clrmux_spans_wait; a thread that hands over
+ * a block while a quarter of the blocks or more are in use wakes it (futex), so a burst is
+ * drained before the buffer fills. In the steady state the probes neither lock nor allocate (a
  * thread's state, with room for CLRMUX_SPAN_INLINE_DEPTH open spans, is allocated once, on its
  * first span; a deeper recursion doubles the thread's stack, rarely, up to
  * CLRMUX_SPAN_MAX_DEPTH open spans). The probes read a tick counter (the
- * TSC on x86-64); one background thread drains the ring (clrmux_spans_drain), which turns
+ * TSC on x86-64); one background thread drains the buffer (clrmux_spans_drain), which turns
  * ticks into Unix nanoseconds. */
 #ifndef CLRMUX_TRACER_SPANS_H
 #define CLRMUX_TRACER_SPANS_H
@@ -58,10 +63,13 @@ struct clrmux_span {
     uint32_t flags;       /* CLRMUX_SPAN_ERROR */
 };
 
-/* Creates the ring (capacity rounded up to a power of two, at least 2). Returns 0 or -1.
- * Calling it again discards the previous ring (tests only; no probe may run meanwhile). */
+/* Creates the span buffer (capacity in spans, rounded up to a power of two, at least 2; at
+ * most capacity / 64 threads hold a block at once, 64 below a capacity of 4096, capacity
+ * below 64: see spans.c). Returns
+ * 0 or -1. Calling it again discards the previous buffer (tests only; no probe may run
+ * meanwhile). */
 int clrmux_spans_init(size_t capacity);
-/* Frees the ring (tests). */
+/* Frees the buffer (tests; no probe may run meanwhile). */
 void clrmux_spans_fini(void);
 
 /* The probes (see above). A slot < 0 means "not recorded" (deeper than CLRMUX_SPAN_MAX_DEPTH,
@@ -74,7 +82,7 @@ int64_t clrmux_span_enter(int32_t method);
  * (its first span) or growing its stack (a deep recursion); the IL then calls
  * clrmux_span_enter, with a GC transition. Every other probe never blocks or allocates:
  * clrmux_span_exit, clrmux_span_exception and clrmux_span_join (at most a FUTEX_WAKE,
- * which does not block, when a span crosses the ring's high-water mark). */
+ * which does not block, when a span hands over a block above the buffer's high-water mark). */
 #define CLRMUX_SPAN_SLOW (-2)
 int64_t clrmux_span_enter_fast(int32_t method);
 void clrmux_span_exit(int64_t slot);
@@ -100,10 +108,11 @@ unsigned clrmux_span_depth(void);
 void clrmux_span_set_pending_exception(uint32_t exc);
 
 /* Moves up to max finished spans into out, their times in Unix nanoseconds; returns how
- * many. Single consumer. */
+ * many. A thread's spans come in the order they closed (those of different threads are
+ * not ordered). Single consumer. */
 size_t clrmux_spans_drain(struct clrmux_span *out, size_t max);
 
-/* Statistics: spans finished (pushed or dropped), dropped because the ring was full, spans
+/* Statistics: spans finished (pushed or dropped), dropped because the buffer was full, spans
  * not recorded because a thread's stack could not grow (CLRMUX_SPAN_MAX_DEPTH reached, or out
  * of memory), spans not sampled. */
 struct clrmux_span_stats {
@@ -111,11 +120,12 @@ struct clrmux_span_stats {
 };
 void clrmux_spans_stats(struct clrmux_span_stats *s);
 
-/* The consumer's wait: returns when a producer crossed the ring's high-water mark, when
- * clrmux_spans_wake is called, or after timeout_ms (at once if the ring is above the mark). */
+/* The consumer's wait: returns when a producer crossed the buffer's high-water mark (a
+ * quarter of its blocks in use), when clrmux_spans_wake is called, or after timeout_ms (at
+ * once if the buffer is above the mark). */
 void clrmux_spans_wait(long timeout_ms);
 void clrmux_spans_wake(void);
-/* Spans in the ring (approximate while producers run). */
+/* Spans in the buffer (approximate while producers run; takes the threads' registry lock). */
 size_t clrmux_spans_pending(void);
 
 /* ---- per-method metrics ---------------------------------------------------------------- */
@@ -132,7 +142,7 @@ struct clrmux_method_metrics {
     uint64_t sum_ns;      /* total duration */
     uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
 };
-/* The totals for method (0 when out of range). Spans still in the ring are not counted yet:
+/* The totals for method (0 when out of range). Spans still in the buffer are not counted yet:
  * drain first. */
 void clrmux_method_metrics_get(uint32_t method, struct clrmux_method_metrics *out);
 /* The totals of methods 0..n-1 in out[0..n) in one pass (takes the thread registry's lock

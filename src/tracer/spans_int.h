@@ -1,4 +1,5 @@
-/* The span probes' private parts, shared by spans.c (probes, ring, metrics), spans_clock.c
+/* The span probes' private parts, shared by spans.c (probes, buffer, metrics), spans_queue.c
+ * (the buffer's queues of blocks), spans_clock.c
  * (the tick clock and its calibration to Unix time) and spans_ctx.c (the profiler's view of a
  * thread's span context, thread names). Not a public interface. */
 #ifndef CLRMUX_TRACER_SPANS_INT_H
@@ -12,6 +13,14 @@
 
 /* ---- the tick clock (spans_clock.c) ---------------------------------------------------- */
 
+/* Plain RDTSC, not RDTSCP or LFENCE; RDTSC: the out-of-order core may read the counter a few
+ * instructions early or late, i.e. move a span's start or end by a few ns; a span is
+ * exported with ns resolution but the call it times costs tens of ns in probes alone, so a
+ * serialising read would buy nothing a reader can use, and it costs: on the reference VM
+ * (bench/clocks.c, printed by bench/spans.sh) RDTSC takes ~11 ns, LFENCE+RDTSC ~19 and
+ * RDTSCP ~22, and a span reads the counter twice. Start and end are read on the same
+ * thread and the invariant TSC is synchronised across cores: a migration in between does
+ * not skew a duration. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 static inline uint64_t ticks(void) { return __rdtsc(); }
@@ -33,6 +42,38 @@ double spans_cal_fix(void);
 void spans_cal_sample(void);
 /* Unix time in ns of a tick, interpolated between the calibration points around it. */
 int64_t spans_tick_to_ns(uint64_t tick);
+
+/* ---- the span buffer's queues of block indexes (spans_queue.c) -------------------------- */
+
+/* A bounded MPMC queue (D. Vyukov's) of up to a power of two of indexes: the retired blocks. */
+struct qslot {
+    _Atomic uint32_t seq;
+    uint32_t val;
+};
+
+struct idxq {
+    struct qslot *slots;
+    uint32_t mask;
+    _Alignas(64) _Atomic uint32_t enq;
+    _Alignas(64) _Atomic uint32_t deq;
+};
+
+int idxq_init(struct idxq *q, uint32_t cap); /* cap: a power of two; 0 or -1 (no memory) */
+void idxq_free(struct idxq *q);
+void idxq_push(struct idxq *q, uint32_t v); /* never full: it holds each index at most once */
+int idxq_pop(struct idxq *q, uint32_t *v);  /* 1, or 0 when empty */
+
+/* A lock-free LIFO stack of the indexes 0..n-1 (the free blocks): `head` holds a tag that
+ * changes on every update (no ABA) and the top index + 1 (0: empty); next[i] is the index + 1
+ * of the entry under i. */
+struct idxstack {
+    _Atomic uint32_t *next;
+    _Alignas(64) _Atomic uint64_t head;
+};
+int stack_init(struct idxstack *st, uint32_t n); /* holding 0..n-1, 0 on top; 0 or -1 */
+void stack_free(struct idxstack *st);
+void stack_push(struct idxstack *st, uint32_t i);
+int stack_pop(struct idxstack *st, uint32_t *i); /* 1, or 0 when empty */
 
 /* ---- per-thread state (spans.c) -------------------------------------------------------- */
 
@@ -56,7 +97,16 @@ struct tmetric {
     _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
 };
 
+struct block;
+struct cell;
+
 struct tstate {
+    /* the thread's block of the span buffer (spans.c): written by the thread, read by the
+     * consumer under reg_lock; positions count the thread's spans */
+    struct block *_Atomic blk;
+    struct cell *cells; /* blk's cells */
+    _Atomic uint64_t pos; /* the next span's position (relaxed: stats read it) */
+    uint64_t limit;     /* pos may be written while below it (blk's read + its size, cached) */
     struct clrmux_span_context *ctx; /* the profiler's view (never freed: see ctx_alloc) */
     uint32_t ctx_slot;               /* its index in ctx_by_tid, or CTX_NO_SLOT */
     struct tstate *next, *prev;     /* registry of live threads (reg_lock) */

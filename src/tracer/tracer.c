@@ -662,10 +662,11 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
                  (unsigned long long)t->metric_lines);
     if (!cause && t->encoded)
         LOG_INFO("tracer: export: %llu span(s) drained, encoded and written in %.1f ms of the export thread's CPU "
-                 "time (%.0f spans/s)",
+                 "time (%.0f spans/s); the export thread ran %.1f ms and waited %.1f ms for a CPU",
                  (unsigned long long)t->encoded, (double)t->encode_cpu_ns / 1e6,
-                 t->encode_cpu_ns ? (double)t->encoded * 1e9 / (double)t->encode_cpu_ns : 0.0);
-    else
+                 t->encode_cpu_ns ? (double)t->encoded * 1e9 / (double)t->encode_cpu_ns : 0.0,
+                 (double)t->ex_run_ns / 1e6, (double)t->ex_wait_ns / 1e6);
+    else if (cause)
         LOG_WARN("tracer: last gasp (%s): every span finished so far is saved (%llu written now); %s, %llu dropped "
                  "(buffer full), %llu not recorded (too deep); lost: the spans of calls still running, which "
                  "never finish",
@@ -691,7 +692,7 @@ static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, 
     }
     if (!t->final) {
         uint64_t before = t->written + t->queued;
-        tracer_export_pending(t, 1);
+        tracer_export_all(t, deadline_ns);
         tracer_export_metrics(t);
         long ms = (long)((deadline_ns - clrmux_mono_ns()) / 1000000);
         if (t->http && ms > 0 && final)
@@ -720,7 +721,7 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     } else {
         pthread_mutex_lock(&t->wr_lock);
         if (!t->final) {
-            tracer_export_pending(t, 1);
+            tracer_export_all(t, 0);
             tracer_export_metrics(t);
             tracer_finish_http(t);
         }

@@ -183,6 +183,8 @@ struct tracer {
     uint64_t metric_lines;
     uint64_t written, lines, dropped_logged;
     uint64_t encoded, encode_cpu_ns; /* spans the export thread encoded, and its CPU time doing it */
+    uint64_t ex_run_ns, ex_wait_ns;  /* the export thread's time on a CPU and waiting for one
+                                        (Linux schedstat, at its end; 0: unknown) */
     int64_t batch_now_ns;            /* the wall clock at the current batch (thread names' cache) */
     struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
     struct linebuf line;                    /* the OTLP JSON line being written */
@@ -220,9 +222,12 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 /* export.c */
 const struct clrmux_otlp_pb_api *tracer_load_pb(void); /* libclrmux_otlp.so, or NULL */
 void *tracer_export_thread(void *arg);                  /* pthread body; arg: the tracer */
-/* drain the ring, write batches (under wr_lock); 1 when it stopped at its budget (two stages'
- * worth of spans) with a batch or more left to write, else 0 */
+/* drain the span buffer, write batches (under wr_lock); 1 when it stopped at its budget (two
+ * stages' worth of spans) with a batch or more left to write (with flush: any span), else 0 */
 int tracer_export_pending(struct tracer *t, int flush);
+/* tracer_export_pending(t, 1) until every finished span is written (at most 64 calls, and
+ * not past deadline_mono_ns (clrmux_mono_ns) unless it is 0); under wr_lock */
+void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns);
 void tracer_export_metrics(struct tracer *t);           /* one metrics export */
 void tracer_finish_http(struct tracer *t);              /* Shutdown: send what is queued, bounded */
 

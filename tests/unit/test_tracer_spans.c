@@ -363,6 +363,60 @@ static void test_threads(void **state)
     clrmux_spans_fini();
 }
 
+/* A buffer far too small for the threads (64 blocks of 4 spans, 8 threads): spans are
+ * dropped, none is lost or duplicated (drained + dropped = finished), each thread's come in
+ * the order they closed, and the blocks of the threads that exit are drained. */
+#define SMALL_PER_THREAD 5000
+static int workers_done;
+static void *ordered_worker(void *arg)
+{
+    uint32_t *tid = arg;
+    *tid = (uint32_t)clrmux_thread_id();
+    for (int i = 0; i < SMALL_PER_THREAD; i++)
+        clrmux_span_exit(clrmux_span_enter(i));
+    __atomic_add_fetch(&workers_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_threads_small_buffer(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(256), 0);
+    __atomic_store_n(&workers_done, 0, __ATOMIC_RELAXED);
+    pthread_t th[THREADS];
+    uint32_t tids[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, ordered_worker, &tids[i]), 0);
+    struct clrmux_span *s = calloc(THREADS * SMALL_PER_THREAD, sizeof *s);
+    size_t got = 0;
+    while (__atomic_load_n(&workers_done, __ATOMIC_ACQUIRE) < THREADS)
+        got += clrmux_spans_drain(s + got, 7); /* small batches: blocks drained in parts */
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    size_t n;
+    while ((n = clrmux_spans_drain(s + got, THREADS * SMALL_PER_THREAD - got)) > 0)
+        got += n;
+    struct clrmux_span_stats st;
+    clrmux_spans_stats(&st);
+    assert_int_equal(st.finished, THREADS * SMALL_PER_THREAD);
+    assert_int_equal(got + st.dropped, THREADS * SMALL_PER_THREAD);
+    int last[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        last[i] = -1;
+    for (size_t k = 0; k < got; k++) {
+        int i = 0;
+        while (i < THREADS && s[k].tid != tids[i])
+            i++;
+        assert_true(i < THREADS);
+        if ((int)s[k].method <= last[i])
+            fail_msg("thread %d: span %u after %d", i, s[k].method, last[i]);
+        last[i] = (int)s[k].method;
+    }
+    assert_int_equal(clrmux_spans_pending(), 0);
+    free(s);
+    clrmux_spans_fini();
+}
+
 static const char *mname(void *ctx, uint32_t id)
 {
     (void)ctx;
@@ -515,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_deep_recursion),
         cmocka_unit_test(test_too_deep),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_threads_small_buffer),
         cmocka_unit_test(test_otlp_line),
         cmocka_unit_test(test_otlp_long_name),
         cmocka_unit_test(test_json_escape),
