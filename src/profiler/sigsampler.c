@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lazymem.h"
 #include "common/log.h"
 #include "profiler/prof.h"
 
@@ -307,6 +308,13 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
 
 /* ---- start / check / stop -------------------------------------------------------------- */
 
+static void sig_free(struct prof_sig *s)
+{
+    clrmux_lazy_free(s->code_buf[0]);
+    clrmux_lazy_free(s->code_buf[1]);
+    clrmux_lazy_free(s);
+}
+
 struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_peek_fn peek, char *why,
                                 size_t whysz)
 {
@@ -314,19 +322,20 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
         snprintf(why, whysz, "another signal sampler already runs in this process");
         return NULL;
     }
-    struct prof_sig *s = calloc(1, sizeof *s);
+    /* ~150 KB of tables and 2 x 64 KB of code ranges, mapped (lazymem.h): calloc cleared them
+     * from recycled heap at start-up (1-2 ms of a hello world's main thread), and a hello world
+     * touches a few pages of them */
+    struct prof_sig *s = clrmux_lazy_calloc(1, sizeof *s);
     if (!s) {
         snprintf(why, whysz, "out of memory");
         return NULL;
     }
     s->interval_ns = (int64_t)interval_ms * 1000000;
-    s->code_buf[0] = calloc(1, sizeof *s->code_buf[0]);
-    s->code_buf[1] = calloc(1, sizeof *s->code_buf[1]);
+    s->code_buf[0] = clrmux_lazy_calloc(1, sizeof *s->code_buf[0]);
+    s->code_buf[1] = clrmux_lazy_calloc(1, sizeof *s->code_buf[1]);
     if (!s->code_buf[0] || !s->code_buf[1]) {
         snprintf(why, whysz, "out of memory");
-        free(s->code_buf[0]);
-        free(s->code_buf[1]);
-        free(s);
+        sig_free(s);
         return NULL;
     }
     s->cpu = cpu;
@@ -340,7 +349,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     struct sigaction prev, sa;
     if (sigaction(SIGPROF, NULL, &prev) != 0) {
         snprintf(why, whysz, "sigaction(SIGPROF): %s", strerror(errno));
-        free(s);
+        sig_free(s);
         return NULL;
     }
     g_prev = prev;
@@ -355,7 +364,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     if (sigaction(SIGPROF, &sa, NULL) != 0) {
         snprintf(why, whysz, "sigaction(SIGPROF): %s", strerror(errno));
         atomic_store(&g_sig, NULL);
-        free(s);
+        sig_free(s);
         return NULL;
     }
     /* check 1: a SIGPROF sent to this thread reaches our handler (unless this thread
@@ -391,9 +400,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
 fail:
     sigaction(SIGPROF, &prev, NULL);
     atomic_store(&g_sig, NULL);
-    free(s->code_buf[0]);
-    free(s->code_buf[1]);
-    free(s);
+    sig_free(s);
     return NULL;
 }
 
