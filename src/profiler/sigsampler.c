@@ -629,8 +629,21 @@ static void lookup_stacks(struct prof_sig *s, size_t npend, int code_due)
     if (code_due) {
         struct prof_code_ranges *cur = atomic_load(&s->code);
         struct prof_code_ranges *next = cur == s->code_buf[0] ? s->code_buf[1] : s->code_buf[0];
-        if (prof_maps_scan(next, s->pend_sp, npend, s->pend_lo, s->pend_hi) != (size_t)-1)
+        uint64_t main_stack[2];
+        if (prof_maps_scan(next, s->pend_sp, npend, s->pend_lo, s->pend_hi, main_stack) != (size_t)-1) {
             atomic_store_explicit(&s->code, next, memory_order_release);
+            /* the main thread's stack is known by name: its first walks (a hello world's
+             * busiest thread, armed on this first tick) need not read each frame by a system
+             * call, nor wait for a second pass over the maps */
+            for (size_t idx = 0; main_stack[1] && idx < s->high; idx++) {
+                struct slot *sl = atomic_load(&s->slots[idx]);
+                if (sl && sl->id && sl->tid == (uint32_t)g_pid && !atomic_load(&sl->map_hi) &&
+                    !atomic_load(&sl->seen_sp)) {
+                    atomic_store(&sl->map_lo, main_stack[0]);
+                    atomic_store_explicit(&sl->map_hi, main_stack[1], memory_order_release);
+                }
+            }
+        }
         s->code_loaded = s->tick_now;
     } else if (npend) {
         prof_stack_mappings(s->pend_sp, npend, s->pend_lo, s->pend_hi); /* one pass over the maps */
@@ -647,8 +660,8 @@ static void lookup_stacks(struct prof_sig *s, size_t npend, int code_due)
 /* A zeroed slot with its ring and frames, or NULL (out of memory). Slots come from chunks of
  * SLOT_CHUNK, next to each other; like their rings, they are never freed (a late signal may
  * still find one). A chunk, its rings and its frames are one mapping (common/lazymem.h),
- * touched as threads come: calloc cleared ~10 KB of rings and frames per thread, on the
- * sampler thread's first tick at start-up. */
+ * touched as threads come (calloc cleared ~10 KB of rings and frames per thread, and
+ * LeakSanitizer does not see pointers kept in the mapped prof_sig). */
 static struct slot *new_slot(struct prof_sig *s)
 {
     if (s->chunk_used == SLOT_CHUNK || !s->chunk) {
@@ -666,7 +679,13 @@ static struct slot *new_slot(struct prof_sig *s)
         s->chunk = c;
         s->chunk_used = 0;
     }
-    return &s->chunk[s->chunk_used++];
+    struct slot *sl = &s->chunk[s->chunk_used++];
+    /* the ring's pages faulted in here, on the sampler thread, not by the thread's first
+     * walks in its signal handler */
+    for (volatile char *b = (volatile char *)sl->ring; b < (volatile char *)(sl->ring + RING); b += 4096)
+        *b = 0;
+    ((volatile char *)(sl->ring + RING))[-1] = 0;
+    return sl;
 }
 
 void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t n, int changed,

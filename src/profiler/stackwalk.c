@@ -170,8 +170,11 @@ static int parse_map_line(const char *l, const char *e, uint64_t *lo, uint64_t *
     return 0;
 }
 
-size_t prof_maps_scan(struct prof_code_ranges *c, const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi)
+size_t prof_maps_scan(struct prof_code_ranges *c, const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi,
+                      uint64_t main_stack[2])
 {
+    if (main_stack)
+        main_stack[0] = main_stack[1] = 0;
     for (size_t i = 0; i < n; i++)
         lo[i] = hi[i] = 0;
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -212,6 +215,11 @@ size_t prof_maps_scan(struct prof_code_ranges *c, const uint64_t *addr, size_t n
                         nc++;
                     }
                 }
+                if (main_stack && perms[0] == 'r' && perms[1] == 'w' && e - (buf + pos) >= 7 &&
+                    memcmp(e - 7, "[stack]", 7) == 0) {
+                    main_stack[0] = a;
+                    main_stack[1] = b;
+                }
                 if (perms[0] == 'r' && perms[1] == 'w')
                     for (size_t i = 0; i < n; i++)
                         if (!hi[i] && addr[i] >= a && addr[i] < b) {
@@ -228,7 +236,7 @@ size_t prof_maps_scan(struct prof_code_ranges *c, const uint64_t *addr, size_t n
         memmove(buf, buf + pos, have);
         if (r <= 0)
             break;
-        if (!c && found == n)
+        if (!c && !main_stack && found == n)
             break;
     }
     close(fd);
@@ -239,12 +247,12 @@ size_t prof_maps_scan(struct prof_code_ranges *c, const uint64_t *addr, size_t n
 
 int prof_code_ranges_load(struct prof_code_ranges *c)
 {
-    return prof_maps_scan(c, NULL, 0, NULL, NULL) == (size_t)-1 ? -1 : 0;
+    return prof_maps_scan(c, NULL, 0, NULL, NULL, NULL) == (size_t)-1 ? -1 : 0;
 }
 
 size_t prof_stack_mappings(const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi)
 {
-    size_t f = prof_maps_scan(NULL, addr, n, lo, hi);
+    size_t f = prof_maps_scan(NULL, addr, n, lo, hi, NULL);
     return f == (size_t)-1 ? 0 : f;
 }
 
