@@ -775,8 +775,8 @@ static const ICorProfilerCallback11Vtbl tracer_vtbl = {
 ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir,
                                              int *version)
 {
-    /* mapped, not calloc'd (common/lazymem.h): calloc cleared ~43 KB of recycled heap here */
-    struct tracer *t = clrmux_lazy_calloc(1, sizeof *t);
+    /* calloc'd (it holds heap pointers, which LeakSanitizer must see; its tables are mapped) */
+    struct tracer *t = calloc(1, sizeof *t);
     if (!t) {
         LOG_ERROR("child '%s': out of memory; child skipped", cc->name);
         return NULL;
@@ -785,7 +785,7 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     if (!atomic_compare_exchange_strong(&the_tracer, &expected, t)) {
         LOG_ERROR("child '%s': a tracer is already loaded (child '%s'); only one tracer per process; child skipped",
                   cc->name, expected->child);
-        clrmux_lazy_free(t);
+        free(t);
         return NULL;
     }
     t->iface.lpVtbl = &tracer_vtbl;
@@ -814,7 +814,7 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
         clrmux_lazy_free(t->exc_msgs), clrmux_lazy_free(t->tnames), clrmux_lazy_free(t->stage);
         clrmux_lazy_free(t->targets);
         free((void *)t->target_hits);
-        clrmux_lazy_free(t);
+        free(t);
         return NULL;
     }
     *version = 11;
