@@ -63,7 +63,8 @@ int clrmux_random(void *buf, size_t n);
 int clrmux_host_name(char *out, size_t outsz);
 /* The OS name of thread `tid` of this process (Linux: /proc/self/task/TID/comm, which .NET
  * sets from Thread.Name; Windows: GetThreadDescription, looked up at run time) into
- * name[namesz]. Returns 0, or -1 when the thread or its name is unknown. */
+ * name[namesz]; for the calling thread on Linux, prctl(PR_GET_NAME), the same 15 bytes.
+ * Returns 0, or -1 when the thread or its name is unknown. */
 int clrmux_thread_name_of(uint32_t tid, char *name, size_t namesz);
 /* Calls fn(lib, path, ctx) for each shared object loaded in the process, `lib` a handle that
  * clrmux_lib_sym accepts, valid during the call only. Stops when fn returns nonzero and

@@ -410,12 +410,26 @@ static char *read_config_file(const char *path, struct clrmux_config *cfg, size_
     } else if ((unsigned long long)st.st_size > CLRMUX_CONFIG_MAX_BYTES) {
         diag(cfg, CLRMUX_LOG_ERROR, 0, "%s is %lld bytes, more than the %u bytes a configuration may have; not read",
              path, (long long)st.st_size, CLRMUX_CONFIG_MAX_BYTES);
-    } else if (!(buf = malloc(CLRMUX_CONFIG_MAX_BYTES + 2))) {
+    } else if (!(buf = malloc((size_t)st.st_size + 2))) {
         diag(cfg, CLRMUX_LOG_ERROR, 0, "cannot read %s: out of memory", path);
     } else {
-        size_t n = 0;
+        /* sized for the file as fstat saw it (a 4 MB buffer was an mmap and munmap at every
+         * start-up), grown up to the limit if it grew meanwhile */
+        size_t n = 0, cap = (size_t)st.st_size + 2;
         for (;;) { /* one byte more than the limit tells a file that grew while read */
-            ssize_t r = read(fd, buf + n, CLRMUX_CONFIG_MAX_BYTES + 1 - n);
+            if (n + 1 >= cap && cap < CLRMUX_CONFIG_MAX_BYTES + 2) {
+                size_t ncap = cap * 2 < CLRMUX_CONFIG_MAX_BYTES + 2 ? cap * 2 : CLRMUX_CONFIG_MAX_BYTES + 2;
+                char *nb = realloc(buf, ncap);
+                if (!nb) {
+                    diag(cfg, CLRMUX_LOG_ERROR, 0, "cannot read %s: out of memory", path);
+                    free(buf);
+                    buf = NULL;
+                    break;
+                }
+                buf = nb;
+                cap = ncap;
+            }
+            ssize_t r = read(fd, buf + n, cap - 1 - n); /* cap - 1 <= the limit + 1 */
             if (r < 0 && errno == EINTR)
                 continue;
             if (r < 0) {

@@ -128,6 +128,22 @@ int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc
     return 0;
 }
 
+/* The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's days_to_civil).
+ * Not gmtime_r: glibc's first call reads and parses /etc/localtime (tzset) even for UTC, on
+ * the thread that writes the profile at exit. */
+static void civil_from_days(int64_t z, int *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (int)(yoe + era * 400 + (*m <= 2));
+}
+
 int prof_output_path(char *out, size_t outsz, const char *dir, const char *process, long pid,
                      int64_t start_unix_ns)
 {
@@ -142,10 +158,13 @@ int prof_output_path(char *out, size_t outsz, const char *dir, const char *proce
     proc[i] = 0;
     if (!proc[0])
         snprintf(proc, sizeof proc, "process");
-    time_t secs = (time_t)(start_unix_ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    int n = snprintf(out, outsz, "%s/%s-%ld-%04d%02d%02dT%02d%02d%02dZ.pb.gz", dir, proc, pid, tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    int64_t secs = start_unix_ns / 1000000000;
+    if (secs < 0)
+        secs = 0;
+    int y, mo, d;
+    civil_from_days(secs / 86400, &y, &mo, &d);
+    int64_t sod = secs % 86400;
+    int n = snprintf(out, outsz, "%s/%s-%ld-%04d%02d%02dT%02d%02d%02dZ.pb.gz", dir, proc, pid, y, mo, d,
+                     (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
     return (n < 0 || (size_t)n >= outsz) ? -1 : 0;
 }

@@ -267,11 +267,18 @@ int prof_native_code(uint64_t ip);
 /* Reads 16 bytes at addr without faulting (process_vm_readv on this process). 0 or -1. */
 int prof_safe_read16(uint64_t addr, uint64_t out[2]);
 /* The read-write mapping of /proc/self/maps that contains addr: 0 and [*lo, *hi), or -1.
- * Not async-signal-safe (stdio). */
+ * Not for a signal handler (reads /proc/self/maps). */
 int prof_stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi);
 /* The same for addr[n] in one pass over the file: lo[i], hi[i] (both 0 when not found in a
  * read-write mapping). Returns the number found. */
 size_t prof_stack_mappings(const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi);
+/* Both in one pass over /proc/self/maps: *c loaded as prof_code_ranges_load does (c NULL:
+ * not), the stack mappings of addr[n] as prof_stack_mappings finds them, and (main_stack not
+ * NULL) the main thread's stack mapping, "[stack]", into main_stack[0..1] (0, 0: none).
+ * Returns the number of addresses found, or (size_t)-1 when the file cannot be opened (c
+ * untouched). */
+size_t prof_maps_scan(struct prof_code_ranges *c, const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi,
+                      uint64_t main_stack[2]);
 
 struct prof_sig;
 struct prof_sig_stats {

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lazymem.h"
 #include "common/log.h"
 #include "profiler/prof.h"
 
@@ -307,6 +308,13 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
 
 /* ---- start / check / stop -------------------------------------------------------------- */
 
+static void sig_free(struct prof_sig *s)
+{
+    clrmux_lazy_free(s->code_buf[0]);
+    clrmux_lazy_free(s->code_buf[1]);
+    clrmux_lazy_free(s);
+}
+
 struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_peek_fn peek, char *why,
                                 size_t whysz)
 {
@@ -314,19 +322,20 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
         snprintf(why, whysz, "another signal sampler already runs in this process");
         return NULL;
     }
-    struct prof_sig *s = calloc(1, sizeof *s);
+    /* ~150 KB of tables and 2 x 64 KB of code ranges, mapped (lazymem.h): calloc cleared them
+     * from recycled heap at start-up (1-2 ms of a hello world's main thread), and a hello world
+     * touches a few pages of them */
+    struct prof_sig *s = clrmux_lazy_calloc(1, sizeof *s);
     if (!s) {
         snprintf(why, whysz, "out of memory");
         return NULL;
     }
     s->interval_ns = (int64_t)interval_ms * 1000000;
-    s->code_buf[0] = calloc(1, sizeof *s->code_buf[0]);
-    s->code_buf[1] = calloc(1, sizeof *s->code_buf[1]);
+    s->code_buf[0] = clrmux_lazy_calloc(1, sizeof *s->code_buf[0]);
+    s->code_buf[1] = clrmux_lazy_calloc(1, sizeof *s->code_buf[1]);
     if (!s->code_buf[0] || !s->code_buf[1]) {
         snprintf(why, whysz, "out of memory");
-        free(s->code_buf[0]);
-        free(s->code_buf[1]);
-        free(s);
+        sig_free(s);
         return NULL;
     }
     s->cpu = cpu;
@@ -340,7 +349,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     struct sigaction prev, sa;
     if (sigaction(SIGPROF, NULL, &prev) != 0) {
         snprintf(why, whysz, "sigaction(SIGPROF): %s", strerror(errno));
-        free(s);
+        sig_free(s);
         return NULL;
     }
     g_prev = prev;
@@ -355,7 +364,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     if (sigaction(SIGPROF, &sa, NULL) != 0) {
         snprintf(why, whysz, "sigaction(SIGPROF): %s", strerror(errno));
         atomic_store(&g_sig, NULL);
-        free(s);
+        sig_free(s);
         return NULL;
     }
     /* check 1: a SIGPROF sent to this thread reaches our handler (unless this thread
@@ -391,9 +400,7 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
 fail:
     sigaction(SIGPROF, &prev, NULL);
     atomic_store(&g_sig, NULL);
-    free(s->code_buf[0]);
-    free(s->code_buf[1]);
-    free(s);
+    sig_free(s);
     return NULL;
 }
 
@@ -615,11 +622,33 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     sl->has_timer = 1;
 }
 
-static void lookup_stacks(struct prof_sig *s, size_t npend)
+/* The stacks first seen by this tick's walks, and the executable ranges when they are due
+ * (code_due), in one pass over /proc/self/maps (a start-up's first tick needs both: two
+ * passes were 1-2 ms of the sampler thread on a VM, measured with perf) */
+static void lookup_stacks(struct prof_sig *s, size_t npend, int code_due)
 {
-    if (!npend)
-        return;
-    prof_stack_mappings(s->pend_sp, npend, s->pend_lo, s->pend_hi); /* one pass over the maps */
+    if (code_due) {
+        struct prof_code_ranges *cur = atomic_load(&s->code);
+        struct prof_code_ranges *next = cur == s->code_buf[0] ? s->code_buf[1] : s->code_buf[0];
+        uint64_t main_stack[2];
+        if (prof_maps_scan(next, s->pend_sp, npend, s->pend_lo, s->pend_hi, main_stack) != (size_t)-1) {
+            atomic_store_explicit(&s->code, next, memory_order_release);
+            /* the main thread's stack is known by name: its first walks (a hello world's
+             * busiest thread, armed on this first tick) need not read each frame by a system
+             * call, nor wait for a second pass over the maps */
+            for (size_t idx = 0; main_stack[1] && idx < s->high; idx++) {
+                struct slot *sl = atomic_load(&s->slots[idx]);
+                if (sl && sl->id && sl->tid == (uint32_t)g_pid && !atomic_load(&sl->map_hi) &&
+                    !atomic_load(&sl->seen_sp)) {
+                    atomic_store(&sl->map_lo, main_stack[0]);
+                    atomic_store_explicit(&sl->map_hi, main_stack[1], memory_order_release);
+                }
+            }
+        }
+        s->code_loaded = s->tick_now;
+    } else if (npend) {
+        prof_stack_mappings(s->pend_sp, npend, s->pend_lo, s->pend_hi); /* one pass over the maps */
+    }
     for (size_t i = 0; i < npend; i++) {
         struct slot *sl = atomic_load(&s->slots[s->pend_idx[i]]);
         if (sl && s->pend_hi[i]) {
@@ -631,24 +660,32 @@ static void lookup_stacks(struct prof_sig *s, size_t npend)
 
 /* A zeroed slot with its ring and frames, or NULL (out of memory). Slots come from chunks of
  * SLOT_CHUNK, next to each other; like their rings, they are never freed (a late signal may
- * still find one). */
+ * still find one). A chunk, its rings and its frames are one mapping (common/lazymem.h),
+ * touched as threads come (calloc cleared ~10 KB of rings and frames per thread, and
+ * LeakSanitizer does not see pointers kept in the mapped prof_sig). */
 static struct slot *new_slot(struct prof_sig *s)
 {
     if (s->chunk_used == SLOT_CHUNK || !s->chunk) {
-        struct slot *c = calloc(SLOT_CHUNK, sizeof *c);
-        if (!c)
+        size_t per = sizeof(struct slot) + RING * sizeof(struct ent) + PROF_MAX_FRAMES * sizeof(uint64_t);
+        char *m = clrmux_lazy_calloc(SLOT_CHUNK, per);
+        if (!m)
             return NULL;
+        struct slot *c = (struct slot *)(void *)m;
+        struct ent *rings = (struct ent *)(void *)(m + SLOT_CHUNK * sizeof(struct slot));
+        uint64_t *frames = (uint64_t *)(void *)((char *)rings + SLOT_CHUNK * RING * sizeof(struct ent));
+        for (size_t i = 0; i < SLOT_CHUNK; i++) {
+            c[i].ring = rings + i * RING;
+            c[i].last_f = frames + i * PROF_MAX_FRAMES;
+        }
         s->chunk = c;
         s->chunk_used = 0;
     }
-    struct slot *sl = &s->chunk[s->chunk_used];
-    if (!sl->ring)
-        sl->ring = calloc(RING, sizeof *sl->ring);
-    if (!sl->last_f)
-        sl->last_f = calloc(PROF_MAX_FRAMES, sizeof *sl->last_f);
-    if (!sl->ring || !sl->last_f)
-        return NULL; /* kept for the next attempt */
-    s->chunk_used++;
+    struct slot *sl = &s->chunk[s->chunk_used++];
+    /* the ring's pages faulted in here, on the sampler thread, not by the thread's first
+     * walks in its signal handler */
+    for (volatile char *b = (volatile char *)sl->ring; b < (volatile char *)(sl->ring + RING); b += 4096)
+        *b = 0;
+    ((volatile char *)(sl->ring + RING))[-1] = 0;
     return sl;
 }
 
@@ -660,14 +697,8 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
     s->tick_now = now;
     /* JIT'd code and libraries come and go: the executable ranges are reloaded every 5 s
      * into the copy the handler does not use (a handler still reading a 5-s old copy reads
-     * valid, bounded memory) */
-    if (!s->code_loaded || now - s->code_loaded >= CODE_RELOAD_NS) {
-        struct prof_code_ranges *cur = atomic_load(&s->code);
-        struct prof_code_ranges *next = cur == s->code_buf[0] ? s->code_buf[1] : s->code_buf[0];
-        if (prof_code_ranges_load(next) == 0)
-            atomic_store_explicit(&s->code, next, memory_order_release);
-        s->code_loaded = now;
-    }
+     * valid, bounded memory); loaded by lookup_stacks below, with this tick's new stacks */
+    int code_due = !s->code_loaded || now - s->code_loaded >= CODE_RELOAD_NS;
     if (changed)
         memset(s->present, 0, sizeof s->present);
     for (size_t i = 0; changed && i < n; i++) {
@@ -713,7 +744,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
     /* the stacks first seen by this tick's walks are looked up before any wall signal: a
      * walk made without its stack's bounds reads each frame by a system call and, when it
      * breaks, is made again */
-    lookup_stacks(s, npend);
+    lookup_stacks(s, npend, code_due);
     for (size_t idx = 0; s->wall && idx < s->high; idx++) {
         struct slot *sl = atomic_load(&s->slots[idx]);
         if (!sl || !sl->id)

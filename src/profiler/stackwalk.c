@@ -23,6 +23,7 @@
  * around it to one method (prof.h). */
 #include <errno.h>
 #include <link.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -232,55 +233,117 @@ size_t prof_osr_fold(uint64_t *f, size_t n, uint64_t (*fid)(void *ctx, uint64_t 
     return m;
 }
 
+/* Parses "lo-hi perms" at the start of one /proc/self/maps line. 0 or -1. */
+static int parse_map_line(const char *l, const char *e, uint64_t *lo, uint64_t *hi, char perms[4])
+{
+    uint64_t v[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        int digits = 0;
+        for (; l < e; l++, digits++) {
+            char ch = *l;
+            unsigned d = ch >= '0' && ch <= '9' ? (unsigned)(ch - '0')
+                         : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10)
+                                                  : 16u;
+            if (d == 16)
+                break;
+            v[k] = v[k] << 4 | d;
+        }
+        if (!digits || l >= e || *l != (k == 0 ? '-' : ' '))
+            return -1;
+        l++;
+    }
+    if (e - l < 4)
+        return -1;
+    memcpy(perms, l, 4);
+    *lo = v[0];
+    *hi = v[1];
+    return 0;
+}
+
+size_t prof_maps_scan(struct prof_code_ranges *c, const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi,
+                      uint64_t main_stack[2])
+{
+    if (main_stack)
+        main_stack[0] = main_stack[1] = 0;
+    for (size_t i = 0; i < n; i++)
+        lo[i] = hi[i] = 0;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return (size_t)-1;
+    /* read(2) in 16 KB blocks, parsed in place: stdio read the file 4 KB (a system call) at a
+     * time and fopen allocated its buffer (the sampler thread's first malloc: a new arena) */
+    char buf[16384];
+    size_t have = 0, found = 0;
+    uint32_t nc = 0;
+    int skip = 0; /* the rest of an overlong line is still to come: not a line start */
+    for (;;) {
+        ssize_t r = read(fd, buf + have, sizeof buf - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 && have == 0)
+            break;
+        size_t len = have + (r > 0 ? (size_t)r : 0);
+        size_t pos = 0;
+        for (;;) {
+            char *nl = memchr(buf + pos, '\n', len - pos);
+            if (!nl && r > 0 && pos > 0)
+                break; /* a partial line: kept for the next read */
+            if (!nl && r > 0 && len < sizeof buf)
+                break;
+            const char *e = nl ? nl : buf + len; /* an overlong line (or the last): its start only */
+            uint64_t a, b;
+            char perms[4];
+            int was_skip = skip;
+            skip = !nl;
+            if (!was_skip && parse_map_line(buf + pos, e, &a, &b, perms) == 0) {
+                if (c && perms[2] == 'x' && nc < PROF_CODE_RANGES) {
+                    if (nc && c->r[nc - 1].hi == a)
+                        c->r[nc - 1].hi = b; /* adjacent: one range */
+                    else {
+                        c->r[nc].lo = a;
+                        c->r[nc].hi = b;
+                        nc++;
+                    }
+                }
+                if (main_stack && perms[0] == 'r' && perms[1] == 'w' && e - (buf + pos) >= 7 &&
+                    memcmp(e - 7, "[stack]", 7) == 0) {
+                    main_stack[0] = a;
+                    main_stack[1] = b;
+                }
+                if (perms[0] == 'r' && perms[1] == 'w')
+                    for (size_t i = 0; i < n; i++)
+                        if (!hi[i] && addr[i] >= a && addr[i] < b) {
+                            lo[i] = a;
+                            hi[i] = b;
+                            found++;
+                        }
+            }
+            pos = nl ? (size_t)(nl - buf) + 1 : len;
+            if (pos >= len)
+                break;
+        }
+        have = len - pos;
+        memmove(buf, buf + pos, have);
+        if (r <= 0)
+            break;
+        if (!c && !main_stack && found == n)
+            break;
+    }
+    close(fd);
+    if (c)
+        c->n = nc;
+    return found;
+}
+
 int prof_code_ranges_load(struct prof_code_ranges *c)
 {
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
-        return -1;
-    char line[512];
-    uint32_t n = 0;
-    while (fgets(line, sizeof line, f) && n < PROF_CODE_RANGES) {
-        unsigned long long a, b;
-        char perms[8];
-        if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 || perms[2] != 'x')
-            continue;
-        if (n && c->r[n - 1].hi == a) {
-            c->r[n - 1].hi = b; /* adjacent: one range */
-            continue;
-        }
-        c->r[n].lo = a;
-        c->r[n].hi = b;
-        n++;
-    }
-    fclose(f);
-    c->n = n;
-    return 0;
+    return prof_maps_scan(c, NULL, 0, NULL, NULL, NULL) == (size_t)-1 ? -1 : 0;
 }
 
 size_t prof_stack_mappings(const uint64_t *addr, size_t n, uint64_t *lo, uint64_t *hi)
 {
-    for (size_t i = 0; i < n; i++)
-        lo[i] = hi[i] = 0;
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
-        return 0;
-    char line[512];
-    size_t found = 0;
-    while (found < n && fgets(line, sizeof line, f)) {
-        unsigned long long a, b;
-        char perms[8];
-        if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 || perms[0] != 'r' || perms[1] != 'w')
-            continue;
-        for (size_t i = 0; i < n; i++) {
-            if (!hi[i] && addr[i] >= a && addr[i] < b) {
-                lo[i] = a;
-                hi[i] = b;
-                found++;
-            }
-        }
-    }
-    fclose(f);
-    return found;
+    size_t f = prof_maps_scan(NULL, addr, n, lo, hi, NULL);
+    return f == (size_t)-1 ? 0 : f;
 }
 
 int prof_stack_mapping(uint64_t addr, uint64_t *lo, uint64_t *hi)

@@ -776,6 +776,7 @@ static const ICorProfilerCallback11Vtbl tracer_vtbl = {
 ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir,
                                              int *version)
 {
+    /* calloc'd (it holds heap pointers, which LeakSanitizer must see; its tables are mapped) */
     struct tracer *t = calloc(1, sizeof *t);
     if (!t) {
         LOG_ERROR("child '%s': out of memory; child skipped", cc->name);
@@ -799,18 +800,19 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     pthread_mutex_init(&t->ex_lock, NULL);
     pthread_mutex_init(&t->wr_lock, NULL);
     pthread_cond_init(&t->ex_cond, NULL);
-    /* ~9 MB of worst-case tables, touched only as they fill (no start-up cost) */
+    /* ~9 MB of worst-case tables, touched only as they fill (no start-up cost; the 80 KB
+     * thread-name cache too: calloc cleared it at start-up) */
     t->methods = clrmux_lazy_calloc(MAX_METHODS, sizeof *t->methods);
     t->slots = clrmux_lazy_calloc(METHOD_SLOTS, sizeof *t->slots);
     t->exc_names = clrmux_lazy_calloc(MAX_EXC_NAMES, sizeof *t->exc_names);
     t->exc_msgs = clrmux_lazy_calloc(MAX_EXC_NAMES, sizeof *t->exc_msgs);
-    t->tnames = calloc(THREAD_NAMES, sizeof *t->tnames);
+    t->tnames = clrmux_lazy_calloc(THREAD_NAMES, sizeof *t->tnames);
     if (!t->methods || !t->slots || !t->exc_names || !t->exc_msgs || !t->tnames || tracer_configure(t, cc, cfg_path, cfg_dir) != 0 ||
         !(t->stage = clrmux_lazy_calloc((t->stage_cap = t->buffer_spans < STAGE_MAX ? t->buffer_spans : STAGE_MAX), sizeof *t->stage))) {
         LOG_ERROR("child '%s': tracer setup failed; child skipped", cc->name);
         atomic_store(&the_tracer, NULL);
         clrmux_lazy_free(t->methods), clrmux_lazy_free(t->slots), clrmux_lazy_free(t->exc_names);
-        clrmux_lazy_free(t->exc_msgs), free(t->tnames), clrmux_lazy_free(t->stage);
+        clrmux_lazy_free(t->exc_msgs), clrmux_lazy_free(t->tnames), clrmux_lazy_free(t->stage);
         clrmux_lazy_free(t->targets);
         free((void *)t->target_hits);
         free(t);
