@@ -66,6 +66,5 @@ int clrmux_own_thread_filter(struct clrmux_mux *m, int id, uintptr_t tid, struct
         LOG_WARN("%d threads brought in by InitializeCurrentThread are already tracked: further ones are reported to "
                  "every child that asked for thread callbacks",
                  CLRMUX_OWN_THREADS);
-    *only = t_init.owner;
-    return 1; /* this callback still goes to its owner only */
+    return 0; /* untracked: every subscriber, as the log says (its later callbacks could not be told apart) */
 }
