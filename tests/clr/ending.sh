@@ -186,13 +186,16 @@ builtin = profiler
 output_dir = profiles
 period_s = 60
 CONF_END
-# spin_in TAG: the profile holds the period's samples: Ending.Work.Spin (~300 ms of CPU before "ready")
-spin_in() {
+# cpu_in TAG METHOD: TAG's profile has cpu samples of Ending.Work.METHOD itself (its own, flat
+# time: go tool pprof; without go, the profile's strings only)
+cpu_in() {
     local f=("$WORK/$1"/profiles/*.pb.gz)
+    [ -s "${f[0]}" ] || return 1
     if command -v go >/dev/null 2>&1; then
-        go tool pprof -top -sample_index=0 "${f[0]}" 2>/dev/null | grep -q ' Ending\.Work\.Spin$'
+        go tool pprof -top -sample_index=0 "${f[0]}" 2>/dev/null | grep -qE "^ *[1-9][0-9.]*m?s .* Ending\.Work\.$2\$"
     else
-        python3 -c 'import gzip, sys; sys.exit(0 if b"Ending.Work.Spin" in gzip.open(sys.argv[1]).read() else 1)' "${f[0]}"
+        python3 -c 'import gzip, sys; sys.exit(0 if sys.argv[2].encode() in gzip.open(sys.argv[1]).read() else 1)' \
+            "${f[0]}" "Ending.Work.$2"
     fi
 }
 # (throw-rethrow: on .NET 10 only AppContext.OnUnhandledException shows an exception thrown
@@ -201,7 +204,7 @@ for mode in throw throw-thread throw-wrap-deep throw-rethrow; do
     tag="prof-$mode"
     run "$tag" "$WORK/prof.conf" - "$mode" 1000
     rc=$(cat "$WORK/$tag/rc")
-    if [ "$rc" = 134 ] && profile_ok "$tag" && spin_in "$tag" \
+    if [ "$rc" = 134 ] && profile_ok "$tag" && cpu_in "$tag" Spin \
         && grep -q "profiler 'profiler': last gasp (unhandled exception): the current period" "$WORK/$tag/log"; then
         ok "profiler alone, $mode (exit 134): one readable profile holding the period's samples (Ending.Work.Spin)"
     else
@@ -225,21 +228,11 @@ fi
 
 # ---- faults the runtime handles still work beside clrmux's SIGSEGV handler ------------------
 run nre "$WORK/both.conf" - nre 1000
-# after_faults_sampled: the thread that took the faults is still sampled afterwards: the fault
-# handlers block SIGPROF while they run and ExceptionThrown unblocks it (lastgasp.h); were it
-# left blocked, Ending.Work.SpinAfterFaults (~300 ms of CPU after the 1000 faults) would get no
-# cpu sample (needs go tool pprof: without go, the profile's strings only)
-after_faults_sampled() {
-    local f=("$WORK/nre"/profiles/*.pb.gz)
-    [ -s "${f[0]}" ] || return 1
-    if command -v go >/dev/null 2>&1; then
-        go tool pprof -top -sample_index=0 "${f[0]}" 2>/dev/null | grep -qE '^ *[1-9][0-9.]*m?s .* Ending\.Work\.SpinAfterFaults$'
-    else
-        python3 -c 'import gzip, sys; sys.exit(0 if b"SpinAfterFaults" in gzip.open(sys.argv[1]).read() else 1)' "${f[0]}"
-    fi
-}
+# the thread that took the faults is still sampled afterwards: the fault handlers block SIGPROF
+# while they run and ExceptionThrown unblocks it (lastgasp.h); were it left blocked,
+# Ending.Work.SpinAfterFaults (~300 ms of CPU after the 1000 faults) would get no cpu sample
 if [ "$(cat "$WORK/nre/rc")" = 0 ] && grep -qx "nre 1000" "$WORK/nre/out" && ! grep -q "last gasp" "$WORK/nre/log" \
-    && after_faults_sampled; then
+    && cpu_in nre SpinAfterFaults; then
     ok "1000 NullReferenceExceptions (faults in managed code) are caught as before; no last gasp; the thread is still sampled after them (SpinAfterFaults)"
 else
     rc=$(cat "$WORK/nre/rc")
