@@ -98,7 +98,7 @@ else
         local t=$1 TIMEFORMAT='%R %U %S' rc=0
         shift
         { time "$@" 2>&3 >&4 || rc=$?; } 3>&2 4>&1 2>"$t.bt"
-        echo "$(tail -1 "$t.bt") 0" >"$t"
+        echo "$(tail -n 1 "$t.bt") 0" >"$t"
         return $rc
     }
 fi
@@ -161,7 +161,7 @@ awk '$1 == "base" {b[++nb] = $2; bc[nb] = $4 + $5} $1 == "prof" {p[++np] = $2; p
 pt=$(awk '{print $1}' "$WORK/pairs" | med); pc=$(awk '{print $2}' "$WORK/pairs" | med)
 # sampler thread CPU (shutdown lines) over the process CPU, per profiled run
 for i in $(seq "$ROUNDS"); do
-    ms=$(grep -o 'sampler thread CPU [0-9.]* ms' "$WORK/prof.$i.log" | tail -1 | awk '{print $4}')
+    ms=$(grep -o 'sampler thread CPU [0-9.]* ms' "$WORK/prof.$i.log" | tail -n 1 | awk '{print $4}')
     awk -v k=prof -v n="$i" -v ms="$ms" '$1 == k && ++c == n {print ms / 1000 / ($4 + $5)}' "$WORK/runs"
 done >"$WORK/sampler"
 ss=$(med <"$WORK/sampler")

@@ -85,7 +85,7 @@ run() {
     [ -n "$ops" ] && [ -n "$gaps" ] || { echo "sampler: no figures from $kind run $i" >&2; cat "$tag.out" "$tag.err" >&2; exit 1; }
     if [ -f "$tag.log" ]; then
         local line
-        line=$(grep "shut down" "$tag.log" | tail -1 || true) # none for the no-op child
+        line=$(grep "shut down" "$tag.log" | tail -n 1 || true) # none for the no-op child
         sms=$(sed -n 's/.*sampler thread CPU \([0-9.]*\) ms.*/\1/p' <<<"$line")
         if [ "$kind" = signal ]; then # the busiest thread's cpu samples over the run / per CPU-second
             rate=$(sed -n 's/.*(\([0-9.]*\) per CPU-second of a thread, busiest thread \([0-9]*\)).*/\1 \2/p' <<<"$line" \

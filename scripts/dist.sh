@@ -24,7 +24,7 @@ mkdir -p "$DIST" "$STAGE"
 # Prints the end of LOG (when the build got that far); under CI (CI=true) that is an error
 # (exit 1 with CI_MESSAGE), otherwise a warning (WARNING) and dist goes on without that platform.
 platform_missing() {
-    [ -f "$1" ] && tail -20 "$1" >&2
+    [ -f "$1" ] && tail -n 20 "$1" >&2
     if [ "${CI:-}" = true ]; then
         echo "dist: CI: $2" >&2
         exit 1

@@ -119,7 +119,7 @@ windows() {
     if WINEPREFIX="$prefix" WINEDEBUG=-all timeout 600 "$wine" "$BUILD/win-x64/test_platform.exe" \
             "Z:$(sed 's|/|\\|g' <<<"$ROOT/$BUILD/win-x64")" >"$log" 2>&1; then
         PASS=$((PASS + 1))
-        echo "ok   - Windows x64 (wine) test_platform: $(tail -1 "$log")"
+        echo "ok   - Windows x64 (wine) test_platform: $(tail -n 1 "$log")"
     else
         FAIL=$((FAIL + 1))
         echo "FAIL - Windows x64 (wine) test_platform (log: $log)"

@@ -83,7 +83,7 @@ rc=$?
     || bad "installed clrmux check (rc=$rc)" "$out"
 
 # ---- make dist ------------------------------------------------------------------------
-if make -s dist NO_SETUP=1 >"$WORK/dist.log" 2>&1; then ok "make dist"; else bad "make dist" "$(tail -30 "$WORK/dist.log")"; fi
+if make -s dist NO_SETUP=1 >"$WORK/dist.log" 2>&1; then ok "make dist"; else bad "make dist" "$(tail -n 30 "$WORK/dist.log")"; fi
 TAR=build/dist/clrmux-$VERSION-linux-x64.tar.gz
 DEB=build/dist/clrmux_${VERSION}_amd64.deb
 NUPKG=build/dist/Clrmux.Bundle.$VERSION.nupkg

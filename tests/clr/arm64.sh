@@ -34,7 +34,7 @@ for app in sample eltapp; do
             -p:ClrAppsOut="${BUILD:-build}/arm64/clr" -p:ClrAppsTargetFramework=net10.0 -o "$PUB/$app" \
             --disable-build-servers -nodeReuse:false -p:UseSharedCompilation=false -v:quiet -clp:NoSummary \
             >"$WORK/publish-$app.log" 2>&1 || [ ! -x "$PUB/$app/$app" ]; then
-        bad "dotnet publish -r linux-arm64 --self-contained $app" "$(tail -20 "$WORK/publish-$app.log")"
+        bad "dotnet publish -r linux-arm64 --self-contained $app" "$(tail -n 20 "$WORK/publish-$app.log")"
         finish
     fi
 done
@@ -55,13 +55,13 @@ under() { # under APP TAG CONF [VAR=VALUE...]
 }
 same_output() { # same_output BASE TAG DESC
     if [ "$(cat "$WORK/$2.rc")" = 0 ] && cmp -s "$WORK/$1.out" "$WORK/$2.out"; then ok "$3: the app's output is unchanged"
-    else bad "$3: the app's output is unchanged" "rc=$(cat "$WORK/$2.rc"); $(diff "$WORK/$1.out" "$WORK/$2.out" | head; tail -5 "$WORK/$2.err")"; fi
+    else bad "$3: the app's output is unchanged" "rc=$(cat "$WORK/$2.rc"); $(diff "$WORK/$1.out" "$WORK/$2.out" | head; tail -n 5 "$WORK/$2.err")"; fi
 }
 
 # ---- the runtime alone ------------------------------------------------------------------------
 qemu sample base
 if [ "$(cat "$WORK/base.rc")" = 0 ] && grep -q '^done$' "$WORK/base.out"; then ok "sample runs without a profiler"
-else bad "sample runs without a profiler" "$(tail -5 "$WORK/base.out" "$WORK/base.err")"; finish; fi
+else bad "sample runs without a profiler" "$(tail -n 5 "$WORK/base.out" "$WORK/base.err")"; finish; fi
 
 # ---- recorder alone vs the same recorder as a child beside another ----------------------------
 DET="AssemblyLoadStarted AssemblyLoadFinished ModuleLoadStarted ModuleLoadFinished ModuleAttachedToAssembly
@@ -87,7 +87,7 @@ same_output base two "two recorders under clrmux"
 d=$(counts "$WORK/direct.rec" $DET 2>/dev/null); m=$(counts "$WORK/two_a.rec" $DET 2>/dev/null)
 if [ -s "$WORK/two_a.rec" ] && [ "$d" = "$m" ] && grep -q '^ExceptionThrown 5$' <<<"$d" && grep -q '^ModuleLoadFinished [1-9]' <<<"$d"; then
     ok "a recorder under clrmux sees the same deterministic callbacks as alone"
-else bad "a recorder under clrmux sees the same deterministic callbacks as alone" "$(diff <(echo "$d") <(echo "$m"); tail -5 "$WORK/two.log" 2>/dev/null)"; fi
+else bad "a recorder under clrmux sees the same deterministic callbacks as alone" "$(diff <(echo "$d") <(echo "$m"); tail -n 5 "$WORK/two.log" 2>/dev/null)"; fi
 grep -q "union low=0x0000024C" "$WORK/two.log" && grep -q "INFO  runtime: .NET 10" "$WORK/two.log" \
     && ok "the runtime gets the union of the masks; the log names .NET 10" \
     || bad "the runtime gets the union of the masks; the log names .NET 10" "$(grep -E 'union|runtime' "$WORK/two.log")"

@@ -12,7 +12,7 @@ cd "$ROOT"
 clr_suite attach "$@"
 FAKE="$ROOT/build/fake"
 if [ ! -x build/clrmux ] || ! make -s attach-tool >"${TMPDIR:-/tmp}/clrmux-attach-tool.log" 2>&1; then
-    bad "build/clrmux and the attach tool are built (make all attach-tool)" "$(tail -20 "${TMPDIR:-/tmp}/clrmux-attach-tool.log" 2>/dev/null)"
+    bad "build/clrmux and the attach tool are built (make all attach-tool)" "$(tail -n 20 "${TMPDIR:-/tmp}/clrmux-attach-tool.log" 2>/dev/null)"
     clr_done
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-attach.XXXXXX")
@@ -58,7 +58,7 @@ touch "$WORK/stop"
 wait "$APP_PID"
 rc=$?
 APP_PID=
-[ "$rc" = 0 ] && grep -q '^done$' "$WORK/app.out" && ok "the app runs on and ends normally" || bad "the app runs on and ends normally" "rc=$rc $(tail -3 "$WORK/app.out")"
+[ "$rc" = 0 ] && grep -q '^done$' "$WORK/app.out" && ok "the app runs on and ends normally" || bad "the app runs on and ends normally" "rc=$rc $(tail -n 3 "$WORK/app.out")"
 
 LOG="$WORK/clrmux.log"
 grep -q "attaching to a running process: config $WORK/loader.conf" "$LOG" 2>/dev/null \

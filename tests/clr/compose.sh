@@ -31,8 +31,8 @@ declare -A TAGS=([A]=A0000001 [B]=B0000002 [C]=C0000003)
 
 # ---- baseline ----------------------------------------------------------------------------
 "${DOTNET[@]}" "$CLR_APPS/compose/compose.dll" >"$WORK/base.out" 2>"$WORK/base.err"
-if [ $? = 0 ] && [ "$(tail -1 "$WORK/base.out")" = done ]; then ok "compose app runs without a profiler"
-else bad "compose app runs without a profiler" "$(tail -5 "$WORK/base.err")"; fi
+if [ $? = 0 ] && [ "$(tail -n 1 "$WORK/base.out")" = done ]; then ok "compose app runs without a profiler"
+else bad "compose app runs without a profiler" "$(tail -n 5 "$WORK/base.err")"; fi
 
 # expected CHILD-SPEC: the calls of the child's targets in the phases its rewrite was in force
 # CHILD-SPEC = LETTER:MODE:TARGETS:REJIT_AT:REVERT_AT[:PARAMS] (REVERT_AT -1 = never; PARAMS:
@@ -130,7 +130,7 @@ run_case() {
     else
         bad "$name" "$problems
 $(grep -E 'WARN|ERROR' "$WORK/$name.log" | head -5)
-$(tail -3 "$WORK/$name.err")"
+$(tail -n 3 "$WORK/$name.err")"
     fi
     echo "$saw" >"$WORK/$name.saw"
 }

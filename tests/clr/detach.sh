@@ -59,13 +59,13 @@ counts() {
 "${DOTNET[@]}" "$CLR_APPS/sample/sample.dll" >"$WORK/base.out" 2>&1
 run none sample
 # shellcheck disable=SC2086
-for tag in none; do [ -s "$WORK/$tag.b" ] || bad "recorders wrote their counts" "$(tail -5 "$WORK/$tag.log")"; done
+for tag in none; do [ -s "$WORK/$tag.b" ] || bad "recorders wrote their counts" "$(tail -n 5 "$WORK/$tag.log")"; done
 
 # ---- one of three detaches --------------------------------------------------------------
 run one sample -- RECORDER_DETACH_AT_A0000001=3
 a="$WORK/one.a"
 if [ "$(cat "$WORK/one.rc")" = 0 ] && cmp -s "$WORK/base.out" "$WORK/one.out"; then ok "one child detaches: the app's output is unchanged"
-else bad "one child detaches: app output" "$(diff "$WORK/base.out" "$WORK/one.out" | head -5; tail -5 "$WORK/one.err")"; fi
+else bad "one child detaches: app output" "$(diff "$WORK/base.out" "$WORK/one.out" | head -5; tail -n 5 "$WORK/one.err")"; fi
 if grep -q '^# RequestProfilerDetach hr=0x00000000$' "$a" && grep -q '^ProfilerDetachSucceeded 1$' "$a" \
     && grep -q '^# callbacks after detach 0$' "$a" && grep -q '^ModuleLoadFinished 3$' "$a" && ! grep -q '^Shutdown' "$a"; then
     ok "the detaching child: RequestProfilerDetach S_OK, no callback afterwards, ProfilerDetachSucceeded once, no Shutdown"
@@ -94,7 +94,7 @@ for ((i = 1; i <= RUNS; i++)); do
     run all$i cpubound 0.6 -- RECORDER_MASK=0x2EC RECORDER_DETACH_AT_A0000001=3 RECORDER_DETACH_AT_B0000002=4 \
         RECORDER_DETACH_AT_C0000003=5
     if [ "$(cat "$WORK/all$i.rc")" != 0 ] || ! grep -q '^ops=' "$WORK/all$i.out"; then
-        crashes=$((crashes + 1)); [ -z "$first" ] && first="run $i: rc $(cat "$WORK/all$i.rc"): $(tail -3 "$WORK/all$i.err")"
+        crashes=$((crashes + 1)); [ -z "$first" ] && first="run $i: rc $(cat "$WORK/all$i.rc"): $(tail -n 3 "$WORK/all$i.err")"
     fi
     for x in a b c; do
         grep -q '^ProfilerDetachSucceeded 1$' "$WORK/all$i.$x" 2>/dev/null || notdetached=$((notdetached + 1))

@@ -129,7 +129,7 @@ while read -r tag sig mode code cause; do
         ok "$what (exit $rc): all 1000 finished spans written"
     else
         bad "$what: all 1000 finished spans written (exit $rc, want $code)" "$got
-$(grep -E 'WARN|ERROR' "$WORK/$tag/log"; tail -3 "$WORK/$tag/err")"
+$(grep -E 'WARN|ERROR' "$WORK/$tag/log"; tail -n 3 "$WORK/$tag/err")"
     fi
     if profile_ok "$tag"; then ok "$what: the profile up to the end is one readable pprof file with samples"
     else bad "$what: a readable profile" "$(ls "$WORK/$tag/profiles"; grep profiler "$WORK/$tag/log" | tail -5)"; fi
@@ -166,7 +166,7 @@ for mode in throw-deep throw-thread throw-pool throw-wrap-deep throw-async throw
         ok "$mode (exit 134): all 1000 finished spans and one readable profile written, one last gasp"
     else
         bad "$mode: all 1000 spans, one profile, one last gasp (exit $rc)" "$got
-$(grep -E 'WARN|ERROR|gasp' "$WORK/$mode/log"; tail -3 "$WORK/$mode/err")"
+$(grep -E 'WARN|ERROR|gasp' "$WORK/$mode/log"; tail -n 3 "$WORK/$mode/err")"
     fi
 done
 
@@ -241,9 +241,9 @@ else
     bad "NullReferenceException under clrmux" "exit code $rc$why
 stdout: $(tr '\n' ' ' <"$WORK/nre/out")
 stderr (last 15 lines):
-$(tail -15 "$WORK/nre/err")
+$(tail -n 15 "$WORK/nre/err")
 log (last 15 lines):
-$(tail -15 "$WORK/nre/log" 2>/dev/null | cut -c1-400)"
+$(tail -n 15 "$WORK/nre/log" 2>/dev/null | cut -c1-400)"
 fi
 
 # ---- deep recursion: a span for every call ---------------------------------------------------

@@ -43,7 +43,7 @@ ran() { [ "$(cat "$WORK/$1.rc")" = 0 ] && grep -qx hello "$WORK/$1.out"; }
 logged() { grep -qF -- "$2" "$WORK/$1.log" 2>/dev/null; }
 nlines() { grep -cF -- "$2" "$WORK/$1.log" 2>/dev/null; }
 rec_ok() { grep -q '^ModuleLoadFinished [1-9]' "$WORK/$1.rec" 2>/dev/null; }
-show() { echo "rc=$(cat "$WORK/$1.rc") secs=$(cat "$WORK/$1.secs")"; tail -5 "$WORK/$1.err"; tail -15 "$WORK/$1.log" 2>/dev/null; }
+show() { echo "rc=$(cat "$WORK/$1.rc") secs=$(cat "$WORK/$1.secs")"; tail -n 5 "$WORK/$1.err"; tail -n 15 "$WORK/$1.log" 2>/dev/null; }
 recorder_child() { printf '[child rec]\npath = %s/librecorder.so\nclsid = %s\n' "$FAKE" "$REC"; }
 
 # ---- loader loops -------------------------------------------------------------------------

@@ -116,8 +116,8 @@ PYEOF
 # ---- 1. Activity join with the OpenTelemetry SDK ------------------------------------------
 C=$(conf act)
 run act "$C" activity
-if [ "$(cat "$WORK/act.rc")" = 0 ] && [ "$(tail -1 "$WORK/act.out")" = done ]; then ok "otelapp (OpenTelemetry SDK, ActivitySource) runs under clrmux"
-else bad "otelapp runs under clrmux" "$(tail -5 "$WORK/act.out" "$WORK/act.err")"; fi
+if [ "$(cat "$WORK/act.rc")" = 0 ] && [ "$(tail -n 1 "$WORK/act.out")" = done ]; then ok "otelapp (OpenTelemetry SDK, ActivitySource) runs under clrmux"
+else bad "otelapp runs under clrmux" "$(tail -n 5 "$WORK/act.out" "$WORK/act.err")"; fi
 count "$(python3 "$WORK/check.py" "$WORK/act/spans.otlp.jsonl" "$WORK/act/metrics.otlp.jsonl" "$WORK/act.out" activity 2>&1)"
 
 # ---- 2. ASP.NET Core request handled in-process, HttpClient (.NET 10: its ASP.NET Core) ----
@@ -125,9 +125,9 @@ if [ "$CLR_RT" = 10 ]; then
     if build_otel_app otelweb; then
         C=$(CONF_ASM=otelweb conf web)
         APP_DLL=build/clr/otelweb/otelweb.dll run web "$C"
-        if [ "$(cat "$WORK/web.rc")" = 0 ] && [ "$(tail -1 "$WORK/web.out")" = done ] && grep -q "^handled 7$" "$WORK/web.out"; then
+        if [ "$(cat "$WORK/web.rc")" = 0 ] && [ "$(tail -n 1 "$WORK/web.out")" = done ] && grep -q "^handled 7$" "$WORK/web.out"; then
             ok "otelweb (ASP.NET Core on 127.0.0.1, HttpClient) runs under clrmux"
-        else bad "otelweb runs" "$(tail -5 "$WORK/web.out" "$WORK/web.err")"; fi
+        else bad "otelweb runs" "$(tail -n 5 "$WORK/web.out" "$WORK/web.err")"; fi
         count "$(python3 "$WORK/check.py" "$WORK/web/spans.otlp.jsonl" "$WORK/web/metrics.otlp.jsonl" "$WORK/web.out" aspnet 2>&1)"
     else
         bad "building tests/clr/otelapps/otelweb failed"

@@ -142,7 +142,7 @@ EOF
         && grep -q '^ExceptionThrown 5$' "$WORK/f_$name.rec"; then
         ok "fault '$name': app output unchanged, the good child works, the log says: $(grep -Eo "$regex" "$WORK/f_$name.log" | head -1)"
     else
-        bad "fault '$name'" "$(diff "$WORK/base.out" "$WORK/f_$name.out"; tail -5 "$WORK/f_$name.log" 2>/dev/null; tail -5 "$WORK/f_$name.err")"
+        bad "fault '$name'" "$(diff "$WORK/base.out" "$WORK/f_$name.out"; tail -n 5 "$WORK/f_$name.log" 2>/dev/null; tail -n 5 "$WORK/f_$name.err")"
     fi
 }
 fault_case missing_file "[child missing]
@@ -219,7 +219,7 @@ else bad "missing loader.conf" "$(cat "$WORK/noconf.log" "$WORK/noconf.err" 2>/d
 : >"$WORK/empty.conf"
 under_clrmux empty "$WORK/empty.conf" sample
 if cmp -s "$WORK/base.out" "$WORK/empty.out" && grep -q "runs unprofiled" "$WORK/empty.log"; then ok "empty loader.conf: the app runs unprofiled"
-else bad "empty loader.conf" "$(tail -5 "$WORK/empty.log")"; fi
+else bad "empty loader.conf" "$(tail -n 5 "$WORK/empty.log")"; fi
 cat >"$WORK/excl.conf" <<EOF
 [loader]
 exclude_processes = csc; sample
@@ -231,7 +231,7 @@ rm -f "$WORK/excl.rec"
 under_clrmux excl "$WORK/excl.conf" sample RECORDER_OUT_A0000001="$WORK/excl.rec"
 if cmp -s "$WORK/base.out" "$WORK/excl.out" && grep -q "not profiled: listed in exclude_processes" "$WORK/excl.log" && [ ! -e "$WORK/excl.rec" ]; then
     ok "exclude_processes: the app (matched by its dll name) runs unprofiled"
-else bad "exclude_processes" "$(tail -5 "$WORK/excl.log")"; fi
+else bad "exclude_processes" "$(tail -n 5 "$WORK/excl.log")"; fi
 cat >"$WORK/incl.conf" <<EOF
 [loader]
 include_processes = SomethingElse
@@ -241,7 +241,7 @@ clsid = $REC_A
 EOF
 under_clrmux incl "$WORK/incl.conf" sample
 grep -q "not profiled: not listed in include_processes" "$WORK/incl.log" && ok "include_processes: other processes are not profiled" \
-    || bad "include_processes" "$(tail -5 "$WORK/incl.log")"
+    || bad "include_processes" "$(tail -n 5 "$WORK/incl.log")"
 
 # the loader finds loader.conf beside itself (no CLRMUX_CONFIG), relative child paths from there
 mkdir -p "$WORK/install/children"
@@ -257,6 +257,6 @@ EOF
     "${DOTNET[@]}" "$CLR_APPS/sample/sample.dll" >"$WORK/beside.out" 2>&1)
 if grep -q '^ExceptionThrown 5$' "$WORK/beside.rec" 2>/dev/null && grep -q "config $WORK/install/loader.conf" "$WORK/beside.log"; then
     ok "loader.conf is found beside libclrmux.so and relative paths resolve from its folder"
-else bad "loader.conf beside the library" "$(tail -5 "$WORK/beside.log" 2>/dev/null)"; fi
+else bad "loader.conf beside the library" "$(tail -n 5 "$WORK/beside.log" 2>/dev/null)"; fi
 
 clr_done

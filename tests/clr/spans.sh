@@ -78,7 +78,7 @@ for sampler in signal suspend; do
         ok "$sampler: spanapp runs under the tracer and the profiler, one profile written"
     else
         bad "$sampler: spanapp runs under the tracer and the profiler, one profile written" \
-            "$(tail -20 "$WORK/$sampler/err" "$WORK/$sampler/log" 2>/dev/null)"
+            "$(tail -n 20 "$WORK/$sampler/err" "$WORK/$sampler/log" 2>/dev/null)"
         continue
     fi
     # HANDLE REQUEST TRACE per request, from the spans file

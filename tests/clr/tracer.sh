@@ -51,8 +51,8 @@ trace = System.Private.CoreLib!System.IO.File::ReadAllText(System.String)'
 
 # ---- baseline ---------------------------------------------------------------------------
 run_app base
-if [ "$(cat "$WORK/base.rc")" = 0 ] && [ "$(tail -1 "$WORK/base.out")" = done ]; then ok "tracee runs without a profiler"
-else bad "tracee runs without a profiler" "$(tail -5 "$WORK/base.out" "$WORK/base.err")"; fi
+if [ "$(cat "$WORK/base.rc")" = 0 ] && [ "$(tail -n 1 "$WORK/base.out")" = done ]; then ok "tracee runs without a profiler"
+else bad "tracee runs without a profiler" "$(tail -n 5 "$WORK/base.out" "$WORK/base.err")"; fi
 
 # ---- every target traced ----------------------------------------------------------------
 cat >"$WORK/all.conf" <<EOF
@@ -68,7 +68,7 @@ t0=$(date +%s%N)
 under_clrmux all "$WORK/all.conf"
 t1=$(date +%s%N)
 if same_output all; then ok "tracee's output with the tracer equals its output without it"
-else bad "tracee's output with the tracer equals its output without it" "$(diff "$WORK/base.out" "$WORK/all.out" | head; tail -5 "$WORK/all.err")"; fi
+else bad "tracee's output with the tracer equals its output without it" "$(diff "$WORK/base.out" "$WORK/all.out" | head; tail -n 5 "$WORK/all.err")"; fi
 if grep -q "child 'tracer': loaded (tracer, ICorProfilerCallback11)" "$WORK/all.log"; then ok "the tracer loads as a builtin child"
 else bad "the tracer loads as a builtin child" "$(head -20 "$WORK/all.log")"; fi
 if grep -Eq "tracer: 40 method\(s\) rewritten \([0-9]+ us each on average\), 0 skipped" "$WORK/all.log" && ! grep -q "not traced" "$WORK/all.log"; then
@@ -303,7 +303,7 @@ under_clrmux noout "$WORK/noout.conf"
 if same_output noout && grep -q "child 'tracer': cannot open output $WORK/no-such-folder/spans.jsonl: No such file or directory; tracer disabled" "$WORK/noout.log" \
     && grep -q "child 'tracer': Initialize failed" "$WORK/noout.log"; then
     ok "an output file that cannot be opened: the tracer is skipped with the reason, the app runs on"
-else bad "unopenable output" "$(tail -5 "$WORK/noout.log")"; fi
+else bad "unopenable output" "$(tail -n 5 "$WORK/noout.log")"; fi
 
 # ---- a full buffer drops spans, counts them and says so; the app runs on ---------------
 # 8 threads make 800 Work spans within about a millisecond; the ring holds 16 and is drained
@@ -350,7 +350,7 @@ poll_t=$(grep -c 'CORINFO_HELP_POLL_GC' "$WORK/sgc-true.last")
 if [ "$(cat "$WORK/sgc-true.rc")" = 0 ] && [ "$(cat "$WORK/sgc-false.rc")" = 0 ] && [ "$poll_t" -ge 2 ] \
     && [ $((stop_t + 2)) -le "$stop_f" ] && grep -q '1 method(s) rewritten' "$WORK/sgc-true.log"; then
     ok "the probes are called without a GC transition: $stop_t transition(s) and $poll_t GC poll(s) in Traced's code ($stop_f transitions with suppress_gc_transition = false)"
-else bad "the probes run without a GC transition" "rc=$(cat "$WORK/sgc-true.rc")/$(cat "$WORK/sgc-false.rc") transitions=$stop_t/$stop_f polls=$poll_t; $(tail -3 "$WORK/sgc-true.out"; grep -i 'tracer' "$WORK/sgc-true.log" | tail -3)"; fi
+else bad "the probes run without a GC transition" "rc=$(cat "$WORK/sgc-true.rc")/$(cat "$WORK/sgc-false.rc") transitions=$stop_t/$stop_f polls=$poll_t; $(tail -n 3 "$WORK/sgc-true.out"; grep -i 'tracer' "$WORK/sgc-true.log" | tail -3)"; fi
 
 # ---- OTLP/HTTP export (endpoint =): a collector on 127.0.0.1, then none ------------------
 # A tiny collector (python3 http.server on 127.0.0.1, a free port, 120 s at most, killed
