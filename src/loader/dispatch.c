@@ -39,17 +39,19 @@ static const struct route_spec specs[CLRMUX_NROUTES] = {
     [CLRMUX_ROUTE_ReJITError] = {K_ALL, 4, 0, 0},
 };
 
-/* Each JIT route's gates (dispatch.h): what makes its callback do clrmux's own work. */
-static const unsigned char route_gates[CLRMUX_NROUTES] = {
+/* Each JIT route's gates (dispatch.h): what makes its callback do clrmux's own work. The four
+ * thread routes' gate comes from ownthreads.h's list (route_gates()). */
+static const unsigned char jit_gates[CLRMUX_NROUTES] = {
     [CLRMUX_ROUTE_JITCompilationStarted] = CLRMUX_GATE_JIT_WORK | CLRMUX_GATE_WINDOW,
     [CLRMUX_ROUTE_JITCachedFunctionSearchStarted] = CLRMUX_GATE_JIT_WORK | CLRMUX_GATE_WINDOW,
     [CLRMUX_ROUTE_JITCompilationFinished] = CLRMUX_GATE_JIT_WORK,
     [CLRMUX_ROUTE_JITInlining] = CLRMUX_GATE_JIT_WORK | CLRMUX_GATE_INLINING,
-    [CLRMUX_ROUTE_ThreadCreated] = CLRMUX_GATE_OWN_THREADS,
-    [CLRMUX_ROUTE_ThreadAssignedToOSThread] = CLRMUX_GATE_OWN_THREADS,
-    [CLRMUX_ROUTE_ThreadNameChanged] = CLRMUX_GATE_OWN_THREADS,
-    [CLRMUX_ROUTE_ThreadDestroyed] = CLRMUX_GATE_OWN_THREADS,
 };
+
+static unsigned route_gates(int id)
+{
+    return jit_gates[id] | (clrmux_route_is_thread(id) ? CLRMUX_GATE_OWN_THREADS : 0u);
+}
 
 /* The gates closed now (sequentially consistent loads). */
 static unsigned closed_gates(struct clrmux_mux *m)
@@ -69,7 +71,7 @@ static unsigned closed_gates(struct clrmux_mux *m)
 void clrmux_dispatch_gate_closed(struct clrmux_mux *m, unsigned gates)
 {
     for (int id = 0; id < CLRMUX_NROUTES; id++)
-        if (route_gates[id] & gates) {
+        if (route_gates(id) & gates) {
             atomic_store(&m->direct[id], NULL);
             atomic_store(&m->counted[id], NULL);
         }
@@ -78,7 +80,7 @@ void clrmux_dispatch_gate_closed(struct clrmux_mux *m, unsigned gates)
 void clrmux_dispatch_regate(struct clrmux_mux *m, enum clrmux_route_id id)
 {
     const struct clrmux_route *r = atomic_load(&m->routes[id]);
-    if (r->n != 1 || (!r->one && !atomic_load(&clrmux_evac_asymmetric)) || (route_gates[id] & closed_gates(m)))
+    if (r->n != 1 || (!r->one && !atomic_load(&clrmux_evac_asymmetric)) || (route_gates(id) & closed_gates(m)))
         return;
     if (atomic_load(&m->direct[id]) || atomic_load(&m->counted[id]))
         return;
@@ -159,7 +161,7 @@ void clrmux_dispatch_rebuild(struct clrmux_mux *m)
         ICorProfilerCallback11 *one = r->one;
         /* a sole subscriber that may detach: counted in with plain stores (needs membarrier) */
         ICorProfilerCallback11 *counted = !r->one && r->n == 1 && asym ? r->e[0].cb : NULL;
-        if (route_gates[id] & closed)
+        if (route_gates(id) & closed)
             one = counted = NULL; /* the long way does clrmux's work (dispatch.h, gates) */
         /* (sequentially consistent: the gates are read again after these stores, below) */
         if (one != atomic_load_explicit(&m->direct[id], memory_order_relaxed))

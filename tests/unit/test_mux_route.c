@@ -486,11 +486,42 @@ static void test_own_thread_reaches_its_owner_only(void **state)
     fake_mux_free(m);
 }
 
+/* One subscriber that can never detach (an ICorProfilerCallback2 child: its route goes straight
+ * to it while no gate is closed) and a thread of the other child, which asked for no thread
+ * callbacks: the subscriber is told nothing of that thread. */
+static void test_own_thread_of_a_non_subscriber(void **state)
+{
+    (void)state;
+    static const struct child_spec spec[] = {
+        {"a", 11, COR_PRF_MONITOR_JIT_COMPILATION, 0, NULL},
+        {"b", 2, COR_PRF_MONITOR_THREADS, 0, NULL},
+    };
+    struct fake_runtime rt;
+    fake_runtime_init(&rt, 15, 10);
+    struct fake_child fc[2];
+    struct clrmux_mux *m = mux_with_children(&rt, spec, 2, fc, NULL);
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+
+    assert_non_null(atomic_load(&m->direct[CLRMUX_ROUTE_ThreadCreated]));
+    mux->lpVtbl->ThreadCreated(mux, 0x6001);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadCreated), 1);
+    run_own_thread(m, fc[0].info, 0x5001);
+    mux->lpVtbl->ThreadDestroyed(mux, 0x5001);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadCreated), 1);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadAssignedToOSThread), 0);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadDestroyed), 0);
+    assert_int_equal(FC_CALLS(&fc[0], ThreadCreated), 0);
+    mux->lpVtbl->ThreadDestroyed(mux, 0x6001);
+    assert_int_equal(FC_CALLS(&fc[1], ThreadDestroyed), 1);
+    fake_mux_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_by_own_mask),
         cmocka_unit_test(test_own_thread_reaches_its_owner_only),
+        cmocka_unit_test(test_own_thread_of_a_non_subscriber),
         cmocka_unit_test(test_route_version_gating),
         cmocka_unit_test(test_route_inactive_child_gets_nothing),
         cmocka_unit_test(test_jit_inlining_merge),
