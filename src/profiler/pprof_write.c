@@ -273,6 +273,11 @@ int clrmux_pprof_serialize(const clrmux_pprof_builder *b, uint8_t **out,
 
 int clrmux_pprof_write_file(const clrmux_pprof_builder *b, const char *path)
 {
+    return clrmux_pprof_write_file_flags(b, path, 0);
+}
+
+int clrmux_pprof_write_file_flags(const clrmux_pprof_builder *b, const char *path, unsigned flags)
+{
     if (!b || !path || !*path)
         return -EINVAL;
     uint8_t *data = NULL;
@@ -296,8 +301,13 @@ int clrmux_pprof_write_file(const clrmux_pprof_builder *b, const char *path)
         goto out;
     }
     rc = clrmux_write_all(fd, data, len);
-    if (rc == 0 && fsync(fd) != 0)
+    if (rc == 0 && (flags & CLRMUX_PPROF_WRITE_NO_FSYNC)) {
+#ifdef __linux__
+        (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* start writeback, do not wait */
+#endif
+    } else if (rc == 0 && fsync(fd) != 0) {
         rc = -errno;
+    }
     if (close(fd) != 0 && rc == 0)
         rc = -errno;
     if (rc == 0 && rename(tmp, path) != 0)

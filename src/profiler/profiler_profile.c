@@ -199,7 +199,9 @@ void prof_flush(struct profiler *p, const char *last)
             p->file_failures++;
             LOG_ERROR("profiler '%s': output path too long in %s", p->name, p->cfg.output_dir);
         } else {
-            int rc = clrmux_pprof_write_file(p->pb, path);
+            /* the last file is written on the process's exit path: not waiting for the
+             * disk there took 1.5 ms off Shutdown in a hello world of ~80 ms (pprof.h) */
+            int rc = clrmux_pprof_write_file_flags(p->pb, path, last ? CLRMUX_PPROF_WRITE_NO_FSYNC : 0);
             if (rc != 0) {
                 p->file_failures++;
                 LOG_ERROR("profiler '%s': cannot write %s: %s", p->name, path, strerror(-rc));

@@ -697,6 +697,56 @@ static uint8_t *read_file(const char *path, size_t *len)
     return buf;
 }
 
+/* The last file of a process is written without waiting for the disk
+ * (CLRMUX_PPROF_WRITE_NO_FSYNC): the same bytes as clrmux_pprof_serialize, under the final
+ * name, no temporary left, a planted link under the temporary name still refused. */
+static void test_write_file_no_fsync(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/last.pb.gz", dir);
+    clrmux_pprof_builder *b = new_builder(NULL);
+    const char *st[] = { "W.Last", "W.Main" };
+    assert_int_equal(add1(b, st, 2, CPU, 5, NULL, 0), 0);
+    assert_int_equal(clrmux_pprof_write_file_flags(b, path, CLRMUX_PPROF_WRITE_NO_FSYNC), 0);
+    uint8_t *want = NULL;
+    size_t want_len = 0;
+    assert_int_equal(clrmux_pprof_serialize(b, &want, &want_len), 0);
+    size_t len;
+    uint8_t *data = read_file(path, &len);
+    assert_int_equal(len, want_len);
+    assert_memory_equal(data, want, len);
+    Profile *p = decode_bytes(data, len);
+    check_invariants(p);
+    assert_int_equal(p->sample[0]->value[CPU], 5);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    free(data);
+    free(want);
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    struct stat st_;
+    assert_int_equal(stat(tmp, &st_), -1);
+    char victim[PATH_MAX + 16];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *v = fopen(victim, "w");
+    fputs("precious", v);
+    fclose(v);
+    assert_int_equal(link(victim, tmp), 0);
+    assert_int_equal(clrmux_pprof_write_file_flags(b, path, CLRMUX_PPROF_WRITE_NO_FSYNC), 0);
+    size_t vlen;
+    uint8_t *vdata = read_file(victim, &vlen);
+    assert_int_equal(vlen, 8);
+    assert_memory_equal(vdata, "precious", 8);
+    free(vdata);
+    assert_int_equal(stat(tmp, &st_), -1);
+    unlink(victim);
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+    clrmux_pprof_destroy(b);
+}
+
 static void test_write_file_atomic(void **state)
 {
     (void)state;
@@ -828,6 +878,7 @@ int main(void)
         cmocka_unit_test(test_invalid_arguments),
         cmocka_unit_test(test_empty_profile),
         cmocka_unit_test(test_write_file_atomic),
+        cmocka_unit_test(test_write_file_no_fsync),
         cmocka_unit_test(test_go_tool_pprof_reads_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
