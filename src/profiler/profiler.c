@@ -195,18 +195,21 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
     if (atomic_load(&p->shut_down))
         return S_OK;
     prof_lastgasp_unregister(prof_last_gasp, p); /* waits for a last gasp under way */
-    prof_stop_sampler(p);
+    /* no more ticks once we hold work_lock; the sampler thread is not woken or joined: it
+     * ends at its next wake-up, if the process is still there */
+    prof_retire_sampler(p);
+    pthread_mutex_lock(&p->work_lock);
     if (p->sig)
         prof_sig_stop(p->sig);
     if (atomic_load(&p->session_started)) {
         atomic_store(&p->session_started, 0);
         ICorProfilerInfo12_EventPipeStopSession(p->info12, p->session);
     }
-    pthread_mutex_lock(&p->work_lock);
     if (!p->final)
         prof_flush(p, "shutdown");
     p->final = 1;
     pthread_mutex_unlock(&p->work_lock);
+    prof_wait_session_thread(p);
     if (p->push)
         prof_push_finish(p->push, CLRMUX_HTTP_SHUTDOWN_MS);
     atomic_store(&p->shut_down, 1);
@@ -233,7 +236,7 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
              "events, %llu samples; name cache cleared %llu times",
              p->name, (unsigned long long)p->files, (unsigned long long)p->file_failures, sampling,
              (unsigned long long)atomic_load(&p->exceptions), (unsigned long long)atomic_load(&p->allocations),
-             (unsigned long long)atomic_load(&p->contentions), (double)p->sampler_cpu_ns / 1e6,
+             (unsigned long long)atomic_load(&p->contentions), (double)prof_sampler_cpu_ns(p) / 1e6,
              (unsigned long long)p->raw_drops_total, (unsigned long long)p->pprof_drops_total,
              (unsigned long long)prof_names_resets(p->names));
     return S_OK;

@@ -106,7 +106,7 @@ struct profiler {
     uint64_t interval_sum;  /* ns, of the intervals actually used (stretched by the budget) */
     _Atomic uint64_t exceptions, allocations, contentions;
     uint64_t files, file_failures, raw_drops_total, pprof_drops_total;
-    int64_t sampler_cpu_ns;
+    _Atomic int64_t sampler_cpu_ns; /* written by the sampler thread as it ends */
 };
 
 static inline struct profiler *impl(ICorProfilerCallback11 *i) { return (struct profiler *)i; }
@@ -177,5 +177,16 @@ void prof_stop_and_wake(struct profiler *p);
 void *prof_sampler_main(void *arg);
 /* Stops and joins the sampler thread, and the session's thread (bounded). */
 void prof_stop_sampler(struct profiler *p);
+/* Shutdown's stop, without waiting for the sampler thread: sets p->stop (no wake-up) and
+ * returns; once the caller holds work_lock the sampler runs no more ticks (it ends when it
+ * next wakes, at its next tick, if the process is still there). It does not wait for the
+ * session's thread: the caller calls prof_wait_session_thread after its work under work_lock.
+ * Saves Shutdown the sampler's wake-up and the join (two context switches on its path). */
+void prof_retire_sampler(struct profiler *p);
+/* Waits (at most 2 s) for a thread still starting the EventPipe session. */
+void prof_wait_session_thread(struct profiler *p);
+/* The sampler thread's CPU time so far (ns), from its CPU clock, or what it recorded when it
+ * ended; 0 if unknown. */
+int64_t prof_sampler_cpu_ns(struct profiler *p);
 
 #endif

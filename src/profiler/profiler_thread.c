@@ -102,7 +102,7 @@ void *prof_sampler_main(void *arg)
         if (atomic_load(&p->stop))
             break;
         pthread_mutex_lock(&p->work_lock);
-        if (p->final) {
+        if (p->final || atomic_load(&p->stop)) { /* Shutdown or a last gasp took over */
             pthread_mutex_unlock(&p->work_lock);
             break;
         }
@@ -141,8 +141,22 @@ void *prof_sampler_main(void *arg)
     }
     struct timespec cpu;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
-        p->sampler_cpu_ns = (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
+        atomic_store(&p->sampler_cpu_ns, (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec);
     return NULL;
+}
+
+void prof_retire_sampler(struct profiler *p)
+{
+    atomic_store(&p->stop, 1);
+}
+
+int64_t prof_sampler_cpu_ns(struct profiler *p)
+{
+    clockid_t cid;
+    struct timespec cpu;
+    if (p->sampler_started && pthread_getcpuclockid(p->sampler, &cid) == 0 && clock_gettime(cid, &cpu) == 0)
+        return (int64_t)cpu.tv_sec * 1000000000 + cpu.tv_nsec;
+    return atomic_load(&p->sampler_cpu_ns); /* it ended (or was joined) */
 }
 
 void prof_stop_sampler(struct profiler *p)
@@ -152,6 +166,11 @@ void prof_stop_sampler(struct profiler *p)
     prof_stop_and_wake(p);
     pthread_join(p->sampler, NULL);
     p->sampler_started = 0;
+    prof_wait_session_thread(p);
+}
+
+void prof_wait_session_thread(struct profiler *p)
+{
     if (p->session_thread_started) { /* starting the session: bounded, it is the runtime's call */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

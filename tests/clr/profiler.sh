@@ -162,6 +162,14 @@ fi
 grep -q "profiler 'profiler': shut down; .* files written (0 failed)" "$WORK/shapes.log" \
     && ok "shutdown summary logged: $(grep -o 'signal sampler delivered [^;]*' "$WORK/shapes.log" | tail -1)" \
     || bad "shutdown summary logged" "$(grep profiler "$WORK/shapes.log")"
+# Shutdown does not join the sampler thread (it ends at its next wake-up): the summary's
+# sampler CPU is read from the live thread's CPU clock, and is not 0 after a run with ticks
+scpu=$(grep -o "shut down;.*sampler thread CPU [0-9.]* ms" "$WORK/shapes.log" | sed 's/.*sampler thread CPU \([0-9.]*\) ms/\1/')
+if [ -n "$scpu" ] && awk -v c="$scpu" 'BEGIN {exit !(c > 0)}'; then
+    ok "shutdown summary gives the sampler thread's CPU ($scpu ms) without joining it"
+else
+    bad "shutdown summary gives the sampler thread's CPU" "$(grep 'shut down' "$WORK/shapes.log")"
+fi
 # truncated walks are counted, and few: JIT'd code and libcoreclr keep frame pointers, the
 # scan gets past libc's system call wrappers; what remains is mostly the host's outermost frames
 read -r walks trunc < <(sed -n 's/.*shut down;.*delivered \([0-9]*\) cpu samples.*; \([0-9]*\) by signal, .*); \([0-9]*\) truncated walks.*/\1 \2 \3/p' "$WORK/shapes.log" \
