@@ -413,13 +413,9 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             }
         }
     }
-    /* metrics go where spans go: the file unless only an endpoint is used */
-    /* opened as the span file is (no symbolic link, no one else's file, same size cap) */
-    if (t->metrics_output[0] && (!t->http || t->output_set)) {
-        char err[PATH_MAX + 200];
-        if (!(t->mout = clrmux_spanfile_open(t->metrics_output, t->max_file_bytes, t->max_files, err, sizeof err)))
-            LOG_ERROR("tracer: cannot open the metrics output %s: %s; no metrics file", t->metrics_output, err);
-    }
+    /* metrics go where spans go: the file unless only an endpoint is used; opened by the
+     * export thread as it starts, off the runtime's start-up path (tracer_open_metrics) */
+    t->mout_pending = t->metrics_output[0] && (!t->http || t->output_set);
     if (!t->http || t->output_set) {
         char err[PATH_MAX + 200];
         t->out = clrmux_spanfile_open(t->output, t->max_file_bytes, t->max_files, err, sizeof err);
@@ -439,9 +435,10 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
     if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
         LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
-    if (t->mout || t->mhttp)
-        LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown", t->mout ? t->metrics_output : "",
-                 t->mout && t->mhttp ? " and " : "", t->mhttp ? t->metrics_endpoint : "", t->metrics_ms);
+    if (t->mout_pending || t->mhttp)
+        LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown",
+                 t->mout_pending ? t->metrics_output : "", t->mout_pending && t->mhttp ? " and " : "",
+                 t->mhttp ? t->metrics_endpoint : "", t->metrics_ms);
     if (t->sample_ratio < 1)
         LOG_INFO("tracer: head sampling: %g of the root traces are recorded (parent-based under an Activity)",
                  t->sample_ratio);
