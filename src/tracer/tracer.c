@@ -821,16 +821,25 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     /* ~9 MB of worst-case tables, touched only as they fill (no start-up cost; the 80 KB
      * thread-name cache too: calloc cleared it at start-up) */
     t->methods = clrmux_lazy_calloc(MAX_METHODS, sizeof *t->methods);
-    t->slots = clrmux_lazy_calloc(METHOD_SLOTS, sizeof *t->slots);
-    t->exc_names = clrmux_lazy_calloc(MAX_EXC_NAMES, sizeof *t->exc_names);
-    t->exc_msgs = clrmux_lazy_calloc(MAX_EXC_NAMES, sizeof *t->exc_msgs);
-    t->tnames = clrmux_lazy_calloc(THREAD_NAMES, sizeof *t->tnames);
+    /* hash-indexed or rarely used: mapped without clrmux_lazy_calloc's length header, whose
+     * write would fault in a page that may never be used (never freed once the tracer runs) */
+    t->slots = clrmux_map_zero(METHOD_SLOTS * sizeof *t->slots);
+    t->exc_names = clrmux_map_zero(MAX_EXC_NAMES * sizeof *t->exc_names);
+    t->exc_msgs = clrmux_map_zero(MAX_EXC_NAMES * sizeof *t->exc_msgs);
+    t->tnames = clrmux_map_zero(THREAD_NAMES * sizeof *t->tnames);
     if (!t->methods || !t->slots || !t->exc_names || !t->exc_msgs || !t->tnames || tracer_configure(t, cc, cfg_path, cfg_dir) != 0 ||
         !(t->stage = clrmux_lazy_calloc((t->stage_cap = t->buffer_spans < STAGE_MAX ? t->buffer_spans : STAGE_MAX), sizeof *t->stage))) {
         LOG_ERROR("child '%s': tracer setup failed; child skipped", cc->name);
         atomic_store(&the_tracer, NULL);
-        clrmux_lazy_free(t->methods), clrmux_lazy_free(t->slots), clrmux_lazy_free(t->exc_names);
-        clrmux_lazy_free(t->exc_msgs), clrmux_lazy_free(t->tnames), clrmux_lazy_free(t->stage);
+        clrmux_lazy_free(t->methods), clrmux_lazy_free(t->stage);
+        if (t->slots)
+            clrmux_unmap_zero(t->slots, METHOD_SLOTS * sizeof *t->slots);
+        if (t->exc_names)
+            clrmux_unmap_zero(t->exc_names, MAX_EXC_NAMES * sizeof *t->exc_names);
+        if (t->exc_msgs)
+            clrmux_unmap_zero(t->exc_msgs, MAX_EXC_NAMES * sizeof *t->exc_msgs);
+        if (t->tnames)
+            clrmux_unmap_zero(t->tnames, THREAD_NAMES * sizeof *t->tnames);
         clrmux_lazy_free(t->targets);
         free((void *)t->target_hits);
         tracer_lsan_unroot(t, sizeof *t);
