@@ -415,7 +415,8 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     /* metrics go where spans go: the file unless only an endpoint is used; opened by the
      * export thread as it starts, off the runtime's start-up path (tracer_open_metrics) */
-    t->mout_pending = t->metrics_output[0] && (!t->http || t->output_set);
+    const int metrics_file = t->metrics_output[0] && (!t->http || t->output_set);
+    t->mout_pending = metrics_file; /* the export thread clears it (under wr_lock) once started */
     if (!t->http || t->output_set) {
         char err[PATH_MAX + 200];
         t->out = clrmux_spanfile_open(t->output, t->max_file_bytes, t->max_files, err, sizeof err);
@@ -435,9 +436,9 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
     if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
         LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
-    if (t->mout_pending || t->mhttp)
+    if (metrics_file || t->mhttp)
         LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown",
-                 t->mout_pending ? t->metrics_output : "", t->mout_pending && t->mhttp ? " and " : "",
+                 metrics_file ? t->metrics_output : "", metrics_file && t->mhttp ? " and " : "",
                  t->mhttp ? t->metrics_endpoint : "", t->metrics_ms);
     if (t->sample_ratio < 1)
         LOG_INFO("tracer: head sampling: %g of the root traces are recorded (parent-based under an Activity)",
