@@ -224,8 +224,23 @@ void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns)
 
 /* One ExportMetricsServiceRequest with the cumulative totals: to the metrics file and/or
  * the metrics endpoint. The ring is drained first (its spans are counted when drained). */
+/* Opens metrics_output if Initialize left it to be opened (mout_pending): as the span file is
+ * (no symbolic link, no one else's file, same size cap), and once; a failure is logged and
+ * the metrics file is left out. Under wr_lock: by the export thread as it starts, or by
+ * whoever exports the metrics first (the last gasp, or Shutdown without an export thread). */
+void tracer_open_metrics(struct tracer *t)
+{
+    if (!t->mout_pending)
+        return;
+    t->mout_pending = 0;
+    char err[PATH_MAX + 200];
+    if (!(t->mout = clrmux_spanfile_open(t->metrics_output, t->max_file_bytes, t->max_files, err, sizeof err)))
+        LOG_ERROR("tracer: cannot open the metrics output %s: %s; no metrics file", t->metrics_output, err);
+}
+
 void tracer_export_metrics(struct tracer *t)
 {
+    tracer_open_metrics(t);
     if (!t->mout && !t->mhttp)
         return;
     struct clrmux_span_stats st;
@@ -332,6 +347,10 @@ void *tracer_export_thread(void *arg)
     int64_t flush_at = clrmux_now_ns() + (int64_t)t->flush_ms * 1000000;
     int64_t metrics_at = clrmux_now_ns() + (int64_t)t->metrics_ms * 1000000;
     int more = 0; /* the last export stopped at its budget with spans left: no wait */
+    pthread_mutex_lock(&t->wr_lock);
+    if (!t->final)
+        tracer_open_metrics(t);
+    pthread_mutex_unlock(&t->wr_lock);
     for (;;) {
         pthread_mutex_lock(&t->ex_lock);
         int stop = t->ex_stop;
@@ -373,6 +392,8 @@ void *tracer_export_thread(void *arg)
         tracer_finish_http(t);
     }
     pthread_mutex_unlock(&t->wr_lock);
-    sched_times(&t->ex_run_ns, &t->ex_wait_ns); /* read by Shutdown after the join */
+    /* read by Shutdown after the join, for its info line only: no fopen on the way out otherwise */
+    if (clrmux_log_get_level() >= CLRMUX_LOG_INFO)
+        sched_times(&t->ex_run_ns, &t->ex_wait_ns);
     return NULL;
 }

@@ -67,7 +67,8 @@ int idxq_pop(struct idxq *q, uint32_t *v);  /* 1, or 0 when empty */
  * changes on every update (no ABA) and the top index + 1 (0: empty); next[i] is the index + 1
  * of the entry under i. */
 struct idxstack {
-    _Atomic uint32_t *next;
+    _Atomic uint32_t *next; /* XORed with the initial value (spans_queue.c) */
+    uint32_t n;
     _Alignas(64) _Atomic uint64_t head;
 };
 int stack_init(struct idxstack *st, uint32_t n); /* holding 0..n-1, 0 on top; 0 or -1 */

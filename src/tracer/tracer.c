@@ -7,6 +7,23 @@ static _Atomic(struct tracer *) the_tracer;
 
 static inline struct tracer *impl(ICorProfilerCallback11 *i) { return (struct tracer *)i; }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRACER_LSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(TRACER_LSAN)
+#define TRACER_LSAN 1
+#endif
+#ifdef TRACER_LSAN
+#include <sanitizer/lsan_interface.h>
+static void tracer_lsan_root(void *p, size_t n) { __lsan_register_root_region(p, n); }
+static void tracer_lsan_unroot(void *p, size_t n) { __lsan_unregister_root_region(p, n); }
+#else
+static void tracer_lsan_root(void *p, size_t n) { (void)p, (void)n; }
+static void tracer_lsan_unroot(void *p, size_t n) { (void)p, (void)n; }
+#endif
+
 /* ---- small helpers ------------------------------------------------------------------- */
 
 static void to_utf16(const char *s, WCHAR *out, size_t n) { clrmux_utf8_to_utf16(s, out, n); }
@@ -396,13 +413,10 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             }
         }
     }
-    /* metrics go where spans go: the file unless only an endpoint is used */
-    /* opened as the span file is (no symbolic link, no one else's file, same size cap) */
-    if (t->metrics_output[0] && (!t->http || t->output_set)) {
-        char err[PATH_MAX + 200];
-        if (!(t->mout = clrmux_spanfile_open(t->metrics_output, t->max_file_bytes, t->max_files, err, sizeof err)))
-            LOG_ERROR("tracer: cannot open the metrics output %s: %s; no metrics file", t->metrics_output, err);
-    }
+    /* metrics go where spans go: the file unless only an endpoint is used; opened by the
+     * export thread as it starts, off the runtime's start-up path (tracer_open_metrics) */
+    const int metrics_file = t->metrics_output[0] && (!t->http || t->output_set);
+    t->mout_pending = metrics_file; /* the export thread clears it (under wr_lock) once started */
     if (!t->http || t->output_set) {
         char err[PATH_MAX + 200];
         t->out = clrmux_spanfile_open(t->output, t->max_file_bytes, t->max_files, err, sizeof err);
@@ -422,9 +436,10 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
     if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
         LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
-    if (t->mout || t->mhttp)
-        LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown", t->mout ? t->metrics_output : "",
-                 t->mout && t->mhttp ? " and " : "", t->mhttp ? t->metrics_endpoint : "", t->metrics_ms);
+    if (metrics_file || t->mhttp)
+        LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown",
+                 metrics_file ? t->metrics_output : "", metrics_file && t->mhttp ? " and " : "",
+                 t->mhttp ? t->metrics_endpoint : "", t->metrics_ms);
     if (t->sample_ratio < 1)
         LOG_INFO("tracer: head sampling: %g of the root traces are recorded (parent-based under an Activity)",
                  t->sample_ratio);
@@ -776,8 +791,11 @@ static const ICorProfilerCallback11Vtbl tracer_vtbl = {
 ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir,
                                              int *version)
 {
-    /* calloc'd (it holds heap pointers, which LeakSanitizer must see; its tables are mapped) */
-    struct tracer *t = calloc(1, sizeof *t);
+    /* ~43 KB, mostly path and header buffers and caches used later or never: mapped zeroed
+     * (lazymem.h), so that only the pages written fault in (calloc's memset faulted in all
+     * ten, ~0.2 ms at start-up on a VM); a root region for LeakSanitizer, which does not scan
+     * mappings, as the tracer holds heap pointers */
+    struct tracer *t = clrmux_lazy_calloc(1, sizeof *t);
     if (!t) {
         LOG_ERROR("child '%s': out of memory; child skipped", cc->name);
         return NULL;
@@ -786,9 +804,10 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     if (!atomic_compare_exchange_strong(&the_tracer, &expected, t)) {
         LOG_ERROR("child '%s': a tracer is already loaded (child '%s'); only one tracer per process; child skipped",
                   cc->name, expected->child);
-        free(t);
+        clrmux_lazy_free(t);
         return NULL;
     }
+    tracer_lsan_root(t, sizeof *t);
     t->iface.lpVtbl = &tracer_vtbl;
     atomic_store(&t->refs, 1);
     snprintf(t->child, sizeof t->child, "%s", cc->name);
@@ -803,19 +822,29 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
     /* ~9 MB of worst-case tables, touched only as they fill (no start-up cost; the 80 KB
      * thread-name cache too: calloc cleared it at start-up) */
     t->methods = clrmux_lazy_calloc(MAX_METHODS, sizeof *t->methods);
-    t->slots = clrmux_lazy_calloc(METHOD_SLOTS, sizeof *t->slots);
-    t->exc_names = clrmux_lazy_calloc(MAX_EXC_NAMES, sizeof *t->exc_names);
-    t->exc_msgs = clrmux_lazy_calloc(MAX_EXC_NAMES, sizeof *t->exc_msgs);
-    t->tnames = clrmux_lazy_calloc(THREAD_NAMES, sizeof *t->tnames);
+    /* hash-indexed or rarely used: mapped without clrmux_lazy_calloc's length header, whose
+     * write would fault in a page that may never be used (never freed once the tracer runs) */
+    t->slots = clrmux_map_zero(METHOD_SLOTS * sizeof *t->slots);
+    t->exc_names = clrmux_map_zero(MAX_EXC_NAMES * sizeof *t->exc_names);
+    t->exc_msgs = clrmux_map_zero(MAX_EXC_NAMES * sizeof *t->exc_msgs);
+    t->tnames = clrmux_map_zero(THREAD_NAMES * sizeof *t->tnames);
     if (!t->methods || !t->slots || !t->exc_names || !t->exc_msgs || !t->tnames || tracer_configure(t, cc, cfg_path, cfg_dir) != 0 ||
         !(t->stage = clrmux_lazy_calloc((t->stage_cap = t->buffer_spans < STAGE_MAX ? t->buffer_spans : STAGE_MAX), sizeof *t->stage))) {
         LOG_ERROR("child '%s': tracer setup failed; child skipped", cc->name);
         atomic_store(&the_tracer, NULL);
-        clrmux_lazy_free(t->methods), clrmux_lazy_free(t->slots), clrmux_lazy_free(t->exc_names);
-        clrmux_lazy_free(t->exc_msgs), clrmux_lazy_free(t->tnames), clrmux_lazy_free(t->stage);
+        clrmux_lazy_free(t->methods), clrmux_lazy_free(t->stage);
+        if (t->slots)
+            clrmux_unmap_zero(t->slots, METHOD_SLOTS * sizeof *t->slots);
+        if (t->exc_names)
+            clrmux_unmap_zero(t->exc_names, MAX_EXC_NAMES * sizeof *t->exc_names);
+        if (t->exc_msgs)
+            clrmux_unmap_zero(t->exc_msgs, MAX_EXC_NAMES * sizeof *t->exc_msgs);
+        if (t->tnames)
+            clrmux_unmap_zero(t->tnames, THREAD_NAMES * sizeof *t->tnames);
         clrmux_lazy_free(t->targets);
         free((void *)t->target_hits);
-        free(t);
+        tracer_lsan_unroot(t, sizeof *t);
+        clrmux_lazy_free(t);
         return NULL;
     }
     *version = 11;

@@ -178,6 +178,7 @@ struct tracer {
     size_t stage_cap, shead, nstage;
     struct thread_name *tnames;
     struct clrmux_spanfile *mout;
+    int mout_pending; /* metrics_output still to be opened (tracer_open_metrics, under wr_lock) */
     struct clrmux_curl *mcurl;
     struct clrmux_http *mhttp;
     uint64_t metric_lines;
@@ -229,6 +230,7 @@ int tracer_export_pending(struct tracer *t, int flush);
  * not past deadline_mono_ns (clrmux_mono_ns) unless it is 0); under wr_lock */
 void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns);
 void tracer_export_metrics(struct tracer *t);           /* one metrics export */
+void tracer_open_metrics(struct tracer *t);             /* opens metrics_output once, if still to be (under wr_lock) */
 void tracer_finish_http(struct tracer *t);              /* Shutdown: send what is queued, bounded */
 
 #endif
