@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "common/log.h"
+#include "common/mdtables.h"
 #include "common/utf16.h"
 
 #define ofRead 0x0u
@@ -26,6 +28,20 @@ static int is_corelib(ICorProfilerInfo *info, ModuleID mod)
 
 static uint32_t find_token(ICorProfilerInfo *info, ModuleID mod)
 {
+    /* first from CoreLib's own tables as the runtime mapped them (mdtables.h: the public
+     * importer would switch the runtime's reader of CoreLib to the slower read/write one) */
+    WCHAR name[512];
+    ULONG n = 0;
+    LPCBYTE base = NULL;
+    AssemblyID asm_id = 0;
+    size_t size = SUCCEEDED(ICorProfilerInfo_GetModuleInfo(info, mod, &base, 512, &n, name, &asm_id)) && base
+                      ? clrmux_md_mapped_size(base)
+                      : 0;
+    uint32_t found = 0;
+    if (size && clrmux_md_find_method(base, size, 1, "System", "AppContext", "OnUnhandledException", &found) == 0) {
+        LOG_DEBUG("AppContext.OnUnhandledException is 0x%08x (read from CoreLib's metadata tables)", (unsigned)found);
+        return found; /* 0 before .NET 10 (no such method): nothing to look for */
+    }
     IUnknown *unk = NULL;
     if (FAILED(ICorProfilerInfo_GetModuleMetaData(info, mod, ofRead, &IID_IMetaDataImport, &unk)) || !unk)
         return 0;
@@ -44,6 +60,7 @@ static uint32_t find_token(ICorProfilerInfo *info, ModuleID mod)
         IMetaDataImport_CloseEnum(imp, e);
     }
     IMetaDataImport_Release(imp);
+    LOG_DEBUG("AppContext.OnUnhandledException is 0x%08x (CoreLib's metadata importer)", (unsigned)tok);
     return tok;
 }
 
