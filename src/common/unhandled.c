@@ -10,13 +10,14 @@
 
 #define ofRead 0x0u
 
-static int is_corelib(ICorProfilerInfo *info, ModuleID mod)
+/* Whether `mod` is System.Private.CoreLib; its base address in *base (GetModuleInfo). */
+static int is_corelib(ICorProfilerInfo *info, ModuleID mod, LPCBYTE *base)
 {
     WCHAR name[512];
     ULONG n = 0;
-    LPCBYTE base = NULL;
     AssemblyID asm_id = 0;
-    if (FAILED(ICorProfilerInfo_GetModuleInfo(info, mod, &base, 512, &n, name, &asm_id)) || n == 0)
+    *base = NULL;
+    if (FAILED(ICorProfilerInfo_GetModuleInfo(info, mod, base, 512, &n, name, &asm_id)) || n == 0)
         return 0;
     char utf8[1024];
     clrmux_utf16_to_utf8(name, n && !name[n - 1] ? n - 1 : n, utf8, sizeof utf8);
@@ -26,17 +27,12 @@ static int is_corelib(ICorProfilerInfo *info, ModuleID mod)
            (len == sizeof tail - 1 || utf8[len - sizeof tail] == '/' || utf8[len - sizeof tail] == '\\');
 }
 
-static uint32_t find_token(ICorProfilerInfo *info, ModuleID mod)
+/* CoreLib (`mod`, mapped at `base`)'s token of AppContext.OnUnhandledException, 0 if none. */
+static uint32_t find_token(ICorProfilerInfo *info, ModuleID mod, LPCBYTE base)
 {
     /* first from CoreLib's own tables as the runtime mapped them (mdtables.h: the public
      * importer would switch the runtime's reader of CoreLib to the slower read/write one) */
-    WCHAR name[512];
-    ULONG n = 0;
-    LPCBYTE base = NULL;
-    AssemblyID asm_id = 0;
-    size_t size = SUCCEEDED(ICorProfilerInfo_GetModuleInfo(info, mod, &base, 512, &n, name, &asm_id)) && base
-                      ? clrmux_md_mapped_size(base)
-                      : 0;
+    size_t size = base ? clrmux_md_mapped_size(base) : 0;
     uint32_t found = 0;
     if (size && clrmux_md_find_method(base, size, 1, "System", "AppContext", "OnUnhandledException", &found) == 0) {
         LOG_DEBUG("AppContext.OnUnhandledException is 0x%08x (read from CoreLib's metadata tables)", (unsigned)found);
@@ -77,12 +73,13 @@ int clrmux_unhandled_is_hook(struct clrmux_unhandled_hook *h, ICorProfilerInfo *
         for (int i = 0; i < n && i < 8; i++)
             if (atomic_load(&h->not_corelib[i]) == (uintptr_t)mod)
                 return 0;
-        if (!is_corelib(info, mod)) {
+        LPCBYTE base = NULL;
+        if (!is_corelib(info, mod, &base)) {
             if (n < 8 && atomic_compare_exchange_strong(&h->n_not_corelib, &n, n + 1))
                 atomic_store(&h->not_corelib[n], (uintptr_t)mod);
             return 0;
         }
-        atomic_store(&h->token, find_token(info, mod));
+        atomic_store(&h->token, find_token(info, mod, base));
         atomic_store_explicit(&h->corelib, (uintptr_t)mod, memory_order_release);
         core = (uintptr_t)mod;
     }

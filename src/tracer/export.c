@@ -222,8 +222,6 @@ void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns)
             break;
 }
 
-/* One ExportMetricsServiceRequest with the cumulative totals: to the metrics file and/or
- * the metrics endpoint. The ring is drained first (its spans are counted when drained). */
 /* Opens metrics_output if Initialize left it to be opened (mout_pending): as the span file is
  * (no symbolic link, no one else's file, same size cap), and once; a failure is logged and
  * the metrics file is left out. Under wr_lock: by the export thread as it starts, or by
@@ -238,6 +236,8 @@ void tracer_open_metrics(struct tracer *t)
         LOG_ERROR("tracer: cannot open the metrics output %s: %s; no metrics file", t->metrics_output, err);
 }
 
+/* One ExportMetricsServiceRequest with the cumulative totals: to the metrics file and/or
+ * the metrics endpoint. The ring is drained first (its spans are counted when drained). */
 void tracer_export_metrics(struct tracer *t)
 {
     tracer_open_metrics(t);
