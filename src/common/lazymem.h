@@ -15,7 +15,7 @@
 
 /* len bytes of zeroed, page-aligned memory (anonymous mmap with MAP_NORESERVE; VirtualAlloc on
  * Windows, whose committed pages are also zero and backed only when touched), or NULL. Free
- * with clrmux_unmap_zero(p, len). */
+ * with clrmux_unmap_zero(p, len), which ignores NULL. */
 #if defined(_WIN32)
 void *clrmux_map_zero(size_t len);           /* platform_win.c (windows.h stays out of here) */
 void clrmux_unmap_zero(void *p, size_t len);
@@ -26,7 +26,11 @@ static inline void *clrmux_map_zero(size_t len)
     return p == MAP_FAILED ? NULL : p;
 }
 
-static inline void clrmux_unmap_zero(void *p, size_t len) { munmap(p, len); }
+static inline void clrmux_unmap_zero(void *p, size_t len)
+{
+    if (p)
+        munmap(p, len);
+}
 #endif
 
 static inline void *clrmux_lazy_calloc(size_t n, size_t size)

@@ -395,7 +395,8 @@ void *clrmux_map_zero(size_t len) { return VirtualAlloc(NULL, len, MEM_RESERVE |
 void clrmux_unmap_zero(void *p, size_t len)
 {
     (void)len;
-    VirtualFree(p, 0, MEM_RELEASE);
+    if (p)
+        VirtualFree(p, 0, MEM_RELEASE);
 }
 
 int clrmux_thread_name_of(uint32_t tid, char *name, size_t namesz)

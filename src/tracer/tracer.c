@@ -833,14 +833,10 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
         LOG_ERROR("child '%s': tracer setup failed; child skipped", cc->name);
         atomic_store(&the_tracer, NULL);
         clrmux_lazy_free(t->methods), clrmux_lazy_free(t->stage);
-        if (t->slots)
-            clrmux_unmap_zero(t->slots, METHOD_SLOTS * sizeof *t->slots);
-        if (t->exc_names)
-            clrmux_unmap_zero(t->exc_names, MAX_EXC_NAMES * sizeof *t->exc_names);
-        if (t->exc_msgs)
-            clrmux_unmap_zero(t->exc_msgs, MAX_EXC_NAMES * sizeof *t->exc_msgs);
-        if (t->tnames)
-            clrmux_unmap_zero(t->tnames, THREAD_NAMES * sizeof *t->tnames);
+        clrmux_unmap_zero(t->slots, METHOD_SLOTS * sizeof *t->slots);
+        clrmux_unmap_zero(t->exc_names, MAX_EXC_NAMES * sizeof *t->exc_names);
+        clrmux_unmap_zero(t->exc_msgs, MAX_EXC_NAMES * sizeof *t->exc_msgs);
+        clrmux_unmap_zero(t->tnames, THREAD_NAMES * sizeof *t->tnames);
         clrmux_lazy_free(t->targets);
         free((void *)t->target_hits);
         tracer_lsan_unroot(t, sizeof *t);
