@@ -117,7 +117,7 @@ $(BUILD)/libclrmux_otlp.so: $(OTLP_OBJS)
 # libclrmux.so dlopens from its own folder. protobuf-c and zlib are linked dynamically here
 # (Debian's .a are not PIC), which keeps libclrmux.so itself self-contained.
 PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c \
-             src/common/hresult.c src/tracer/otlp_http.c
+             src/common/hresult.c src/common/mdtables.c src/tracer/otlp_http.c
 PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/pobj/%.o) $(BUILD)/pobj/gen/profile.pb-c.o
 all: $(BUILD)/libclrmux_profiler.so
 

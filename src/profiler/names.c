@@ -8,8 +8,16 @@
  * is cleared as a whole (prof_names_begin), which bounds memory. The table lives in one lazily
  * mapped region sized for the most entries, of which it uses a prefix that doubles (rehashed
  * in place) as it fills: a start-up's few hundred names touch a few pages, not one page per
- * name across the whole region (measured: the lookups were ~1% of a hello world's CPU). Metadata importers are
- * kept per module (up to MAX_MODULES; beyond that they are released after each use). */
+ * name across the whole region (measured: the lookups were ~1% of a hello world's CPU).
+ *
+ * Type and method names are read from each module's ECMA-335 tables as the runtime mapped
+ * them (common/mdtables.h; GetModuleInfo2's base address and layout), not through
+ * GetModuleMetaData: that call makes the runtime convert the module's metadata reader to its
+ * slower read/write form for the rest of the process (for System.Private.CoreLib, ~3 ms of a
+ * hello world's CPU). The metadata importer stays the fallback: dynamic and collectible
+ * modules (no image, or one that may be unmapped), and tables this reader refuses. What is
+ * known of a module is kept per module (up to MAX_MODULES; beyond that an importer is
+ * released after each use). */
 #define COBJMACROS
 #include <dlfcn.h>
 #include <stdio.h>
@@ -18,6 +26,7 @@
 
 #include "common/lazymem.h"
 #include "common/log.h"
+#include "common/mdtables.h"
 #include "profiler/framename.h"
 #include "profiler/prof.h"
 
@@ -38,7 +47,16 @@ struct entry {
 
 struct module_md {
     ModuleID module;
+    int tables;           /* 1: md holds its tables; 0: the importer (imp, asked for when first needed) */
+    struct clrmux_md md;  /* pointers into the runtime's image of a module that stays loaded */
+    IMetaDataImport *imp; /* NULL until needed */
+};
+
+/* A module as a name lookup sees it: its tables, or an importer (owned: release it after use). */
+struct modref {
+    const struct clrmux_md *md;
     IMetaDataImport *imp;
+    int owned;
 };
 
 struct prof_names {
@@ -50,11 +68,12 @@ struct prof_names {
     uint64_t resets;
     struct module_md modules[MAX_MODULES];
     size_t nmodules;
+    uint64_t from_tables, from_importer; /* modules named from their tables / by an importer */
 };
 
 struct prof_names *prof_names_create(ICorProfilerInfo3 *info, size_t max_entries, size_t arena_bytes)
 {
-    struct prof_names *n = clrmux_lazy_calloc(1, sizeof *n); /* 16 KB of module slots: mapped, not cleared */
+    struct prof_names *n = clrmux_lazy_calloc(1, sizeof *n); /* ~130 KB of module slots: mapped, not cleared */
     if (!n)
         return NULL;
     size_t cap = 1024;
@@ -79,13 +98,20 @@ void prof_names_destroy(struct prof_names *n)
     if (!n)
         return;
     for (size_t i = 0; i < n->nmodules; i++)
-        IMetaDataImport_Release(n->modules[i].imp);
+        if (n->modules[i].imp)
+            IMetaDataImport_Release(n->modules[i].imp);
     clrmux_lazy_free(n->tab);
     free(n->arena);
     clrmux_lazy_free(n);
 }
 
 uint64_t prof_names_resets(const struct prof_names *n) { return n->resets; }
+
+void prof_names_sources(const struct prof_names *n, uint64_t *tables, uint64_t *importer)
+{
+    *tables = n->from_tables;
+    *importer = n->from_importer;
+}
 
 void prof_names_begin(struct prof_names *n)
 {
@@ -155,48 +181,134 @@ static const char *put(struct prof_names *n, int kind, uint64_t id, const char *
     return dst;
 }
 
-static IMetaDataImport *module_import(struct prof_names *n, ModuleID module, int *owned)
+/* The module's tables, when the runtime has its image mapped for good: not dynamic (no image),
+ * not collectible (it may be unmapped while a name is looked up). */
+static int open_tables(struct prof_names *n, ModuleID module, struct clrmux_md *md)
 {
-    *owned = 0;
-    for (size_t i = 0; i < n->nmodules; i++)
-        if (n->modules[i].module == module)
-            return n->modules[i].imp;
+    LPCBYTE base = NULL;
+    DWORD flags = 0;
+    if (FAILED(ICorProfilerInfo3_GetModuleInfo2(n->info, module, &base, 0, NULL, NULL, NULL, &flags)) || !base ||
+        (flags & (COR_PRF_MODULE_DYNAMIC | COR_PRF_MODULE_COLLECTIBLE | COR_PRF_MODULE_RESOURCE)))
+        return -1;
+    int flat = (flags & COR_PRF_MODULE_FLAT_LAYOUT) != 0;
+    size_t size = flat ? clrmux_md_flat_size(base) : clrmux_md_mapped_size(base);
+    return size ? clrmux_md_open(md, base, size, !flat) : -1;
+}
+
+static IMetaDataImport *ask_importer(struct prof_names *n, ModuleID module)
+{
     IUnknown *unk = NULL;
     if (FAILED(ICorProfilerInfo3_GetModuleMetaData(n->info, module, 0 /* ofRead */, &IID_IMetaDataImport, &unk)) ||
         !unk)
         return NULL;
-    IMetaDataImport *imp = (IMetaDataImport *)unk;
-    if (n->nmodules < MAX_MODULES) {
-        n->modules[n->nmodules].module = module;
-        n->modules[n->nmodules].imp = imp;
-        n->nmodules++;
-    } else {
-        *owned = 1;
+    return (IMetaDataImport *)unk;
+}
+
+/* How to read `module`'s names: its tables, else its importer. 0, or -1 when neither is there. */
+static int module_ref(struct prof_names *n, ModuleID module, struct modref *r)
+{
+    r->md = NULL, r->imp = NULL, r->owned = 0;
+    struct module_md *m = NULL;
+    for (size_t i = 0; i < n->nmodules && !m; i++)
+        if (n->modules[i].module == module)
+            m = &n->modules[i];
+    if (!m && n->nmodules < MAX_MODULES) {
+        m = &n->modules[n->nmodules++];
+        m->module = module;
+        m->imp = NULL;
+        m->tables = open_tables(n, module, &m->md) == 0;
+        if (m->tables)
+            n->from_tables++;
     }
-    return imp;
+    if (m && m->tables) {
+        r->md = &m->md;
+        return 0;
+    }
+    if (m && m->imp) {
+        r->imp = m->imp;
+        return 0;
+    }
+    r->imp = ask_importer(n, module);
+    if (!r->imp)
+        return -1;
+    n->from_importer++;
+    if (m)
+        m->imp = r->imp;
+    else
+        r->owned = 1;
+    return 0;
+}
+
+static void modref_done(struct modref *r)
+{
+    if (r->owned)
+        IMetaDataImport_Release(r->imp);
+}
+
+/* One TypeDef's own name as GetTypeDefProps gives it: "Ns.Name", or "Name" without a namespace. */
+static void typedef_part(const struct modref *r, mdTypeDef td, char *out, size_t outsz)
+{
+    out[0] = 0;
+    if (r->md) {
+        const char *ns, *name;
+        if (clrmux_md_type_name(r->md, td, &ns, &name) == 0)
+            snprintf(out, outsz, "%s%s%s", ns, ns[0] ? "." : "", name);
+        return;
+    }
+    WCHAR w[512];
+    ULONG wl = 0;
+    if (FAILED(IMetaDataImport_GetTypeDefProps(r->imp, td, w, 512, &wl, NULL, NULL)))
+        wl = 0;
+    clrmux_frame_utf16_to_utf8(out, outsz, (const uint16_t *)w, wl);
+}
+
+static mdTypeDef enclosing(const struct modref *r, mdTypeDef td)
+{
+    if (r->md) {
+        uint32_t outer = 0;
+        return clrmux_md_enclosing_type(r->md, td, &outer) == 0 ? outer : 0;
+    }
+    mdTypeDef outer = 0;
+    return SUCCEEDED(IMetaDataImport_GetNestedClassProps(r->imp, td, &outer)) ? outer : 0;
+}
+
+/* A method's name (as GetMethodProps gives it) and its TypeDef. */
+static void method_props(const struct modref *r, mdMethodDef tok, mdTypeDef *td, char *out, size_t outsz)
+{
+    out[0] = 0;
+    *td = 0;
+    if (r->md) {
+        const char *name;
+        uint32_t owner;
+        if (clrmux_md_method_name(r->md, tok, &name, &owner) == 0) {
+            snprintf(out, outsz, "%s", name);
+            *td = owner;
+        }
+        return;
+    }
+    WCHAR wm[512];
+    ULONG wml = 0;
+    if (SUCCEEDED(IMetaDataImport_GetMethodProps(r->imp, tok, td, wm, 512, &wml, NULL, NULL, NULL, NULL, NULL)))
+        clrmux_frame_utf16_to_utf8(out, outsz, (const uint16_t *)wm, wml);
 }
 
 /* "Ns.Outer+Inner" (raw metadata names, arity suffixes kept) of a TypeDef. */
-static void typedef_name(IMetaDataImport *imp, mdTypeDef td, char *out, size_t outsz)
+static void typedef_name(const struct modref *r, mdTypeDef td, char *out, size_t outsz)
 {
     mdTypeDef chain[MAX_NESTING];
     int depth = 0;
     chain[depth++] = td;
     while (depth < MAX_NESTING) {
-        mdTypeDef outer = 0;
-        if (FAILED(IMetaDataImport_GetNestedClassProps(imp, chain[depth - 1], &outer)) || !outer)
+        mdTypeDef outer = enclosing(r, chain[depth - 1]);
+        if (!outer)
             break;
         chain[depth++] = outer;
     }
     size_t len = 0;
     out[0] = 0;
     for (int i = depth - 1; i >= 0; i--) {
-        WCHAR w[512];
-        ULONG wl = 0;
-        if (FAILED(IMetaDataImport_GetTypeDefProps(imp, chain[i], w, 512, &wl, NULL, NULL)))
-            wl = 0;
         char part[512];
-        clrmux_frame_utf16_to_utf8(part, sizeof part, (const uint16_t *)w, wl);
+        typedef_part(r, chain[i], part, sizeof part);
         int k = snprintf(out + len, outsz - len, "%s%s", i == depth - 1 ? "" : "+", part[0] ? part : "?");
         if (k < 0 || (size_t)k >= outsz - len)
             break;
@@ -268,13 +380,12 @@ static void class_name(struct prof_names *n, ClassID c, int depth, char *out, si
     }
     if (nargs > MAX_TYPE_ARGS)
         nargs = MAX_TYPE_ARGS;
-    int owned;
-    IMetaDataImport *imp = module_import(n, mod, &owned);
+    struct modref r;
     char raw[NAME_MAX_LEN] = "";
-    if (imp)
-        typedef_name(imp, td, raw, sizeof raw);
-    if (owned)
-        IMetaDataImport_Release(imp);
+    if (module_ref(n, mod, &r) == 0) {
+        typedef_name(&r, td, raw, sizeof raw);
+        modref_done(&r);
+    }
     if (!raw[0]) {
         snprintf(out, outsz, "%s", CLRMUX_FRAME_UNKNOWN);
         return;
@@ -324,16 +435,12 @@ const char *prof_names_function(struct prof_names *n, FunctionID f)
     }
     if (nmargs > MAX_TYPE_ARGS)
         nmargs = MAX_TYPE_ARGS;
-    int owned;
-    IMetaDataImport *imp = module_import(n, mod, &owned);
-    if (!imp)
+    struct modref r;
+    if (module_ref(n, mod, &r) != 0)
         return put(n, K_FUNC, f, CLRMUX_FRAME_UNKNOWN);
-    WCHAR wm[512];
-    ULONG wml = 0;
     mdTypeDef td = 0;
-    char method[512] = "";
-    if (SUCCEEDED(IMetaDataImport_GetMethodProps(imp, tok, &td, wm, 512, &wml, NULL, NULL, NULL, NULL, NULL)))
-        clrmux_frame_utf16_to_utf8(method, sizeof method, (const uint16_t *)wm, wml);
+    char method[512];
+    method_props(&r, tok, &td, method, sizeof method);
     /* the type: with its arguments when the runtime knows the exact class (not for shared
      * generic code, where cls is 0), else the TypeDef's name */
     char type_raw[NAME_MAX_LEN] = "";
@@ -341,9 +448,8 @@ const char *prof_names_function(struct prof_names *n, FunctionID f)
     if (cls)
         class_name(n, cls, 2, type_full, sizeof type_full);
     if ((!type_full[0] || strcmp(type_full, CLRMUX_FRAME_UNKNOWN) == 0) && td && TypeFromToken(td) == mdtTypeDef)
-        typedef_name(imp, td, type_raw, sizeof type_raw);
-    if (owned)
-        IMetaDataImport_Release(imp);
+        typedef_name(&r, td, type_raw, sizeof type_raw);
+    modref_done(&r);
     char margbuf[MAX_TYPE_ARGS][256];
     const char *mav[MAX_TYPE_ARGS];
     for (ULONG32 i = 0; i < nmargs; i++) {

@@ -202,6 +202,9 @@ const char *prof_names_native(struct prof_names *n, uintptr_t ip);
 /* GetFunctionFromIP, cached. 0 when ip is not managed code. */
 FunctionID prof_names_ip_function(struct prof_names *n, uintptr_t ip);
 uint64_t prof_names_resets(const struct prof_names *n);
+/* How many modules' names were read from their metadata tables (common/mdtables.h), and how
+ * many through the runtime's metadata importer (GetModuleMetaData), so far. */
+void prof_names_sources(const struct prof_names *n, uint64_t *tables, uint64_t *importer);
 
 /* ---- the signal sampler (Linux x64; sigsampler.c, stackwalk.c) ---------------------- */
 

@@ -215,6 +215,8 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
     atomic_store(&p->shut_down, 1);
     prof_rawq_close(&p->q);
     double t = p->ticks ? (double)p->ticks * 1000.0 : 1;
+    uint64_t md_tables = 0, md_importer = 0;
+    prof_names_sources(p->names, &md_tables, &md_importer);
     char sampling[1024] = "", part[600];
     size_t used = 0;
     if (p->sig) {
@@ -233,12 +235,14 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
                  (unsigned long long)p->suspend_busy, (unsigned long long)p->snap_failures, (unsigned long long)p->snap_empty);
     LOG_INFO("profiler '%s': shut down; %llu files written (%llu failed); %s"
              "%llu exceptions, %llu allocation ticks, %llu contentions; sampler thread CPU %.1f ms; dropped %llu raw "
-             "events, %llu samples; name cache cleared %llu times",
+             "events, %llu samples; name cache cleared %llu times; names of %llu modules read from their metadata "
+             "tables, %llu through the metadata importer",
              p->name, (unsigned long long)p->files, (unsigned long long)p->file_failures, sampling,
              (unsigned long long)atomic_load(&p->exceptions), (unsigned long long)atomic_load(&p->allocations),
              (unsigned long long)atomic_load(&p->contentions), (double)prof_sampler_cpu_ns(p) / 1e6,
              (unsigned long long)p->raw_drops_total, (unsigned long long)p->pprof_drops_total,
-             (unsigned long long)prof_names_resets(p->names));
+             (unsigned long long)prof_names_resets(p->names), (unsigned long long)md_tables,
+             (unsigned long long)md_importer);
     return S_OK;
 }
 

@@ -112,6 +112,16 @@ names "$t" Shapes.Idle.SleepLong System.Threading.Thread.Sleep && ok "wall names
 SHAPES="Shapes.Cpu.SpinHot Shapes.Idle.SleepLong Shapes.Thrower.ThrowLoop Shapes.Alloc.AllocLoop Shapes.Contend.LockLoop"
 names "$t" $SHAPES && ok "signal sampler: wall names every shape's method (spin, sleep, throw, allocate, contend)" \
     || bad "signal sampler: wall names every shape's method (spin, sleep, throw, allocate, contend)" "$t"
+names "$t" 'Shapes.Outer<System.Int32>+Inner.Wait' && ok "wall names a method of a type nested in a generic one (Shapes.Outer<System.Int32>+Inner.Wait)" \
+    || bad "wall names a method of a type nested in a generic one (Shapes.Outer<System.Int32>+Inner.Wait)" "$t"
+# frame names are read from the modules' metadata tables as the runtime mapped them (CoreLib,
+# shapes.dll, System.Console...), not through GetModuleMetaData (common/mdtables.h)
+read -r md_tables md_importer < <(sed -n 's/.*shut down;.*names of \([0-9]*\) modules read from their metadata tables, \([0-9]*\) through the metadata importer.*/\1 \2/p' "$WORK/shapes.log")
+if [ "${md_tables:-0}" -ge 2 ] && [ "${md_importer:-1}" -eq 0 ]; then
+    ok "names read from the metadata tables of $md_tables modules, none through the metadata importer"
+else
+    bad "names read from the metadata tables (>= 2 modules), none through the metadata importer" "$(grep 'shut down' "$WORK/shapes.log")"
+fi
 grep -q "signal (SIGPROF, no pause) sampler every 10 ms" "$WORK/shapes.log" && ok "the signal sampler is the default" \
     || bad "the signal sampler is the default" "$(grep profiler "$WORK/shapes.log")"
 # SpinHot's hot loop has no call and no GC poll: the signal lands in it, so nearly all of

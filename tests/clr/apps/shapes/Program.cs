@@ -8,6 +8,7 @@
 //   thrower        Shapes.Thrower.ThrowLoop     throws+catches Shapes.ShapeException, ~1000/s
 //   alloc          Shapes.Alloc.AllocLoop       allocates Shapes.Blob (byte[1024] field), ~10 MB/s
 //   contend-1/2    Shapes.Contend.LockLoop      two threads, one lock, each holds it ~1 ms spinning
+//   nested         Shapes.Outer<T>.Inner.Wait   Thread.Sleep(50) in a loop, in a type nested in a generic one
 //   main           Shapes.Program.Main          sleeps for the duration, then stops and joins all
 //
 // Output is deterministic (no counts): the thread list and "shapes done"; stderr gets
@@ -149,6 +150,20 @@ public static class Contend
     }
 }
 
+// A type nested in a generic type (T = int): the frame names of nested and generic types.
+public static class Outer<T>
+{
+    public static class Inner
+    {
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void Wait()
+        {
+            while (!Control.Stop)
+                Thread.Sleep(50);
+        }
+    }
+}
+
 public static class Program
 {
     public static int Main(string[] args)
@@ -169,6 +184,7 @@ public static class Program
             new Thread(Alloc.AllocLoop) { Name = "alloc" },
             new Thread(Contend.LockLoop) { Name = "contend-1" },
             new Thread(Contend.LockLoop) { Name = "contend-2" },
+            new Thread(Outer<int>.Inner.Wait) { Name = "nested" },
         };
         Console.WriteLine("shapes start");
         foreach (var t in threads)
