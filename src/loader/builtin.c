@@ -26,8 +26,8 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
 }
 #else
 /* ---- builtin = profiler: the companion library libclrmux_profiler.so ------------------
- * Kept out of libclrmux.so (it needs libprotobuf-c and libz); dlopened from the folder of
- * libclrmux.so. A missing library or dependency is one log line and the child is skipped. */
+ * Kept out of libclrmux.so (it carries zlib and protobuf-c, linked into it); dlopened from the
+ * folder of libclrmux.so. A missing library is one log line and the child is skipped. */
 static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, int *version)
 {
     char path[4096], err[512];

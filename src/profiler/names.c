@@ -81,7 +81,7 @@ struct prof_names *prof_names_create(ICorProfilerInfo3 *info, size_t max_entries
         cap *= 2;
     n->info = info;
     n->max_cap = cap;
-    n->cap = cap < 4096 ? cap : 4096;
+    n->cap = cap < 256 ? cap : 256; /* 4 KB: one page; doubles as names come */
     n->max_used = max_entries;
     n->tab = clrmux_lazy_calloc(cap, sizeof *n->tab); /* touched as names come */
     n->arena_size = arena_bytes < 64 * NAME_MAX_LEN ? 64 * NAME_MAX_LEN : arena_bytes;
