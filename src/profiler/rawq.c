@@ -12,25 +12,27 @@ int prof_rawq_init(struct prof_rawq *q, uint32_t cap_recs, uint32_t cap_frames)
 {
     memset(q, 0, sizeof *q);
     pthread_mutex_init(&q->lock, NULL);
+    /* both buffers' records, then both buffers' frames, in one mapping touched as records
+     * come, not at start-up (one mapping: one mmap, and its length header shares the first
+     * records' page, instead of four headers' page faults on the runtime's start-up thread) */
+    size_t recs = ((size_t)cap_recs * sizeof(struct prof_raw) + 63) & ~(size_t)63;
+    size_t frames = (size_t)cap_frames * sizeof(uint64_t); /* 32-bit counts: no overflow in 64 bits */
+    char *m = clrmux_lazy_calloc(1, 2 * recs + 2 * frames);
+    if (!m)
+        return -ENOMEM;
     for (int i = 0; i < 2; i++) {
-        /* touched as records come, not at start-up */
-        q->buf[i].recs = clrmux_lazy_calloc(cap_recs, sizeof *q->buf[i].recs);
-        q->buf[i].frames = clrmux_lazy_calloc(cap_frames, sizeof *q->buf[i].frames);
+        q->buf[i].recs = (struct prof_raw *)(void *)(m + (size_t)i * recs);
+        q->buf[i].frames = (uint64_t *)(void *)(m + 2 * recs + (size_t)i * frames);
         q->buf[i].cap_recs = cap_recs;
         q->buf[i].cap_frames = cap_frames;
-        if (!q->buf[i].recs || !q->buf[i].frames) {
-            prof_rawq_free(q);
-            return -ENOMEM;
-        }
     }
     return 0;
 }
 
 void prof_rawq_free(struct prof_rawq *q)
 {
+    clrmux_lazy_free(q->buf[0].recs); /* the one mapping of both buffers */
     for (int i = 0; i < 2; i++) {
-        clrmux_lazy_free(q->buf[i].recs);
-        clrmux_lazy_free(q->buf[i].frames);
         q->buf[i].recs = NULL;
         q->buf[i].frames = NULL;
         q->buf[i].cap_recs = q->buf[i].cap_frames = 0;
