@@ -308,12 +308,13 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucv)
 
 /* ---- start / check / stop -------------------------------------------------------------- */
 
-static void sig_free(struct prof_sig *s)
-{
-    clrmux_lazy_free(s->code_buf[0]);
-    clrmux_lazy_free(s->code_buf[1]);
-    clrmux_lazy_free(s);
-}
+/* The sampler's state and its two code-range buffers, in one mapping (sig_mem). */
+struct sig_mem {
+    struct prof_sig s;
+    struct prof_code_ranges code[2];
+};
+
+static void sig_free(struct prof_sig *s) { clrmux_lazy_free(s); /* its sig_mem: s is its first member */ }
 
 struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_peek_fn peek, char *why,
                                 size_t whysz)
@@ -324,20 +325,17 @@ struct prof_sig *prof_sig_start(int interval_ms, int cpu, int wall, prof_span_pe
     }
     /* ~150 KB of tables and 2 x 64 KB of code ranges, mapped (lazymem.h): calloc cleared them
      * from recycled heap at start-up (1-2 ms of a hello world's main thread), and a hello world
-     * touches a few pages of them */
-    struct prof_sig *s = clrmux_lazy_calloc(1, sizeof *s);
-    if (!s) {
+     * touches a few pages of them; one mapping (one mmap, one length header on the page of
+     * the fields set here) rather than three */
+    struct sig_mem *m = clrmux_lazy_calloc(1, sizeof *m);
+    if (!m) {
         snprintf(why, whysz, "out of memory");
         return NULL;
     }
+    struct prof_sig *s = &m->s;
     s->interval_ns = (int64_t)interval_ms * 1000000;
-    s->code_buf[0] = clrmux_lazy_calloc(1, sizeof *s->code_buf[0]);
-    s->code_buf[1] = clrmux_lazy_calloc(1, sizeof *s->code_buf[1]);
-    if (!s->code_buf[0] || !s->code_buf[1]) {
-        snprintf(why, whysz, "out of memory");
-        sig_free(s);
-        return NULL;
-    }
+    s->code_buf[0] = &m->code[0];
+    s->code_buf[1] = &m->code[1];
     s->cpu = cpu;
     s->wall = wall;
     s->peek = peek;
