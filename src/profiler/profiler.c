@@ -250,6 +250,13 @@ static int mkdirs(const char *path)
 {
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", path);
+    struct stat st;
+    if (stat(tmp, &st) == 0) { /* the usual case, one system call instead of one per component */
+        if (S_ISDIR(st.st_mode))
+            return 0;
+        errno = ENOTDIR;
+        return -1;
+    }
     for (char *s = tmp + 1; *s; s++) {
         if (*s != '/')
             continue;
@@ -260,7 +267,6 @@ static int mkdirs(const char *path)
     }
     if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
         return -1;
-    struct stat st;
     return (stat(tmp, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
 }
 

@@ -371,4 +371,22 @@ for d in 60000 0; do
     fi
 done
 
+# ---- output_dir: made with its missing parents, used as it is when it exists, refused when a file
+# is there (one ERROR line; the app runs on)
+: >"$WORK/afile"
+for d in "$WORK/od/a/b" "$WORK/od/a/b" "$WORK/afile"; do
+    printf '[loader]\nlog_level = info\n[child profiler]\nbuiltin = profiler\noutput_dir = %s\n' "$d" >"$WORK/od.conf"
+    before=$(ls "$d"/*.pb.gz 2>/dev/null | wc -l)
+    out=$(env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+          CLRMUX_CONFIG="$WORK/od.conf" CLRMUX_LOG_FILE="$WORK/od.log" timeout 60 "${DOTNET[@]}" build/clr/hello/hello.dll 2>&1)
+    after=$(ls "$d"/*.pb.gz 2>/dev/null | wc -l)
+    if [ "$d" != "$WORK/afile" ] && [ "$out" = hello ] && [ "$after" = $((before + 1)) ]; then
+        ok "output_dir ${d#"$WORK"/} ($([ "$before" = 0 ] && echo "made with its parents" || echo "already there")): one more profile"
+    elif [ "$d" = "$WORK/afile" ] && [ "$out" = hello ] && grep -q "cannot create output_dir $d: Not a directory; profiles are collected but not written" "$WORK/od.log"; then
+        ok "output_dir names a file: one ERROR line, the app runs on"
+    else
+        bad "output_dir ${d#"$WORK"/}: hello world, $before -> $after profiles" "$out"$'\n'"$(cat "$WORK/od.log")"
+    fi
+done
+
 clr_done
