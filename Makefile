@@ -336,7 +336,7 @@ install: all
 	ln -sfn ../etc/loader.conf $(DESTDIR)$(PREFIX)/lib/loader.conf
 	sed 's|@PREFIX@|$(PREFIX)|g' packaging/instrument.sh >$(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh
 	chmod 0644 $(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh
-	install -m 0644 README.md loader.conf.example $(DESTDIR)$(PREFIX)/share/doc/clrmux/
+	install -m 0644 README.md loader.conf.example THIRD_PARTY_NOTICES.md $(DESTDIR)$(PREFIX)/share/doc/clrmux/
 
 # make dist: build/dist/clrmux-VERSION-linux-x64.tar.gz, clrmux_VERSION_amd64.deb and
 # Clrmux.Bundle.VERSION.nupkg (tested by tests/packaging.sh in make test)

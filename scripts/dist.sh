@@ -84,7 +84,7 @@ if command -v "${WIN_CC:-x86_64-w64-mingw32-gcc}" >/dev/null 2>&1 && command -v 
         && make -s NO_SETUP=1 -j2 build/win-x64/libclrmux.dll >"$STAGE/win-x64.log" 2>&1; then
     W="$STAGE/win-x64/clrmux-$VERSION"
     mkdir -p "$W"
-    cp build/win-x64/libclrmux.dll README.md loader.conf.example "$W/"
+    cp build/win-x64/libclrmux.dll README.md loader.conf.example THIRD_PARTY_NOTICES.md "$W/"
     cp packaging/loader-win.conf "$W/loader.conf"
     (cd "$STAGE/win-x64" && find "clrmux-$VERSION" -exec touch -d 2020-01-01T00:00:00Z {} + && zip -q -X -r "$ROOT/$DIST/clrmux-$VERSION-win-x64.zip" "clrmux-$VERSION")
     echo "dist: $DIST/clrmux-$VERSION-win-x64.zip"

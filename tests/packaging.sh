@@ -61,6 +61,13 @@ done
 [ -z "$missing" ] && ok "installed tree has bin/, lib/, etc/loader.conf, share/clrmux/instrument.sh" \
     || bad "installed tree lacks:$missing"
 check "bin/clrmux is executable" test -x "$P/bin/clrmux"
+# the licences of the code linked in (inih, zlib, protobuf-c, ...) travel with the binaries
+notices() { # notices FILE: the notices file, with each statically linked project's licence
+    [ -s "$1" ] && grep -q 'Copyright (c) 2009, Ben Hoyt' "$1" && grep -q 'Jean-loup Gailly and Mark Adler' "$1" \
+        && grep -q 'Dave Benson and the protobuf-c authors' "$1" && grep -q 'Apache License' "$1"
+}
+check "installed tree has share/doc/clrmux/THIRD_PARTY_NOTICES.md (inih, zlib, protobuf-c, opentelemetry-proto)" \
+    notices "$P/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
 # the profiler's companion: zlib and protobuf-c linked in and hidden, so it needs only libc (the
 # .deb's Depends and the READMEs say so) and exports only its entry point
 needed=$(readelf -d "$P/lib/libclrmux_profiler.so" 2>&1 | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
@@ -121,6 +128,7 @@ if [ -s "$WZIP" ]; then
     check "win-x64 zip: libclrmux.dll is a PE32+ x86-64 DLL" bash -c "file '$WZ/libclrmux.dll' | grep -q 'PE32+ executable (DLL).*x86-64'"
     check "win-x64 zip: loader.conf (no built-in child), README.md, loader.conf.example" \
         bash -c "[ -s '$WZ/README.md' ] && [ -s '$WZ/loader.conf.example' ] && ! grep -q '^builtin' '$WZ/loader.conf'"
+    check "win-x64 zip: THIRD_PARTY_NOTICES.md" notices "$WZ/THIRD_PARTY_NOTICES.md"
     check "win-x64 zip: libclrmux.dll exports DllGetClassObject and DllCanUnloadNow" \
         bash -c "! command -v x86_64-w64-mingw32-objdump >/dev/null || x86_64-w64-mingw32-objdump -p '$WZ/libclrmux.dll' | grep -c '\] Dll\(GetClassObject\|CanUnloadNow\)$' | grep -qx 2"
 fi
@@ -131,6 +139,7 @@ tar -C "$WORK/tar" -xzf "$TAR"
 T="$WORK/tar/clrmux-$VERSION"
 check "tarball unpacks to clrmux-$VERSION/{bin,lib,etc,share}" test -x "$T/bin/clrmux" -a -f "$T/lib/libclrmux.so" -a -f "$T/etc/loader.conf" -a -f "$T/share/clrmux/instrument.sh"
 check "tarball's clrmux --version says $VERSION" grep -qx "clrmux $VERSION" <("$T/bin/clrmux" --version)
+check "tarball has share/doc/clrmux/THIRD_PARTY_NOTICES.md" notices "$T/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
 if [ $have_dotnet = 1 ]; then
     out=$(cd "$WORK" && "$T/bin/clrmux" run --trace 'sample!Sample.Work::Fib' --profile --output-dir "$WORK/tar-run" -- dotnet "$SAMPLE" 2>&1)
     rc=$?
@@ -174,6 +183,7 @@ DPKG=(dpkg --root="$R" --force-not-root --log=/dev/null)
 if out=$("${DPKG[@]}" -i "$DEB" 2>&1); then ok "dpkg -i into a scratch root (Depends: $(echo $deps))"; else bad "dpkg -i into a scratch root" "$out"; fi
 check "dpkg -l: clrmux $VERSION installed" bash -c "dpkg-query --admindir='$R/var/lib/dpkg' -W -f='\${Status} \${Version}' clrmux | grep -qx 'install ok installed $VERSION'"
 check "the .deb links /usr/bin/clrmux to /opt/clrmux/bin/clrmux" test "$(readlink "$R/usr/bin/clrmux")" = /opt/clrmux/bin/clrmux
+check "the .deb has /opt/clrmux/share/doc/clrmux/THIRD_PARTY_NOTICES.md" notices "$R/opt/clrmux/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
 if [ $have_dotnet = 1 ]; then
     out=$(cd "$WORK" && "$R/opt/clrmux/bin/clrmux" run --trace 'sample!Sample.Work::Fib' --output-dir "$WORK/deb-run" -- dotnet "$SAMPLE" 2>&1)
     rc=$?
@@ -194,6 +204,8 @@ if [ $have_dotnet = 1 ]; then
         grep -qx "runtimes/linux-x64/native/$f" <<<"$listing" && ok "nupkg holds runtimes/linux-x64/native/$f" \
             || bad "nupkg lacks runtimes/linux-x64/native/$f" "$listing"
     done
+    grep -qx "THIRD_PARTY_NOTICES.md" <<<"$listing" && ok "nupkg holds THIRD_PARTY_NOTICES.md" \
+        || bad "nupkg lacks THIRD_PARTY_NOTICES.md" "$listing"
     grep -q '^lib/' <<<"$listing" && bad "nupkg has a lib/ folder (no assembly expected)" || ok "nupkg has no assembly (no lib/)"
     if [ -s "build/dist/clrmux-$VERSION-linux-arm64.tar.gz" ]; then
         for f in libclrmux.so libclrmux_profiler.so libclrmux_otlp.so loader.conf; do
