@@ -318,20 +318,27 @@ void tracer_finish_http(struct tracer *t)
         clrmux_http_finish(t->mhttp, left > 0 ? left : 1);
 }
 
-/* The calling thread's time on a CPU and waiting on the run queue for one, in ns (Linux:
- * /proc/thread-self/schedstat, "run wait slices"); both 0 when unknown. Spans dropped while
- * the export thread waited long for a CPU say the machine was busy, not that it is slow. */
-static void sched_times(uint64_t *run, uint64_t *wait)
+/* Thread tid's time on a CPU and waiting on the run queue for one, in ns (Linux:
+ * /proc/self/task/<tid>/schedstat, "run wait slices"); both 0 when unknown (or tid is 0).
+ * Spans dropped while the export thread waited long for a CPU say the machine was busy, not
+ * that it is slow. */
+void tracer_sched_times(long tid, uint64_t *run, uint64_t *wait)
 {
     *run = *wait = 0;
 #ifdef __linux__
-    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+    char path[64];
+    if (tid <= 0)
+        return;
+    snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", tid);
+    FILE *f = fopen(path, "re");
     if (!f)
         return;
     unsigned long long r, w;
     if (fscanf(f, "%llu %llu", &r, &w) == 2)
         *run = r, *wait = w;
     fclose(f);
+#else
+    (void)tid;
 #endif
 }
 
@@ -343,6 +350,7 @@ void *tracer_export_thread(void *arg)
     struct tracer *t = arg;
     clrmux_block_termination_signals();
     pthread_setname_np(pthread_self(), "clrmux-export");
+    atomic_store(&t->ex_tid, clrmux_thread_id());
     const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
     int64_t flush_at = clrmux_now_ns() + (int64_t)t->flush_ms * 1000000;
     int64_t metrics_at = clrmux_now_ns() + (int64_t)t->metrics_ms * 1000000;
@@ -384,16 +392,6 @@ void *tracer_export_thread(void *arg)
         }
         pthread_mutex_unlock(&t->wr_lock);
     }
-    /* Shutdown: the last spans and metrics, and the requests still queued, within a bounded time */
-    pthread_mutex_lock(&t->wr_lock);
-    if (!t->final) {
-        tracer_export_all(t, 0);
-        tracer_export_metrics(t);
-        tracer_finish_http(t);
-    }
-    pthread_mutex_unlock(&t->wr_lock);
-    /* read by Shutdown after the join, for its info line only: no fopen on the way out otherwise */
-    if (clrmux_log_get_level() >= CLRMUX_LOG_INFO)
-        sched_times(&t->ex_run_ns, &t->ex_wait_ns);
+    /* Shutdown wrote the last spans and metrics itself (final) */
     return NULL;
 }

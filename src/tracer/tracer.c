@@ -676,7 +676,7 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
                  (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH, (unsigned long long)st.unsampled,
                  (unsigned long long)t->metric_lines);
     if (!cause && t->encoded)
-        LOG_INFO("tracer: export: %llu span(s) drained, encoded and written in %.1f ms of the export thread's CPU "
+        LOG_INFO("tracer: export: %llu span(s) drained, encoded and written in %.1f ms of the export thread's and Shutdown's CPU "
                  "time (%.0f spans/s); the export thread ran %.1f ms and waited %.1f ms for a CPU",
                  (unsigned long long)t->encoded, (double)t->encode_cpu_ns / 1e6,
                  t->encode_cpu_ns ? (double)t->encoded * 1e9 / (double)t->encode_cpu_ns : 0.0,
@@ -727,21 +727,28 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     if (atomic_exchange(&t->shut_down, 1))
         return S_OK;
     clrmux_lastgasp_unregister(tracer_last_gasp, t); /* waits for a last gasp under way */
+    /* The last spans and metrics, and the requests still queued (bounded), written here
+     * rather than by the export thread: waking it and joining it (its exit unmaps its stack)
+     * cost this thread ~0.5 ms of a short process's end. The export thread writes nothing
+     * once `final` is set; it is told to stop and left to end with the process. */
     if (t->ex_started) {
         pthread_mutex_lock(&t->ex_lock);
         t->ex_stop = 1;
         pthread_mutex_unlock(&t->ex_lock);
-        clrmux_spans_wake();
-        pthread_join(t->ex_thread, NULL); /* it wrote the last spans and sent the last requests */
-    } else {
-        pthread_mutex_lock(&t->wr_lock);
-        if (!t->final) {
-            tracer_export_all(t, 0);
-            tracer_export_metrics(t);
-            tracer_finish_http(t);
-        }
-        pthread_mutex_unlock(&t->wr_lock);
     }
+    atomic_store(&t->gasp_waiting, 1); /* the export thread lets go of wr_lock */
+    pthread_mutex_lock(&t->wr_lock);
+    atomic_store(&t->gasp_waiting, 0);
+    const int gasped = t->final; /* the last gasp wrote everything and logged its summary */
+    if (!gasped) {
+        tracer_export_all(t, 0);
+        tracer_export_metrics(t);
+        tracer_finish_http(t);
+        t->final = 1;
+    }
+    pthread_mutex_unlock(&t->wr_lock);
+    if (!gasped && clrmux_log_get_level() >= CLRMUX_LOG_INFO) /* for the info line only */
+        tracer_sched_times(atomic_load(&t->ex_tid), &t->ex_run_ns, &t->ex_wait_ns);
     if (t->mout) {
         clrmux_spanfile_close(t->mout);
         t->mout = NULL;
@@ -757,10 +764,9 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
             LOG_WARN("tracer: %s:%d: target %s!%s::%s%s matched no method", t->conf, t->targets[i].line,
                      t->targets[i].assembly, t->targets[i].type, t->targets[i].method,
                      t->targets[i].has_params ? "(...)" : "");
-    if (!t->final)
+    if (!gasped)
         log_summary(t, NULL, 0);
     pthread_mutex_lock(&t->wr_lock);
-    t->final = 1;
     clrmux_spanfile_close(t->out);
     t->out = NULL;
     pthread_mutex_unlock(&t->wr_lock);

@@ -167,6 +167,7 @@ struct tracer {
     pthread_cond_t ex_cond;
     int ex_stop, ex_started;
     pthread_t ex_thread;
+    _Atomic long ex_tid; /* the export thread's OS id (0 until it runs): its schedstat */
     struct clrmux_spanfile *out; /* the output file (NULL: none) */
     uint64_t max_file_bytes;     /* `max_file_mb` (0: no cap) */
     unsigned max_files;          /* `max_files` */
@@ -185,7 +186,7 @@ struct tracer {
     uint64_t written, lines, dropped_logged;
     uint64_t encoded, encode_cpu_ns; /* spans the export thread encoded, and its CPU time doing it */
     uint64_t ex_run_ns, ex_wait_ns;  /* the export thread's time on a CPU and waiting for one
-                                        (Linux schedstat, at its end; 0: unknown) */
+                                        (Linux schedstat, read at Shutdown; 0: unknown) */
     int64_t batch_now_ns;            /* the wall clock at the current batch (thread names' cache) */
     struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
     struct linebuf line;                    /* the OTLP JSON line being written */
@@ -194,7 +195,8 @@ struct tracer {
     pthread_mutex_t wr_lock;
     int final;
     _Atomic int64_t hold_until_ns; /* after an unhandled exception: no write until then */
-    _Atomic int gasp_waiting;      /* a last gasp waits for wr_lock: the export thread lets go */
+    _Atomic int gasp_waiting;      /* the last gasp or Shutdown waits for wr_lock: the export
+                                      thread lets go */
     int write_failed;
     _Atomic int shut_down;
 };
@@ -232,5 +234,7 @@ void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns);
 void tracer_export_metrics(struct tracer *t);           /* one metrics export */
 void tracer_open_metrics(struct tracer *t);             /* opens metrics_output once, if still to be (under wr_lock) */
 void tracer_finish_http(struct tracer *t);              /* Shutdown: send what is queued, bounded */
+/* thread tid's run and run-queue wait times in ns (Linux schedstat; 0 when unknown) */
+void tracer_sched_times(long tid, uint64_t *run, uint64_t *wait);
 
 #endif
