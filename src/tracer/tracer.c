@@ -114,6 +114,42 @@ const char *tracer_exc_name(void *ctx, uint32_t id)
 
 /* ---- the ReJIT thread ---------------------------------------------------------------- */
 
+static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
+
+/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the export thread,
+ * then the last-gasp registration (which starts clrmux's last-gasp thread when it is the
+ * first). Not under rj_lock (the callbacks queue jobs meanwhile), but with rj_starting set,
+ * which Shutdown waits out. Here rather than in Initialize: each thread created costs the
+ * creating thread 0.1-0.7 ms on a VM (its stack mapped, a page-table update per page), which
+ * in Initialize is the app's start-up; here it overlaps it. */
+static void start_background(struct tracer *t)
+{
+    if (pthread_create(&t->ex_thread, NULL, tracer_export_thread, t) == 0)
+        t->ex_started = 1;
+    else
+        LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
+    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
+        LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
+}
+
+/* The hook's token (a queue_hook_lookup job), at idle priority where there is one: woken by
+ * the app's main thread, this thread would otherwise take that thread's CPU for the lookup
+ * (~0.5 ms) when the other one is busy, which is what moving it here avoids. */
+static void hook_lookup(struct tracer *t, const struct rejit_job *j)
+{
+#ifdef SCHED_IDLE
+    int policy = SCHED_OTHER;
+    struct sched_param was = {0}, idle = {0};
+    int lowered = pthread_getschedparam(pthread_self(), &policy, &was) == 0 &&
+                  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0;
+#endif
+    clrmux_unhandled_prefetch(&t->unhandled, (uintptr_t)j->hook_module, j->hook_base);
+#ifdef SCHED_IDLE
+    if (lowered)
+        pthread_setschedparam(pthread_self(), policy, &was);
+#endif
+}
+
 static void *rejit_thread(void *arg)
 {
     struct tracer *t = arg;
@@ -122,6 +158,14 @@ static void *rejit_thread(void *arg)
     if (FAILED(hr))
         LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
     pthread_mutex_lock(&t->rj_lock);
+    const int start = !t->rj_stop;
+    t->rj_starting = start;
+    pthread_mutex_unlock(&t->rj_lock);
+    if (start)
+        start_background(t);
+    pthread_mutex_lock(&t->rj_lock);
+    t->rj_starting = 0;
+    pthread_cond_broadcast(&t->rj_cond);
     for (;;) {
         while (!t->rj_head && !t->rj_stop)
             pthread_cond_wait(&t->rj_cond, &t->rj_lock);
@@ -132,6 +176,12 @@ static void *rejit_thread(void *arg)
         if (!t->rj_head)
             t->rj_tail = NULL;
         pthread_mutex_unlock(&t->rj_lock);
+        if (j->hook_base) {
+            hook_lookup(t, j);
+            free(j);
+            pthread_mutex_lock(&t->rj_lock);
+            continue;
+        }
         j->hr = ICorProfilerInfo5_RequestReJIT(t->info, j->n, j->modules, j->tokens);
         pthread_mutex_lock(&t->rj_lock);
         j->done = 1;
@@ -139,6 +189,27 @@ static void *rejit_thread(void *arg)
     }
     pthread_mutex_unlock(&t->rj_lock);
     return NULL;
+}
+
+/* Queues the lookup of the unhandled-exception hook's token in CoreLib (`mod`, mapped at
+ * `base`) for the ReJIT thread, without waiting: CoreLib is loaded 5-10 ms before its first
+ * method is compiled or looked up (the first JIT callback, which would otherwise look it up
+ * on the app's main thread, ~12 page faults). */
+static void queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base)
+{
+    struct rejit_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return; /* the first callback looks it up */
+    j->hook_module = mod;
+    j->hook_base = base;
+    pthread_mutex_lock(&t->rj_lock);
+    if (t->rj_tail)
+        t->rj_tail->next = j;
+    else
+        t->rj_head = j;
+    t->rj_tail = j;
+    pthread_cond_broadcast(&t->rj_cond);
+    pthread_mutex_unlock(&t->rj_lock);
 }
 
 /* Queues a RequestReJIT for the ReJIT thread and waits (bounded) until it has been made. */
@@ -337,8 +408,6 @@ static ULONG STDMETHODCALLTYPE tr_Release(ICorProfilerCallback11 *This) { return
     (COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION |           \
      COR_PRF_MONITOR_CACHE_SEARCHES | COR_PRF_MONITOR_EXCEPTIONS)
 
-static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
-
 static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
 {
     struct tracer *t = impl(This);
@@ -425,17 +494,13 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             return E_FAIL;
         }
     }
+    /* the one thread started here: it starts the export thread and registers the last gasp
+     * (start_background) */
     if (pthread_create(&t->rj_thread, NULL, rejit_thread, t) != 0) {
         LOG_ERROR("child '%s': cannot start the ReJIT thread; tracer disabled", t->child);
         return E_FAIL;
     }
     t->rj_started = 1;
-    if (pthread_create(&t->ex_thread, NULL, tracer_export_thread, t) == 0)
-        t->ex_started = 1;
-    else
-        LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
-    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
-        LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
     if (metrics_file || t->mhttp)
         LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown",
                  metrics_file ? t->metrics_output : "", metrics_file && t->mhttp ? " and " : "",
@@ -501,6 +566,9 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, wname, NULL, NULL)))
         return S_OK;
     to_utf8(wname, len, assembly, sizeof assembly);
+    if (base && !atomic_load_explicit(&t->unhandled.state, memory_order_relaxed) &&
+        strcmp(assembly, "System.Private.CoreLib") == 0)
+        queue_hook_lookup(t, mod, base);
     if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1))
         rejit_for_join(t);
     if (!assembly_has_targets(t, assembly))
@@ -726,6 +794,14 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     struct tracer *t = impl(This);
     if (atomic_exchange(&t->shut_down, 1))
         return S_OK;
+    if (t->rj_started) { /* the ReJIT thread stops; ex_started and the last gasp are settled */
+        pthread_mutex_lock(&t->rj_lock);
+        t->rj_stop = 1;
+        pthread_cond_broadcast(&t->rj_cond);
+        while (t->rj_starting)
+            pthread_cond_wait(&t->rj_cond, &t->rj_lock);
+        pthread_mutex_unlock(&t->rj_lock);
+    }
     clrmux_lastgasp_unregister(tracer_last_gasp, t); /* waits for a last gasp under way */
     /* The last spans and metrics, and the requests still queued (bounded), written here
      * rather than by the export thread: waking it and joining it (its exit unmaps its stack)
@@ -752,12 +828,6 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     if (t->mout) {
         clrmux_spanfile_close(t->mout);
         t->mout = NULL;
-    }
-    if (t->rj_started) {
-        pthread_mutex_lock(&t->rj_lock);
-        t->rj_stop = 1;
-        pthread_cond_broadcast(&t->rj_cond);
-        pthread_mutex_unlock(&t->rj_lock);
     }
     for (int i = 0; i < t->ntargets; i++)
         if (!atomic_load(&t->target_hits[i]))

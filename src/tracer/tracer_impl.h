@@ -91,6 +91,11 @@ struct rejit_job {
     mdMethodDef *tokens;
     int done;
     HRESULT hr;
+    /* or, when hook_base is set, no ReJIT: the unhandled-exception hook's token looked up in
+     * CoreLib (hook_module, mapped at hook_base) ahead of the callbacks (common/unhandled.h);
+     * nobody waits for it: the ReJIT thread frees it */
+    ModuleID hook_module;
+    const void *hook_base;
 };
 
 struct tracer {
@@ -140,6 +145,7 @@ struct tracer {
     pthread_cond_t rj_cond;
     struct rejit_job *rj_head, *rj_tail;
     int rj_started, rj_stop;
+    int rj_starting; /* the ReJIT thread starts the export thread and the last gasp (start_background) */
     pthread_t rj_thread;
 
     /* IL rewriting (metadata emission is serialised) */
