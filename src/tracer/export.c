@@ -352,8 +352,9 @@ void *tracer_export_thread(void *arg)
     pthread_setname_np(pthread_self(), "clrmux-export");
     atomic_store(&t->ex_tid, clrmux_thread_id());
     const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
-    int64_t flush_at = clrmux_now_ns() + (int64_t)t->flush_ms * 1000000;
-    int64_t metrics_at = clrmux_now_ns() + (int64_t)t->metrics_ms * 1000000;
+    /* counted from Initialize: the thread starts up to EXPORT_DELAY_MAX_MS after it */
+    int64_t flush_at = t->start_ns + (int64_t)t->flush_ms * 1000000;
+    int64_t metrics_at = t->start_ns + (int64_t)t->metrics_ms * 1000000;
     int more = 0; /* the last export stopped at its budget with spans left: no wait */
     pthread_mutex_lock(&t->wr_lock);
     if (!t->final)

@@ -116,20 +116,50 @@ const char *tracer_exc_name(void *ctx, uint32_t id)
 
 static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
 
-/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the export thread,
- * then the last-gasp registration (which starts clrmux's last-gasp thread when it is the
- * first). Not under rj_lock (the callbacks queue jobs meanwhile), but with rj_starting set,
- * which Shutdown waits out. Here rather than in Initialize: each thread created costs the
- * creating thread 0.1-0.7 ms on a VM (its stack mapped, a page-table update per page), which
- * in Initialize is the app's start-up; here it overlaps it. */
+/* The ReJIT thread's first step, unless Shutdown came first (rj_stop): the last-gasp
+ * registration (which starts clrmux's last-gasp thread when it is the first). Not under
+ * rj_lock (the callbacks queue jobs meanwhile), but with rj_starting set, which Shutdown
+ * waits out. Here rather than in Initialize: each thread created costs the creating thread
+ * 0.1-0.7 ms on a VM (its stack mapped, a page-table update per page), which in Initialize
+ * is the app's start-up; here it overlaps it. */
 static void start_background(struct tracer *t)
 {
-    if (pthread_create(&t->ex_thread, NULL, tracer_export_thread, t) == 0)
-        t->ex_started = 1;
-    else
-        LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
     if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
         LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
+}
+
+/* How long after Initialize the ReJIT thread starts the export thread: the first flush
+ * (flush_interval_ms), the time the span buffer takes to fill at 1 M spans/s, or
+ * EXPORT_DELAY_MAX_MS, whichever comes first. Until then the spans wait in the buffer (the
+ * last gasp and Shutdown write them themselves); a process that ends sooner (a hello world
+ * ends ~60 ms after Initialize) never pays for the thread, its stack and its file opens. */
+static int64_t export_delay_ns(const struct tracer *t)
+{
+    int64_t d = (int64_t)t->flush_ms * 1000000;
+    int64_t fill = (int64_t)t->buffer_spans * 1000;
+    if (fill < d)
+        d = fill;
+    return d < (int64_t)EXPORT_DELAY_MAX_MS * 1000000 ? d : (int64_t)EXPORT_DELAY_MAX_MS * 1000000;
+}
+
+/* Starts the export thread (the ReJIT thread, under rj_lock: Shutdown reads ex_started under
+ * it). */
+static void start_export(struct tracer *t)
+{
+    if (pthread_create(&t->ex_thread, NULL, tracer_export_thread, t) == 0) {
+        t->ex_started = 1;
+        LOG_DEBUG("tracer: export thread started, %lld ms after Initialize",
+                  (long long)((clrmux_now_ns() - t->start_ns) / 1000000));
+    } else {
+        LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
+    }
+}
+
+static int past(const struct timespec *at)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > at->tv_sec || (now.tv_sec == at->tv_sec && now.tv_nsec >= at->tv_nsec);
 }
 
 /* The hook's token (a queue_hook_lookup job), at idle priority where there is one: woken by
@@ -163,12 +193,33 @@ static void *rejit_thread(void *arg)
     pthread_mutex_unlock(&t->rj_lock);
     if (start)
         start_background(t);
+    /* the export thread's start: export_delay_ns after Initialize (a realtime deadline, as
+     * pthread_cond_timedwait takes) */
+    struct timespec export_at;
+    clock_gettime(CLOCK_REALTIME, &export_at);
+    int64_t left = t->start_ns + export_delay_ns(t) - clrmux_now_ns();
+    if (left > 0) {
+        export_at.tv_sec += (time_t)(left / 1000000000);
+        export_at.tv_nsec += (long)(left % 1000000000);
+        if (export_at.tv_nsec >= 1000000000)
+            export_at.tv_sec++, export_at.tv_nsec -= 1000000000;
+    }
+    int export_due = start;
     pthread_mutex_lock(&t->rj_lock);
     t->rj_starting = 0;
     pthread_cond_broadcast(&t->rj_cond);
     for (;;) {
-        while (!t->rj_head && !t->rj_stop)
-            pthread_cond_wait(&t->rj_cond, &t->rj_lock);
+        if (export_due && !t->rj_stop && past(&export_at)) {
+            export_due = 0;
+            start_export(t);
+        }
+        if (!t->rj_head && !t->rj_stop) {
+            if (export_due)
+                pthread_cond_timedwait(&t->rj_cond, &t->rj_lock, &export_at);
+            else
+                pthread_cond_wait(&t->rj_cond, &t->rj_lock);
+            continue;
+        }
         if (t->rj_stop)
             break;
         struct rejit_job *j = t->rj_head;
@@ -494,8 +545,8 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             return E_FAIL;
         }
     }
-    /* the one thread started here: it starts the export thread and registers the last gasp
-     * (start_background) */
+    /* the one thread started here: it registers the last gasp (start_background) and starts
+     * the export thread a little later (export_delay_ns) */
     if (pthread_create(&t->rj_thread, NULL, rejit_thread, t) != 0) {
         LOG_ERROR("child '%s': cannot start the ReJIT thread; tracer disabled", t->child);
         return E_FAIL;

@@ -53,6 +53,7 @@
 #define STAGE_MAX 65536 /* spans drained ahead of the encoder (the ring holds the rest) */
 #define POLL_MS 50
 #define REJIT_WAIT_SECONDS 10
+#define EXPORT_DELAY_MAX_MS 200 /* the export thread starts at most this long after Initialize */
 #define CONV_I 0xD3
 #define HOLD_AFTER_UNHANDLED_MS 5000
 
