@@ -224,8 +224,8 @@ void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns)
 
 /* Opens metrics_output if Initialize left it to be opened (mout_pending): as the span file is
  * (no symbolic link, no one else's file, same size cap), and once; a failure is logged and
- * the metrics file is left out. Under wr_lock: by the export thread as it starts, or by
- * whoever exports the metrics first (the last gasp, or Shutdown without an export thread). */
+ * the metrics file is left out. Under wr_lock: by the ReJIT thread as it starts, or by
+ * whoever exports the metrics first (the last gasp, Shutdown). */
 void tracer_open_metrics(struct tracer *t)
 {
     if (!t->mout_pending)

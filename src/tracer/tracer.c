@@ -116,14 +116,19 @@ const char *tracer_exc_name(void *ctx, uint32_t id)
 
 static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
 
-/* The ReJIT thread's first step, unless Shutdown came first (rj_stop): the last-gasp
- * registration (which starts clrmux's last-gasp thread when it is the first). Not under
+/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the metrics file's
+ * open, the last-gasp registration (which starts clrmux's last-gasp thread when it is the
+ * first). Not under
  * rj_lock (the callbacks queue jobs meanwhile), but with rj_starting set, which Shutdown
  * waits out. Here rather than in Initialize: each thread created costs the creating thread
  * 0.1-0.7 ms on a VM (its stack mapped, a page-table update per page), which in Initialize
  * is the app's start-up; here it overlaps it. */
 static void start_background(struct tracer *t)
 {
+    pthread_mutex_lock(&t->wr_lock);
+    if (!t->final)
+        tracer_open_metrics(t);
+    pthread_mutex_unlock(&t->wr_lock);
     if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
         LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
 }
@@ -534,9 +539,9 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         }
     }
     /* metrics go where spans go: the file unless only an endpoint is used; opened by the
-     * export thread as it starts, off the runtime's start-up path (tracer_open_metrics) */
+     * ReJIT thread as it starts, off the runtime's start-up path (tracer_open_metrics) */
     const int metrics_file = t->metrics_output[0] && (!t->http || t->output_set);
-    t->mout_pending = metrics_file; /* the export thread clears it (under wr_lock) once started */
+    t->mout_pending = metrics_file; /* cleared (under wr_lock) once opened */
     if (!t->http || t->output_set) {
         char err[PATH_MAX + 200];
         t->out = clrmux_spanfile_open(t->output, t->max_file_bytes, t->max_files, err, sizeof err);
