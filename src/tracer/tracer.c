@@ -167,21 +167,15 @@ static int past(const struct timespec *at)
     return now.tv_sec > at->tv_sec || (now.tv_sec == at->tv_sec && now.tv_nsec >= at->tv_nsec);
 }
 
-/* The hook's token (a queue_hook_lookup job), at idle priority where there is one: woken by
- * the app's main thread, this thread would otherwise take that thread's CPU for the lookup
- * (~0.5 ms) when the other one is busy, which is what moving it here avoids. */
+/* The hook's token (a queue_hook_lookup job), on another CPU than the one the app's main
+ * thread had when it queued the job (it narrowed this thread's affinity): the lookup (~0.5 ms)
+ * runs beside the runtime's start-up instead of preempting it. */
 static void hook_lookup(struct tracer *t, const struct rejit_job *j)
 {
-#ifdef SCHED_IDLE
-    int policy = SCHED_OTHER;
-    struct sched_param was = {0}, idle = {0};
-    int lowered = pthread_getschedparam(pthread_self(), &policy, &was) == 0 &&
-                  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0;
-#endif
     clrmux_unhandled_prefetch(&t->unhandled, (uintptr_t)j->hook_module, j->hook_base);
-#ifdef SCHED_IDLE
-    if (lowered)
-        pthread_setschedparam(pthread_self(), policy, &was);
+#ifdef __linux__
+    if (j->moved)
+        pthread_setaffinity_np(pthread_self(), sizeof j->affinity, &j->affinity);
 #endif
 }
 
@@ -258,6 +252,18 @@ static void queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base)
         return; /* the first callback looks it up */
     j->hook_module = mod;
     j->hook_base = base;
+#ifdef __linux__
+    /* woken on this CPU, the ReJIT thread would take it from the app's main thread for the
+     * lookup: it runs on the others (hook_lookup restores its affinity) */
+    int cpu = sched_getcpu();
+    cpu_set_t others;
+    if (cpu >= 0 && cpu < CPU_SETSIZE && pthread_getaffinity_np(t->rj_thread, sizeof others, &others) == 0 &&
+        CPU_ISSET(cpu, &others) && CPU_COUNT(&others) > 1) {
+        j->affinity = others;
+        CPU_CLR(cpu, &others);
+        j->moved = pthread_setaffinity_np(t->rj_thread, sizeof others, &others) == 0;
+    }
+#endif
     pthread_mutex_lock(&t->rj_lock);
     if (t->rj_tail)
         t->rj_tail->next = j;

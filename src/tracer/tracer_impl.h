@@ -97,6 +97,10 @@ struct rejit_job {
      * nobody waits for it: the ReJIT thread frees it */
     ModuleID hook_module;
     const void *hook_base;
+#ifdef __linux__
+    int moved;          /* the ReJIT thread's affinity narrowed for the lookup: restore it */
+    cpu_set_t affinity; /* to this */
+#endif
 };
 
 struct tracer {
