@@ -873,6 +873,7 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         pthread_mutex_lock(&t->ex_lock);
         t->ex_stop = 1;
         pthread_mutex_unlock(&t->ex_lock);
+        pthread_detach(t->ex_thread); /* a process that goes on (detach) gets its stack back */
     }
     atomic_store(&t->gasp_waiting, 1); /* the export thread lets go of wr_lock */
     pthread_mutex_lock(&t->wr_lock);
