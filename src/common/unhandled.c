@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/mdtables.h"
+#include "common/platform.h"
 #include "common/utf16.h"
 
 #define ofRead 0x0u
@@ -60,6 +61,52 @@ static uint32_t find_token(ICorProfilerInfo *info, ModuleID mod, LPCBYTE base)
     return tok;
 }
 
+/* Publishes the token of CoreLib `mod` (token before corelib: a reader that sees corelib sees
+ * the token) and wakes a thread waiting for it. */
+static void publish(struct clrmux_unhandled_hook *h, uintptr_t mod, uint32_t tok)
+{
+    atomic_store(&h->token, tok);
+    atomic_store_explicit(&h->corelib, mod, memory_order_release);
+    atomic_store_explicit(&h->state, 2, memory_order_release);
+    clrmux_word_wake((uint32_t *)&h->state);
+}
+
+int clrmux_unhandled_prefetch(struct clrmux_unhandled_hook *h, uintptr_t corelib, const void *base)
+{
+    uint32_t idle = 0;
+    if (!corelib || !base || !atomic_compare_exchange_strong(&h->state, &idle, 1))
+        return 0;
+    size_t size = clrmux_md_mapped_size(base);
+    uint32_t found = 0;
+    if (size && clrmux_md_find_method(base, size, 1, "System", "AppContext", "OnUnhandledException", &found) == 0) {
+        LOG_DEBUG("AppContext.OnUnhandledException is 0x%08x (read from CoreLib's metadata tables ahead of the "
+                  "callbacks)", (unsigned)found);
+        publish(h, corelib, found);
+        return 1;
+    }
+    atomic_store(&h->state, 0); /* the callbacks look it up, importer included */
+    clrmux_word_wake((uint32_t *)&h->state);
+    return 0;
+}
+
+/* The token of CoreLib `mod` (mapped at `base`) known, by this thread or another. */
+static void ensure_token(struct clrmux_unhandled_hook *h, ICorProfilerInfo *info, ModuleID mod, LPCBYTE base)
+{
+    for (;;) {
+        uint32_t st = atomic_load_explicit(&h->state, memory_order_acquire);
+        if (st == 2)
+            return;
+        if (st == 0) {
+            if (atomic_compare_exchange_strong(&h->state, &st, 1)) {
+                publish(h, (uintptr_t)mod, find_token(info, mod, base));
+                return;
+            }
+            continue;
+        }
+        clrmux_word_wait((uint32_t *)&h->state, 1, 1); /* a prefetch reads the tables */
+    }
+}
+
 int clrmux_unhandled_is_hook(struct clrmux_unhandled_hook *h, ICorProfilerInfo *info, FunctionID fid)
 {
     ClassID cls = 0;
@@ -79,9 +126,8 @@ int clrmux_unhandled_is_hook(struct clrmux_unhandled_hook *h, ICorProfilerInfo *
                 atomic_store(&h->not_corelib[n], (uintptr_t)mod);
             return 0;
         }
-        atomic_store(&h->token, find_token(info, mod, base));
-        atomic_store_explicit(&h->corelib, (uintptr_t)mod, memory_order_release);
-        core = (uintptr_t)mod;
+        ensure_token(h, info, mod, base);
+        core = atomic_load_explicit(&h->corelib, memory_order_acquire);
     }
     uint32_t want = atomic_load_explicit(&h->token, memory_order_relaxed);
     return want && (uintptr_t)mod == core && (uint32_t)tok == want;

@@ -46,16 +46,30 @@
 #include "clrmux/corprof.h"
 
 struct clrmux_unhandled_hook {
-    _Atomic uintptr_t corelib; /* ModuleID of System.Private.CoreLib, 0 until seen */
+    _Atomic uintptr_t corelib; /* ModuleID of System.Private.CoreLib, 0 until its token is known */
     _Atomic uint32_t token;    /* mdMethodDef of AppContext.OnUnhandledException; 0: not found */
+    _Atomic uint32_t state;    /* 0: not looked for; 1: being looked for (the thread that set it);
+                                  2: known (token, then corelib, stored) */
     _Atomic uintptr_t not_corelib[8]; /* modules already looked at (the first callbacks only) */
     _Atomic int n_not_corelib;
 };
 
 /* 1 when `fid` is System.AppContext.OnUnhandledException. `info`: any ICorProfilerInfo
  * (only version 1 methods are called). Thread-safe; after CoreLib is found, one
- * GetFunctionInfo per call. A zeroed struct is ready. */
+ * GetFunctionInfo per call. The first call for a CoreLib method looks the token up (CoreLib's
+ * tables, ~12 page faults and 0.3-0.8 ms on a VM), unless clrmux_unhandled_prefetch did; if
+ * a prefetch is under way, it waits for it (memory reads only, no lock). A zeroed struct is
+ * ready. */
 int clrmux_unhandled_is_hook(struct clrmux_unhandled_hook *h, ICorProfilerInfo *info, FunctionID fid);
+
+/* Looks the token up ahead of the callbacks, from another thread than the runtime's: CoreLib
+ * (`corelib`, the ModuleID of System.Private.CoreLib, mapped at `base` as GetModuleInfo gives
+ * it) is loaded ~5-10 ms before its first method is JIT-compiled or looked up in its
+ * ReadyToRun code, time in which this runs beside the runtime's start-up. Reads CoreLib's
+ * metadata tables only (mdtables.h; no runtime call, no lock); when they cannot be read, or
+ * a lookup is already under way or done, it does nothing and the first callback does the
+ * lookup (with the importer as fallback). Returns 1 when the token is now known, else 0. */
+int clrmux_unhandled_prefetch(struct clrmux_unhandled_hook *h, uintptr_t corelib, const void *base);
 
 /* The exception callbacks of ICorProfilerCallback, as clrmux_unhandled_exception_event
  * takes them (the Unwind ones as one). */

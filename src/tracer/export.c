@@ -224,8 +224,8 @@ void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns)
 
 /* Opens metrics_output if Initialize left it to be opened (mout_pending): as the span file is
  * (no symbolic link, no one else's file, same size cap), and once; a failure is logged and
- * the metrics file is left out. Under wr_lock: by the export thread as it starts, or by
- * whoever exports the metrics first (the last gasp, or Shutdown without an export thread). */
+ * the metrics file is left out. Under wr_lock: by the ReJIT thread as it starts, or by
+ * whoever exports the metrics first (the last gasp, Shutdown). */
 void tracer_open_metrics(struct tracer *t)
 {
     if (!t->mout_pending)
@@ -318,20 +318,27 @@ void tracer_finish_http(struct tracer *t)
         clrmux_http_finish(t->mhttp, left > 0 ? left : 1);
 }
 
-/* The calling thread's time on a CPU and waiting on the run queue for one, in ns (Linux:
- * /proc/thread-self/schedstat, "run wait slices"); both 0 when unknown. Spans dropped while
- * the export thread waited long for a CPU say the machine was busy, not that it is slow. */
-static void sched_times(uint64_t *run, uint64_t *wait)
+/* Thread tid's time on a CPU and waiting on the run queue for one, in ns (Linux:
+ * /proc/self/task/<tid>/schedstat, "run wait slices"); both 0 when unknown (or tid is 0).
+ * Spans dropped while the export thread waited long for a CPU say the machine was busy, not
+ * that it is slow. */
+void tracer_sched_times(long tid, uint64_t *run, uint64_t *wait)
 {
     *run = *wait = 0;
 #ifdef __linux__
-    FILE *f = fopen("/proc/thread-self/schedstat", "re");
+    char path[64];
+    if (tid <= 0)
+        return;
+    snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", tid);
+    FILE *f = fopen(path, "re");
     if (!f)
         return;
     unsigned long long r, w;
     if (fscanf(f, "%llu %llu", &r, &w) == 2)
         *run = r, *wait = w;
     fclose(f);
+#else
+    (void)tid;
 #endif
 }
 
@@ -343,9 +350,11 @@ void *tracer_export_thread(void *arg)
     struct tracer *t = arg;
     clrmux_block_termination_signals();
     pthread_setname_np(pthread_self(), "clrmux-export");
+    atomic_store(&t->ex_tid, clrmux_thread_id());
     const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
-    int64_t flush_at = clrmux_now_ns() + (int64_t)t->flush_ms * 1000000;
-    int64_t metrics_at = clrmux_now_ns() + (int64_t)t->metrics_ms * 1000000;
+    /* counted from Initialize: the thread starts up to EXPORT_DELAY_MAX_MS after it */
+    int64_t flush_at = t->start_ns + (int64_t)t->flush_ms * 1000000;
+    int64_t metrics_at = t->start_ns + (int64_t)t->metrics_ms * 1000000;
     int more = 0; /* the last export stopped at its budget with spans left: no wait */
     pthread_mutex_lock(&t->wr_lock);
     if (!t->final)
@@ -384,16 +393,6 @@ void *tracer_export_thread(void *arg)
         }
         pthread_mutex_unlock(&t->wr_lock);
     }
-    /* Shutdown: the last spans and metrics, and the requests still queued, within a bounded time */
-    pthread_mutex_lock(&t->wr_lock);
-    if (!t->final) {
-        tracer_export_all(t, 0);
-        tracer_export_metrics(t);
-        tracer_finish_http(t);
-    }
-    pthread_mutex_unlock(&t->wr_lock);
-    /* read by Shutdown after the join, for its info line only: no fopen on the way out otherwise */
-    if (clrmux_log_get_level() >= CLRMUX_LOG_INFO)
-        sched_times(&t->ex_run_ns, &t->ex_wait_ns);
+    /* Shutdown wrote the last spans and metrics itself (final) */
     return NULL;
 }

@@ -114,6 +114,71 @@ const char *tracer_exc_name(void *ctx, uint32_t id)
 
 /* ---- the ReJIT thread ---------------------------------------------------------------- */
 
+static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
+
+/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the metrics file's
+ * open, the last-gasp registration (which starts clrmux's last-gasp thread when it is the
+ * first). Not under
+ * rj_lock (the callbacks queue jobs meanwhile), but with rj_starting set, which Shutdown
+ * waits out. Here rather than in Initialize: each thread created costs the creating thread
+ * 0.1-0.7 ms on a VM (its stack mapped, a page-table update per page), which in Initialize
+ * is the app's start-up; here it overlaps it. */
+static void start_background(struct tracer *t)
+{
+    pthread_mutex_lock(&t->wr_lock);
+    if (!t->final)
+        tracer_open_metrics(t);
+    pthread_mutex_unlock(&t->wr_lock);
+    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
+        LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
+}
+
+/* How long after Initialize the ReJIT thread starts the export thread: the first flush
+ * (flush_interval_ms), the time the span buffer takes to fill at 1 M spans/s, or
+ * EXPORT_DELAY_MAX_MS, whichever comes first. Until then the spans wait in the buffer (the
+ * last gasp and Shutdown write them themselves); a process that ends sooner (a hello world
+ * ends ~60 ms after Initialize) never pays for the thread, its stack and its file opens. */
+static int64_t export_delay_ns(const struct tracer *t)
+{
+    int64_t d = (int64_t)t->flush_ms * 1000000;
+    int64_t fill = (int64_t)t->buffer_spans * 1000;
+    if (fill < d)
+        d = fill;
+    return d < (int64_t)EXPORT_DELAY_MAX_MS * 1000000 ? d : (int64_t)EXPORT_DELAY_MAX_MS * 1000000;
+}
+
+/* Starts the export thread (the ReJIT thread, under rj_lock: Shutdown reads ex_started under
+ * it). */
+static void start_export(struct tracer *t)
+{
+    if (pthread_create(&t->ex_thread, NULL, tracer_export_thread, t) == 0) {
+        t->ex_started = 1;
+        LOG_DEBUG("tracer: export thread started, %lld ms after Initialize",
+                  (long long)((clrmux_now_ns() - t->start_ns) / 1000000));
+    } else {
+        LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
+    }
+}
+
+static int past(const struct timespec *at)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > at->tv_sec || (now.tv_sec == at->tv_sec && now.tv_nsec >= at->tv_nsec);
+}
+
+/* The hook's token (a queue_hook_lookup job), on another CPU than the one the app's main
+ * thread had when it queued the job (it narrowed this thread's affinity): the lookup (~0.5 ms)
+ * runs beside the runtime's start-up instead of preempting it. */
+static void hook_lookup(struct tracer *t, const struct rejit_job *j)
+{
+    clrmux_unhandled_prefetch(&t->unhandled, (uintptr_t)j->hook_module, j->hook_base);
+#ifdef __linux__
+    if (j->moved)
+        pthread_setaffinity_np(pthread_self(), sizeof j->affinity, &j->affinity);
+#endif
+}
+
 static void *rejit_thread(void *arg)
 {
     struct tracer *t = arg;
@@ -122,9 +187,38 @@ static void *rejit_thread(void *arg)
     if (FAILED(hr))
         LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
     pthread_mutex_lock(&t->rj_lock);
+    const int start = !t->rj_stop;
+    t->rj_starting = start;
+    pthread_mutex_unlock(&t->rj_lock);
+    if (start)
+        start_background(t);
+    /* the export thread's start: export_delay_ns after Initialize (a realtime deadline, as
+     * pthread_cond_timedwait takes) */
+    struct timespec export_at;
+    clock_gettime(CLOCK_REALTIME, &export_at);
+    int64_t left = t->start_ns + export_delay_ns(t) - clrmux_now_ns();
+    if (left > 0) {
+        export_at.tv_sec += (time_t)(left / 1000000000);
+        export_at.tv_nsec += (long)(left % 1000000000);
+        if (export_at.tv_nsec >= 1000000000)
+            export_at.tv_sec++, export_at.tv_nsec -= 1000000000;
+    }
+    int export_due = start;
+    pthread_mutex_lock(&t->rj_lock);
+    t->rj_starting = 0;
+    pthread_cond_broadcast(&t->rj_cond);
     for (;;) {
-        while (!t->rj_head && !t->rj_stop)
-            pthread_cond_wait(&t->rj_cond, &t->rj_lock);
+        if (export_due && !t->rj_stop && past(&export_at)) {
+            export_due = 0;
+            start_export(t);
+        }
+        if (!t->rj_head && !t->rj_stop) {
+            if (export_due)
+                pthread_cond_timedwait(&t->rj_cond, &t->rj_lock, &export_at);
+            else
+                pthread_cond_wait(&t->rj_cond, &t->rj_lock);
+            continue;
+        }
         if (t->rj_stop)
             break;
         struct rejit_job *j = t->rj_head;
@@ -132,6 +226,12 @@ static void *rejit_thread(void *arg)
         if (!t->rj_head)
             t->rj_tail = NULL;
         pthread_mutex_unlock(&t->rj_lock);
+        if (j->hook_base) {
+            hook_lookup(t, j);
+            free(j);
+            pthread_mutex_lock(&t->rj_lock);
+            continue;
+        }
         j->hr = ICorProfilerInfo5_RequestReJIT(t->info, j->n, j->modules, j->tokens);
         pthread_mutex_lock(&t->rj_lock);
         j->done = 1;
@@ -139,6 +239,39 @@ static void *rejit_thread(void *arg)
     }
     pthread_mutex_unlock(&t->rj_lock);
     return NULL;
+}
+
+/* Queues the lookup of the unhandled-exception hook's token in CoreLib (`mod`, mapped at
+ * `base`) for the ReJIT thread, without waiting: CoreLib is loaded 5-10 ms before its first
+ * method is compiled or looked up (the first JIT callback, which would otherwise look it up
+ * on the app's main thread, ~12 page faults). */
+static void queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base)
+{
+    struct rejit_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return; /* the first callback looks it up */
+    j->hook_module = mod;
+    j->hook_base = base;
+#ifdef __linux__
+    /* woken on this CPU, the ReJIT thread would take it from the app's main thread for the
+     * lookup: it runs on the others (hook_lookup restores its affinity) */
+    int cpu = sched_getcpu();
+    cpu_set_t others;
+    if (cpu >= 0 && cpu < CPU_SETSIZE && pthread_getaffinity_np(t->rj_thread, sizeof others, &others) == 0 &&
+        CPU_ISSET(cpu, &others) && CPU_COUNT(&others) > 1) {
+        j->affinity = others;
+        CPU_CLR(cpu, &others);
+        j->moved = pthread_setaffinity_np(t->rj_thread, sizeof others, &others) == 0;
+    }
+#endif
+    pthread_mutex_lock(&t->rj_lock);
+    if (t->rj_tail)
+        t->rj_tail->next = j;
+    else
+        t->rj_head = j;
+    t->rj_tail = j;
+    pthread_cond_broadcast(&t->rj_cond);
+    pthread_mutex_unlock(&t->rj_lock);
 }
 
 /* Queues a RequestReJIT for the ReJIT thread and waits (bounded) until it has been made. */
@@ -337,8 +470,6 @@ static ULONG STDMETHODCALLTYPE tr_Release(ICorProfilerCallback11 *This) { return
     (COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION |           \
      COR_PRF_MONITOR_CACHE_SEARCHES | COR_PRF_MONITOR_EXCEPTIONS)
 
-static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
-
 static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
 {
     struct tracer *t = impl(This);
@@ -414,9 +545,9 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
         }
     }
     /* metrics go where spans go: the file unless only an endpoint is used; opened by the
-     * export thread as it starts, off the runtime's start-up path (tracer_open_metrics) */
+     * ReJIT thread as it starts, off the runtime's start-up path (tracer_open_metrics) */
     const int metrics_file = t->metrics_output[0] && (!t->http || t->output_set);
-    t->mout_pending = metrics_file; /* the export thread clears it (under wr_lock) once started */
+    t->mout_pending = metrics_file; /* cleared (under wr_lock) once opened */
     if (!t->http || t->output_set) {
         char err[PATH_MAX + 200];
         t->out = clrmux_spanfile_open(t->output, t->max_file_bytes, t->max_files, err, sizeof err);
@@ -425,17 +556,13 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             return E_FAIL;
         }
     }
+    /* the one thread started here: it registers the last gasp (start_background) and starts
+     * the export thread a little later (export_delay_ns) */
     if (pthread_create(&t->rj_thread, NULL, rejit_thread, t) != 0) {
         LOG_ERROR("child '%s': cannot start the ReJIT thread; tracer disabled", t->child);
         return E_FAIL;
     }
     t->rj_started = 1;
-    if (pthread_create(&t->ex_thread, NULL, tracer_export_thread, t) == 0)
-        t->ex_started = 1;
-    else
-        LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
-    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
-        LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
     if (metrics_file || t->mhttp)
         LOG_INFO("tracer: per-method metrics to %s%s%s every %ld ms and at shutdown",
                  metrics_file ? t->metrics_output : "", metrics_file && t->mhttp ? " and " : "",
@@ -501,6 +628,9 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (FAILED(ICorProfilerInfo5_GetAssemblyInfo(t->info, asm_id, 256, &len, wname, NULL, NULL)))
         return S_OK;
     to_utf8(wname, len, assembly, sizeof assembly);
+    if (base && !atomic_load_explicit(&t->unhandled.state, memory_order_relaxed) &&
+        strcmp(assembly, "System.Private.CoreLib") == 0)
+        queue_hook_lookup(t, mod, base);
     if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1))
         rejit_for_join(t);
     if (!assembly_has_targets(t, assembly))
@@ -676,7 +806,7 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
                  (unsigned long long)st.too_deep, CLRMUX_SPAN_MAX_DEPTH, (unsigned long long)st.unsampled,
                  (unsigned long long)t->metric_lines);
     if (!cause && t->encoded)
-        LOG_INFO("tracer: export: %llu span(s) drained, encoded and written in %.1f ms of the export thread's CPU "
+        LOG_INFO("tracer: export: %llu span(s) drained, encoded and written in %.1f ms of the export thread's and Shutdown's CPU "
                  "time (%.0f spans/s); the export thread ran %.1f ms and waited %.1f ms for a CPU",
                  (unsigned long long)t->encoded, (double)t->encode_cpu_ns / 1e6,
                  t->encode_cpu_ns ? (double)t->encoded * 1e9 / (double)t->encode_cpu_ns : 0.0,
@@ -726,41 +856,50 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     struct tracer *t = impl(This);
     if (atomic_exchange(&t->shut_down, 1))
         return S_OK;
+    if (t->rj_started) { /* the ReJIT thread stops; ex_started and the last gasp are settled */
+        pthread_mutex_lock(&t->rj_lock);
+        t->rj_stop = 1;
+        pthread_cond_broadcast(&t->rj_cond);
+        while (t->rj_starting)
+            pthread_cond_wait(&t->rj_cond, &t->rj_lock);
+        pthread_mutex_unlock(&t->rj_lock);
+    }
     clrmux_lastgasp_unregister(tracer_last_gasp, t); /* waits for a last gasp under way */
+    /* The last spans and metrics, and the requests still queued (bounded), written here
+     * rather than by the export thread: waking it and joining it (its exit unmaps its stack)
+     * cost this thread ~0.5 ms of a short process's end. The export thread writes nothing
+     * once `final` is set; it is told to stop and left to end with the process. */
     if (t->ex_started) {
         pthread_mutex_lock(&t->ex_lock);
         t->ex_stop = 1;
         pthread_mutex_unlock(&t->ex_lock);
-        clrmux_spans_wake();
-        pthread_join(t->ex_thread, NULL); /* it wrote the last spans and sent the last requests */
-    } else {
-        pthread_mutex_lock(&t->wr_lock);
-        if (!t->final) {
-            tracer_export_all(t, 0);
-            tracer_export_metrics(t);
-            tracer_finish_http(t);
-        }
-        pthread_mutex_unlock(&t->wr_lock);
+        pthread_detach(t->ex_thread); /* a process that goes on (detach) gets its stack back */
     }
+    atomic_store(&t->gasp_waiting, 1); /* the export thread lets go of wr_lock */
+    pthread_mutex_lock(&t->wr_lock);
+    atomic_store(&t->gasp_waiting, 0);
+    const int gasped = t->final; /* the last gasp wrote everything and logged its summary */
+    if (!gasped) {
+        tracer_export_all(t, 0);
+        tracer_export_metrics(t);
+        tracer_finish_http(t);
+        t->final = 1;
+    }
+    pthread_mutex_unlock(&t->wr_lock);
+    if (!gasped && clrmux_log_get_level() >= CLRMUX_LOG_INFO) /* for the info line only */
+        tracer_sched_times(atomic_load(&t->ex_tid), &t->ex_run_ns, &t->ex_wait_ns);
     if (t->mout) {
         clrmux_spanfile_close(t->mout);
         t->mout = NULL;
-    }
-    if (t->rj_started) {
-        pthread_mutex_lock(&t->rj_lock);
-        t->rj_stop = 1;
-        pthread_cond_broadcast(&t->rj_cond);
-        pthread_mutex_unlock(&t->rj_lock);
     }
     for (int i = 0; i < t->ntargets; i++)
         if (!atomic_load(&t->target_hits[i]))
             LOG_WARN("tracer: %s:%d: target %s!%s::%s%s matched no method", t->conf, t->targets[i].line,
                      t->targets[i].assembly, t->targets[i].type, t->targets[i].method,
                      t->targets[i].has_params ? "(...)" : "");
-    if (!t->final)
+    if (!gasped)
         log_summary(t, NULL, 0);
     pthread_mutex_lock(&t->wr_lock);
-    t->final = 1;
     clrmux_spanfile_close(t->out);
     t->out = NULL;
     pthread_mutex_unlock(&t->wr_lock);

@@ -53,6 +53,7 @@
 #define STAGE_MAX 65536 /* spans drained ahead of the encoder (the ring holds the rest) */
 #define POLL_MS 50
 #define REJIT_WAIT_SECONDS 10
+#define EXPORT_DELAY_MAX_MS 200 /* the export thread starts at most this long after Initialize */
 #define CONV_I 0xD3
 #define HOLD_AFTER_UNHANDLED_MS 5000
 
@@ -91,6 +92,15 @@ struct rejit_job {
     mdMethodDef *tokens;
     int done;
     HRESULT hr;
+    /* or, when hook_base is set, no ReJIT: the unhandled-exception hook's token looked up in
+     * CoreLib (hook_module, mapped at hook_base) ahead of the callbacks (common/unhandled.h);
+     * nobody waits for it: the ReJIT thread frees it */
+    ModuleID hook_module;
+    const void *hook_base;
+#ifdef __linux__
+    int moved;          /* the ReJIT thread's affinity narrowed for the lookup: restore it */
+    cpu_set_t affinity; /* to this */
+#endif
 };
 
 struct tracer {
@@ -103,13 +113,8 @@ struct tracer {
     struct clrmux_target *targets;
     int ntargets;
     _Atomic int *target_hits;
-    char output[PATH_MAX];
-    char conf[PATH_MAX];
-    char endpoint[2048]; /* OTLP/HTTP; "" = none */
     int output_set;      /* `output =` given explicitly */
-    char service[256];
     int service_set;
-    struct clrmux_resource res;
     size_t buffer_spans;
     long flush_ms;
     double sample_ratio;
@@ -117,10 +122,7 @@ struct tracer {
     int suppress_gc;     /* suppress_gc_transition = true (default; off before .NET 6): tracer/probesig.h */
     char protocol[16];   /* http/protobuf (default) | http/json, for the endpoints */
     const struct clrmux_otlp_pb_api *pb; /* libclrmux_otlp.so when http/protobuf */
-    char headers[4096];  /* OTEL_EXPORTER_OTLP_HEADERS */
     long timeout_ms;
-    char metrics_output[PATH_MAX]; /* "" = no metrics file */
-    char metrics_endpoint[2048];
     long metrics_ms;
     int64_t start_ns;
 
@@ -140,6 +142,7 @@ struct tracer {
     pthread_cond_t rj_cond;
     struct rejit_job *rj_head, *rj_tail;
     int rj_started, rj_stop;
+    int rj_starting; /* the ReJIT thread starts the export thread and the last gasp (start_background) */
     pthread_t rj_thread;
 
     /* IL rewriting (metadata emission is serialised) */
@@ -149,7 +152,6 @@ struct tracer {
 
     /* exception type names */
     pthread_mutex_t exc_lock;
-    struct { ClassID cls; uint32_t id; } exc_cache[MAX_EXC_CACHE]; /* class -> an id of its type name */
     uint32_t nexc_cache;
     char (*exc_names)[160];
     char (*exc_msgs)[EXC_MSG_MAX];
@@ -167,6 +169,7 @@ struct tracer {
     pthread_cond_t ex_cond;
     int ex_stop, ex_started;
     pthread_t ex_thread;
+    _Atomic long ex_tid; /* the export thread's OS id (0 until it runs): its schedstat */
     struct clrmux_spanfile *out; /* the output file (NULL: none) */
     uint64_t max_file_bytes;     /* `max_file_mb` (0: no cap) */
     unsigned max_files;          /* `max_files` */
@@ -185,7 +188,7 @@ struct tracer {
     uint64_t written, lines, dropped_logged;
     uint64_t encoded, encode_cpu_ns; /* spans the export thread encoded, and its CPU time doing it */
     uint64_t ex_run_ns, ex_wait_ns;  /* the export thread's time on a CPU and waiting for one
-                                        (Linux schedstat, at its end; 0: unknown) */
+                                        (Linux schedstat, read at Shutdown; 0: unknown) */
     int64_t batch_now_ns;            /* the wall clock at the current batch (thread names' cache) */
     struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
     struct linebuf line;                    /* the OTLP JSON line being written */
@@ -194,9 +197,23 @@ struct tracer {
     pthread_mutex_t wr_lock;
     int final;
     _Atomic int64_t hold_until_ns; /* after an unhandled exception: no write until then */
-    _Atomic int gasp_waiting;      /* a last gasp waits for wr_lock: the export thread lets go */
+    _Atomic int gasp_waiting;      /* the last gasp or Shutdown waits for wr_lock: the export
+                                      thread lets go */
     int write_failed;
     _Atomic int shut_down;
+    /* The large members last, those written at start-up first: struct tracer is mapped zero
+     * pages (clrmux_lazy_calloc), each page faulted in at its first write (17-90 us on a VM);
+     * with the small members packed ahead of them, start-up writes ~5 of its 11 pages, not 8. */
+    char service[256];
+    char output[PATH_MAX];
+    char conf[PATH_MAX];
+    char metrics_output[PATH_MAX]; /* "" = no metrics file */
+    struct clrmux_resource res;
+    /* written only when set, or later */
+    char endpoint[2048]; /* OTLP/HTTP; "" = none */
+    char metrics_endpoint[2048];
+    char headers[4096];  /* OTEL_EXPORTER_OTLP_HEADERS */
+    struct { ClassID cls; uint32_t id; } exc_cache[MAX_EXC_CACHE]; /* class -> an id of its type name */
 };
 
 /* tracer.c: names for the exporter (struct clrmux_otlp_names callbacks; ctx: the tracer) */
@@ -232,5 +249,7 @@ void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns);
 void tracer_export_metrics(struct tracer *t);           /* one metrics export */
 void tracer_open_metrics(struct tracer *t);             /* opens metrics_output once, if still to be (under wr_lock) */
 void tracer_finish_http(struct tracer *t);              /* Shutdown: send what is queued, bounded */
+/* thread tid's run and run-queue wait times in ns (Linux schedstat; 0 when unknown) */
+void tracer_sched_times(long tid, uint64_t *run, uint64_t *wait);
 
 #endif

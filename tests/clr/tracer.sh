@@ -544,4 +544,26 @@ if same_output watch && [ -n "$got" ] && [ "$got" = "$want" ] && [ "$held" -ge 3
 else bad "beside a JIT-watching child" "held=$held made=$made; $(diff <(echo "$want") <(echo "$got") | head -8)"; fi
 fi
 
+# ---- the export thread starts after a while (export_delay_ns): a short process ends first ---
+# hello ends ~60 ms after Initialize, before the default delay (200 ms): no export thread, its
+# span written by Shutdown; with flush_interval_ms = 10 the thread starts (10 ms) before it ends
+for f in default 10; do
+    cat >"$WORK/late$f.conf" <<EOF
+[loader]
+log_level = debug
+[child tracer]
+builtin = tracer
+output = $WORK/late$f.otlp.jsonl
+$([ "$f" = 10 ] && echo "flush_interval_ms = 10")
+trace = hello!Program::<Main>\$
+EOF
+    env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$WORK/late$f.conf" \
+        CLRMUX_LOG_FILE="$WORK/late$f.log" "${DOTNET[@]}" build/clr/hello/hello.dll >"$WORK/late$f.out" 2>&1
+done
+if grep -qF '"name":"Program.<Main>$"' "$WORK/latedefault.otlp.jsonl" 2>/dev/null && ! grep -q "export thread started" "$WORK/latedefault.log" \
+    && grep -q "tracer: export thread started, [0-9]* ms after Initialize" "$WORK/late10.log" \
+    && grep -qF '"name":"Program.<Main>$"' "$WORK/late10.otlp.jsonl" 2>/dev/null; then
+    ok "a short process never starts the export thread (its span written at Shutdown); with flush_interval_ms = 10 it starts"
+else bad "the export thread's delayed start" "$(grep -E 'export thread|span\(s\) written' "$WORK"/late*.log | head -4)"; fi
+
 clr_done

@@ -5,16 +5,24 @@
  * caught in native code (reflection), recursion of the outermost method, a filter that throws
  * and catches, a failed stack walk and a thread whose outermost frame changed. The stacks come
  * from a fake ICorProfilerInfo2::DoStackSnapshot. Each case runs on its own thread (the
- * watch's state is per thread). */
+ * watch's state is per thread).
+ * The hook's token (clrmux_unhandled_is_hook, clrmux_unhandled_prefetch): looked up ahead of
+ * the callbacks in the runtime's System.Private.CoreLib.dll laid out as mapped
+ * (CLRMUX_TEST_CORELIB, or the SDK's; skipped without one), the callbacks then answer with
+ * no lookup of their own; a prefetch that cannot read the tables leaves the lookup to them. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <dirent.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "common/mdtables.h"
 #include "common/unhandled.h"
 
 /* ---- a fake runtime: DoStackSnapshot reports g_stack (innermost first), then native ---- */
@@ -234,6 +242,170 @@ static void *thrown_from_outermost_catch(void *arg)
     return NULL;
 }
 
+/* ---- the hook's token ------------------------------------------------------------------ */
+
+#define CORELIB ((ModuleID)0xC0)
+#define OTHER ((ModuleID)0xD0)
+static const uint8_t *g_base;   /* CoreLib's base, as GetModuleInfo gives it */
+static int g_modinfo_calls, g_metadata_calls;
+
+/* fid = module << 32 | token */
+static HRESULT STDMETHODCALLTYPE fake_function_info(ICorProfilerInfo2 *This, FunctionID fid, ClassID *cls,
+                                                    ModuleID *mod, mdToken *tok)
+{
+    (void)This;
+    *cls = 0;
+    *mod = (ModuleID)(fid >> 32);
+    *tok = (mdToken)(fid & 0xffffffffu);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fake_module_info(ICorProfilerInfo2 *This, ModuleID mod, LPCBYTE *base, ULONG cch,
+                                                  ULONG *len, WCHAR *name, AssemblyID *asm_id)
+{
+    (void)This;
+    g_modinfo_calls++;
+    const char *n = mod == CORELIB ? "/dotnet/shared/System.Private.CoreLib.dll" : "/app/app.dll";
+    ULONG i = 0;
+    for (; n[i] && i + 1 < cch; i++)
+        name[i] = (WCHAR)n[i];
+    name[i] = 0;
+    *len = i + 1;
+    *base = mod == CORELIB ? g_base : NULL;
+    *asm_id = 1;
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE fake_metadata(ICorProfilerInfo2 *This, ModuleID mod, DWORD flags, REFIID riid,
+                                               IUnknown **out)
+{
+    (void)This, (void)mod, (void)flags, (void)riid;
+    g_metadata_calls++;
+    *out = NULL;
+    return E_FAIL;
+}
+
+static uint8_t *g_file, *g_img;
+static size_t g_len, g_img_len;
+
+static uint32_t rd32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+/* CoreLib's file laid out as mapped (headers, each section at its RVA), or NULL. */
+static uint8_t *corelib_image(void)
+{
+    if (g_img)
+        return g_img;
+    const char *env = getenv("CLRMUX_TEST_CORELIB");
+    FILE *f = env && *env ? fopen(env, "rb") : NULL;
+    static const char *const roots[] = {"/usr/share/dotnet/shared/Microsoft.NETCore.App",
+                                        "/usr/lib/dotnet/shared/Microsoft.NETCore.App"};
+    for (size_t i = 0; i < sizeof roots / sizeof *roots && !f; i++) {
+        DIR *d = opendir(roots[i]);
+        struct dirent *e;
+        char path[512];
+        while (d && !f && (e = readdir(d)))
+            if (e->d_name[0] != '.') {
+                snprintf(path, sizeof path, "%s/%s/System.Private.CoreLib.dll", roots[i], e->d_name);
+                f = fopen(path, "rb");
+            }
+        if (d)
+            closedir(d);
+    }
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    g_len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    g_file = malloc(g_len);
+    int ok = g_file && fread(g_file, 1, g_len, f) == g_len;
+    fclose(f);
+    if (!ok)
+        return NULL;
+    uint32_t pe = rd32(g_file + 0x3c);
+    unsigned nsec = rd16(g_file + pe + 6), optsize = rd16(g_file + pe + 20);
+    g_img_len = rd32(g_file + pe + 24 + 56);
+    g_img = calloc(1, g_img_len);
+    assert_non_null(g_img);
+    memcpy(g_img, g_file, rd32(g_file + pe + 24 + 60));
+    for (unsigned i = 0; i < nsec; i++) {
+        const uint8_t *sh = g_file + pe + 24 + optsize + 40 * i;
+        uint32_t va = rd32(sh + 12), raw_size = rd32(sh + 16), raw = rd32(sh + 20);
+        if (va < g_img_len)
+            memcpy(g_img + va, g_file + raw, raw_size < g_img_len - va ? raw_size : g_img_len - va);
+    }
+    return g_img;
+}
+
+static int hook_of(struct clrmux_unhandled_hook *h, ModuleID mod, uint32_t tok)
+{
+    return clrmux_unhandled_is_hook(h, (ICorProfilerInfo *)&g_info, (FunctionID)mod << 32 | tok);
+}
+
+/* Prefetched: the callbacks answer from the token, with no GetModuleInfo or importer. */
+static void test_hook_prefetched(void **s)
+{
+    (void)s;
+    const uint8_t *img = corelib_image();
+    if (!img)
+        skip();
+    uint32_t want = 0;
+    assert_int_equal(clrmux_md_find_method(img, g_img_len, 1, "System", "AppContext", "OnUnhandledException", &want), 0);
+    struct clrmux_unhandled_hook h = {0};
+    g_base = img;
+    g_modinfo_calls = g_metadata_calls = 0;
+    assert_int_equal(clrmux_unhandled_prefetch(&h, (uintptr_t)CORELIB, img), 1);
+    assert_int_equal(clrmux_unhandled_prefetch(&h, (uintptr_t)CORELIB, img), 0); /* known already */
+    assert_int_equal(hook_of(&h, OTHER, 0x06000001), 0);
+    if (want) { /* .NET 10; 8 and 9 have no such method (0: nothing is the hook) */
+        assert_int_equal(hook_of(&h, CORELIB, want), 1);
+        assert_int_equal(hook_of(&h, OTHER, want), 0);
+    }
+    assert_int_equal(hook_of(&h, CORELIB, want + 1), 0);
+    assert_int_equal(g_modinfo_calls, 0);
+    assert_int_equal(g_metadata_calls, 0);
+}
+
+/* Not prefetched: the first CoreLib callback looks it up itself (GetModuleInfo, the tables). */
+static void test_hook_looked_up_by_the_callback(void **s)
+{
+    (void)s;
+    const uint8_t *img = corelib_image();
+    if (!img)
+        skip();
+    uint32_t want = 0;
+    assert_int_equal(clrmux_md_find_method(img, g_img_len, 1, "System", "AppContext", "OnUnhandledException", &want), 0);
+    if (!want)
+        skip();
+    struct clrmux_unhandled_hook h = {0};
+    g_base = img;
+    g_modinfo_calls = g_metadata_calls = 0;
+    assert_int_equal(hook_of(&h, OTHER, want), 0);
+    assert_int_equal(hook_of(&h, CORELIB, want), 1);
+    assert_int_equal(g_modinfo_calls, 2); /* each module once */
+    assert_int_equal(hook_of(&h, CORELIB, want), 1);
+    assert_int_equal(g_modinfo_calls, 2);
+    assert_int_equal(g_metadata_calls, 0);
+}
+
+/* A prefetch that cannot read the tables claims nothing: the callback looks it up, importer
+ * included (here it fails: no token, nothing is the hook). */
+static void test_hook_prefetch_unreadable(void **s)
+{
+    (void)s;
+    static uint8_t junk[4096];
+    struct clrmux_unhandled_hook h = {0};
+    g_base = junk;
+    g_modinfo_calls = g_metadata_calls = 0;
+    assert_int_equal(clrmux_unhandled_prefetch(&h, (uintptr_t)CORELIB, NULL), 0);
+    assert_int_equal(clrmux_unhandled_prefetch(&h, (uintptr_t)CORELIB, junk), 0);
+    assert_int_equal(hook_of(&h, CORELIB, 0x06000aef), 0);
+    assert_int_equal(g_modinfo_calls, 1);
+    assert_int_equal(g_metadata_calls, 1);
+    assert_int_equal(hook_of(&h, CORELIB, 0x06000aef), 0); /* looked up once */
+    assert_int_equal(g_metadata_calls, 1);
+}
+
 static void test_unhandled_net8(void **s) { (void)s; on_thread(net8_unhandled); }
 static void test_unhandled_net10(void **s) { (void)s; on_thread(net10_unhandled); }
 static void test_caught_in_main(void **s) { (void)s; on_thread(caught_in_main); }
@@ -247,6 +419,9 @@ static void test_thrown_from_outermost_catch(void **s) { (void)s; on_thread(thro
 int main(void)
 {
     g_vtbl.DoStackSnapshot = fake_snapshot;
+    g_vtbl.GetFunctionInfo = fake_function_info;
+    g_vtbl.GetModuleInfo = fake_module_info;
+    g_vtbl.GetModuleMetaData = fake_metadata;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unhandled_net8),
         cmocka_unit_test(test_unhandled_net10),
@@ -257,6 +432,12 @@ int main(void)
         cmocka_unit_test(test_walk_fails),
         cmocka_unit_test(test_outermost_changed),
         cmocka_unit_test(test_thrown_from_outermost_catch),
+        cmocka_unit_test(test_hook_prefetched),
+        cmocka_unit_test(test_hook_looked_up_by_the_callback),
+        cmocka_unit_test(test_hook_prefetch_unreadable),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    free(g_img);
+    free(g_file);
+    return rc;
 }
