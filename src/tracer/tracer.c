@@ -1,5 +1,5 @@
 /* The built-in IL-rewriting tracer (see tracer.h): the callbacks, the ReJIT thread, the
- * method registry, metadata names and target matching. IL rewriting: tracer_rewrite.c;
+ * method registry, metadata names and target matching. The ReJIT thread: rejit.c; IL rewriting: tracer_rewrite.c;
  * exception names: tracer_exc.c; configuration: config.c; export: export.c. */
 #include "tracer/tracer_impl.h"
 
@@ -110,215 +110,6 @@ const char *tracer_exc_name(void *ctx, uint32_t id)
 {
     struct tracer *t = ctx;
     return id > 0 && id <= atomic_load_explicit(&t->nexc, memory_order_acquire) ? t->exc_names[id - 1] : NULL;
-}
-
-/* ---- the ReJIT thread ---------------------------------------------------------------- */
-
-static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
-
-/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the metrics file's
- * open, the last-gasp registration (which starts clrmux's last-gasp thread when it is the
- * first). Not under
- * rj_lock (the callbacks queue jobs meanwhile), but with rj_starting set, which Shutdown
- * waits out. Here rather than in Initialize: each thread created costs the creating thread
- * 0.1-0.7 ms on a VM (its stack mapped, a page-table update per page), which in Initialize
- * is the app's start-up; here it overlaps it. */
-static void start_background(struct tracer *t)
-{
-    pthread_mutex_lock(&t->wr_lock);
-    if (!t->final)
-        tracer_open_metrics(t);
-    pthread_mutex_unlock(&t->wr_lock);
-    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
-        LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
-}
-
-/* How long after Initialize the ReJIT thread starts the export thread: the first flush
- * (flush_interval_ms), the time the span buffer takes to fill at 1 M spans/s, or
- * EXPORT_DELAY_MAX_MS, whichever comes first. Until then the spans wait in the buffer (the
- * last gasp and Shutdown write them themselves); a process that ends sooner (a hello world
- * ends ~60 ms after Initialize) never pays for the thread, its stack and its file opens. */
-static int64_t export_delay_ns(const struct tracer *t)
-{
-    int64_t d = (int64_t)t->flush_ms * 1000000;
-    int64_t fill = (int64_t)t->buffer_spans * 1000;
-    if (fill < d)
-        d = fill;
-    return d < (int64_t)EXPORT_DELAY_MAX_MS * 1000000 ? d : (int64_t)EXPORT_DELAY_MAX_MS * 1000000;
-}
-
-/* Starts the export thread (the ReJIT thread, under rj_lock: Shutdown reads ex_started under
- * it). */
-static void start_export(struct tracer *t)
-{
-    if (pthread_create(&t->ex_thread, NULL, tracer_export_thread, t) == 0) {
-        t->ex_started = 1;
-        LOG_DEBUG("tracer: export thread started, %lld ms after Initialize",
-                  (long long)((clrmux_now_ns() - t->start_ns) / 1000000));
-    } else {
-        LOG_WARN("child '%s': cannot start the export thread; spans are written at shutdown only", t->child);
-    }
-}
-
-static int past(const struct timespec *at)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return now.tv_sec > at->tv_sec || (now.tv_sec == at->tv_sec && now.tv_nsec >= at->tv_nsec);
-}
-
-/* The hook's token (a queue_hook_lookup job), on another CPU than the one the app's main
- * thread had when it queued the job (it narrowed this thread's affinity): the lookup (~0.5 ms)
- * runs beside the runtime's start-up instead of preempting it. */
-static void hook_lookup(struct tracer *t, const struct rejit_job *j)
-{
-    clrmux_unhandled_prefetch(&t->unhandled, (uintptr_t)j->hook_module, j->hook_base);
-#ifdef __linux__
-    if (j->moved)
-        pthread_setaffinity_np(pthread_self(), sizeof j->affinity, &j->affinity);
-#endif
-}
-
-static void *rejit_thread(void *arg)
-{
-    struct tracer *t = arg;
-    clrmux_block_termination_signals();
-    HRESULT hr = ICorProfilerInfo5_InitializeCurrentThread(t->info);
-    if (FAILED(hr))
-        LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
-    pthread_mutex_lock(&t->rj_lock);
-    const int start = !t->rj_stop;
-    t->rj_starting = start;
-    pthread_mutex_unlock(&t->rj_lock);
-    if (start)
-        start_background(t);
-    /* the export thread's start: export_delay_ns after Initialize (a realtime deadline, as
-     * pthread_cond_timedwait takes) */
-    struct timespec export_at;
-    clock_gettime(CLOCK_REALTIME, &export_at);
-    int64_t left = t->start_ns + export_delay_ns(t) - clrmux_now_ns();
-    if (left > 0) {
-        export_at.tv_sec += (time_t)(left / 1000000000);
-        export_at.tv_nsec += (long)(left % 1000000000);
-        if (export_at.tv_nsec >= 1000000000)
-            export_at.tv_sec++, export_at.tv_nsec -= 1000000000;
-    }
-    int export_due = start;
-    pthread_mutex_lock(&t->rj_lock);
-    t->rj_starting = 0;
-    pthread_cond_broadcast(&t->rj_cond);
-    for (;;) {
-        if (export_due && !t->rj_stop && past(&export_at)) {
-            export_due = 0;
-            start_export(t);
-        }
-        if (!t->rj_head && !t->rj_stop) {
-            if (export_due)
-                pthread_cond_timedwait(&t->rj_cond, &t->rj_lock, &export_at);
-            else
-                pthread_cond_wait(&t->rj_cond, &t->rj_lock);
-            continue;
-        }
-        if (t->rj_stop)
-            break;
-        struct rejit_job *j = t->rj_head;
-        t->rj_head = j->next;
-        if (!t->rj_head)
-            t->rj_tail = NULL;
-        pthread_mutex_unlock(&t->rj_lock);
-        if (j->hook_base) {
-            hook_lookup(t, j);
-            free(j);
-            pthread_mutex_lock(&t->rj_lock);
-            continue;
-        }
-        j->hr = ICorProfilerInfo5_RequestReJIT(t->info, j->n, j->modules, j->tokens);
-        pthread_mutex_lock(&t->rj_lock);
-        j->done = 1;
-        pthread_cond_broadcast(&t->rj_cond);
-    }
-    pthread_mutex_unlock(&t->rj_lock);
-    return NULL;
-}
-
-/* Queues the lookup of the unhandled-exception hook's token in CoreLib (`mod`, mapped at
- * `base`) for the ReJIT thread, without waiting: CoreLib is loaded 5-10 ms before its first
- * method is compiled or looked up (the first JIT callback, which would otherwise look it up
- * on the app's main thread, ~12 page faults). */
-static void queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base)
-{
-    struct rejit_job *j = calloc(1, sizeof *j);
-    if (!j)
-        return; /* the first callback looks it up */
-    j->hook_module = mod;
-    j->hook_base = base;
-#ifdef __linux__
-    /* woken on this CPU, the ReJIT thread would take it from the app's main thread for the
-     * lookup: it runs on the others (hook_lookup restores its affinity) */
-    int cpu = sched_getcpu();
-    cpu_set_t others;
-    if (cpu >= 0 && cpu < CPU_SETSIZE && pthread_getaffinity_np(t->rj_thread, sizeof others, &others) == 0 &&
-        CPU_ISSET(cpu, &others) && CPU_COUNT(&others) > 1) {
-        j->affinity = others;
-        CPU_CLR(cpu, &others);
-        j->moved = pthread_setaffinity_np(t->rj_thread, sizeof others, &others) == 0;
-    }
-#endif
-    pthread_mutex_lock(&t->rj_lock);
-    if (t->rj_tail)
-        t->rj_tail->next = j;
-    else
-        t->rj_head = j;
-    t->rj_tail = j;
-    pthread_cond_broadcast(&t->rj_cond);
-    pthread_mutex_unlock(&t->rj_lock);
-}
-
-/* Queues a RequestReJIT for the ReJIT thread and waits (bounded) until it has been made. */
-static void request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
-{
-    struct rejit_job *j = calloc(1, sizeof *j);
-    ModuleID *mods = calloc(n, sizeof *mods);
-    mdMethodDef *toks = calloc(n, sizeof *toks);
-    if (!j || !mods || !toks) {
-        free(j), free(mods), free(toks);
-        LOG_ERROR("tracer: out of memory; %u method(s) of %s not traced", (unsigned)n, assembly);
-        return;
-    }
-    for (ULONG i = 0; i < n; i++) {
-        mods[i] = mod;
-        toks[i] = tokens[i];
-    }
-    j->n = n;
-    j->modules = mods;
-    j->tokens = toks;
-    pthread_mutex_lock(&t->rj_lock);
-    if (t->rj_tail)
-        t->rj_tail->next = j;
-    else
-        t->rj_head = j;
-    t->rj_tail = j;
-    pthread_cond_broadcast(&t->rj_cond);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += REJIT_WAIT_SECONDS;
-    int rc = 0;
-    while (!j->done && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&t->rj_cond, &t->rj_lock, &ts);
-    int done = j->done;
-    HRESULT hr = j->hr;
-    if (done) {
-        free(mods), free(toks), free(j);
-    } /* else the ReJIT thread still owns the job: it is leaked rather than freed under it */
-    pthread_mutex_unlock(&t->rj_lock);
-    if (!done)
-        LOG_WARN("tracer: RequestReJIT for %s not done after %d s; its first calls may not be traced", assembly,
-                 REJIT_WAIT_SECONDS);
-    else if (FAILED(hr))
-        LOG_ERROR("tracer: RequestReJIT of %u method(s) of %s failed with HRESULT %s", (unsigned)n, assembly,
-                  HR_STR(hr));
-    else
-        LOG_DEBUG("tracer: ReJIT requested for %u method(s) of %s", (unsigned)n, assembly);
 }
 
 /* ---- metadata ------------------------------------------------------------------------ */
@@ -558,7 +349,7 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     /* the one thread started here: it registers the last gasp (start_background) and starts
      * the export thread a little later (export_delay_ns) */
-    if (pthread_create(&t->rj_thread, NULL, rejit_thread, t) != 0) {
+    if (pthread_create(&t->rj_thread, NULL, tracer_rejit_thread, t) != 0) {
         LOG_ERROR("child '%s': cannot start the ReJIT thread; tracer disabled", t->child);
         return E_FAIL;
     }
@@ -604,7 +395,7 @@ static void rejit_for_join(struct tracer *t)
             }
         LOG_DEBUG("tracer: %s loaded: %u method(s) rewritten again to join Activity.Current", CLRMUX_DIAGNOSTICSOURCE,
                   (unsigned)k);
-        request_rejit(t, mod, toks, k, CLRMUX_DIAGNOSTICSOURCE);
+        tracer_request_rejit(t, mod, toks, k, CLRMUX_DIAGNOSTICSOURCE);
     }
     free(toks), free(done);
 }
@@ -630,7 +421,7 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     to_utf8(wname, len, assembly, sizeof assembly);
     if (base && !atomic_load_explicit(&t->unhandled.state, memory_order_relaxed) &&
         strcmp(assembly, "System.Private.CoreLib") == 0)
-        queue_hook_lookup(t, mod, base);
+        tracer_queue_hook_lookup(t, mod, base);
     if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1))
         rejit_for_join(t);
     if (!assembly_has_targets(t, assembly))
@@ -650,7 +441,7 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     IMetaDataImport2_Release(imp);
     if (n) {
         LOG_INFO("tracer: %s: %u method(s) to trace", assembly, (unsigned)n);
-        request_rejit(t, mod, toks, n, assembly);
+        tracer_request_rejit(t, mod, toks, n, assembly);
     }
     return S_OK;
 }
@@ -824,7 +615,7 @@ static void log_summary(struct tracer *t, const char *cause, uint64_t flushed)
  * moment, unless the event was only raised), write them and hold the export thread's writes
  * for HOLD_AFTER_UNHANDLED_MS, so that no line is being written when the abort comes. The
  * last-gasp thread. */
-static void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final)
+void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final)
 {
     struct tracer *t = ctx;
     atomic_store(&t->gasp_waiting, 1); /* the export thread lets go of wr_lock */

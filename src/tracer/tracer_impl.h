@@ -237,6 +237,17 @@ uint32_t tracer_exception_name_id(struct tracer *t, ObjectID obj, ClassID cls);
  * -1 (out of memory, a path too long: logged). */
 int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir);
 
+/* rejit.c */
+void *tracer_rejit_thread(void *arg); /* pthread body; arg: the tracer */
+/* queues the hook's token lookup in CoreLib (`mod`, mapped at `base`) for the ReJIT thread;
+ * does not wait (a failed allocation leaves the lookup to the first JIT callback) */
+void tracer_queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base);
+/* queues RequestReJIT of `n` methods (`tokens`) of module `mod` (named `assembly` in the log)
+ * and waits until the ReJIT thread has made it, REJIT_WAIT_SECONDS at most; errors are logged */
+void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly);
+/* tracer.c: the last gasp (common/lastgasp.h's clrmux_lastgasp_fn), registered by the ReJIT thread */
+void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
+
 /* export.c */
 const struct clrmux_otlp_pb_api *tracer_load_pb(void); /* libclrmux_otlp.so, or NULL */
 void *tracer_export_thread(void *arg);                  /* pthread body; arg: the tracer */
