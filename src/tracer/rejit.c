@@ -129,6 +129,17 @@ void *tracer_rejit_thread(void *arg)
     return NULL;
 }
 
+/* Appends job j to the ReJIT thread's queue and wakes it (under rj_lock). */
+static void enqueue(struct tracer *t, struct rejit_job *j)
+{
+    if (t->rj_tail)
+        t->rj_tail->next = j;
+    else
+        t->rj_head = j;
+    t->rj_tail = j;
+    pthread_cond_broadcast(&t->rj_cond);
+}
+
 /* Queues the lookup of the unhandled-exception hook's token in CoreLib (`mod`, mapped at
  * `base`) for the ReJIT thread, without waiting: CoreLib is loaded 5-10 ms before its first
  * method is compiled or looked up (the first JIT callback, which would otherwise look it up
@@ -153,12 +164,7 @@ void tracer_queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base)
     }
 #endif
     pthread_mutex_lock(&t->rj_lock);
-    if (t->rj_tail)
-        t->rj_tail->next = j;
-    else
-        t->rj_head = j;
-    t->rj_tail = j;
-    pthread_cond_broadcast(&t->rj_cond);
+    enqueue(t, j);
     pthread_mutex_unlock(&t->rj_lock);
 }
 
@@ -181,12 +187,7 @@ void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, U
     j->modules = mods;
     j->tokens = toks;
     pthread_mutex_lock(&t->rj_lock);
-    if (t->rj_tail)
-        t->rj_tail->next = j;
-    else
-        t->rj_head = j;
-    t->rj_tail = j;
-    pthread_cond_broadcast(&t->rj_cond);
+    enqueue(t, j);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += REJIT_WAIT_SECONDS;
