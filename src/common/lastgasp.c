@@ -216,6 +216,10 @@ void clrmux_lastgasp_now(void)
         atomic_compare_exchange_strong(&g_state, &done, 0);
 }
 
+#ifdef CLRMUX_TESTING
+void (*clrmux_lastgasp_test_between)(int sig);
+#endif
+
 static void install(void)
 {
     for (size_t i = 0; i < NSIGS; i++) {
@@ -231,7 +235,17 @@ static void install(void)
                                            SIGSEGV handler: its activation signal) */
         if (k_sigs[i].fault)
             sigaddset(&sa.sa_mask, SIGPROF); /* no room for it on the alternate stack (lastgasp.h) */
-        sigaction(k_sigs[i].sig, &sa, NULL);
+        /* installed and the handler it replaces read back in one call: this may run on a
+         * background thread (the tracer registers from its ReJIT thread) while the app's main
+         * thread installs its own (System.Native's SIGTERM/SIGINT handlers): one installed
+         * since the read above is chained to, never silently replaced */
+#ifdef CLRMUX_TESTING
+        if (clrmux_lastgasp_test_between)
+            clrmux_lastgasp_test_between(k_sigs[i].sig);
+#endif
+        struct sigaction replaced;
+        if (sigaction(k_sigs[i].sig, &sa, &replaced) == 0)
+            g_prev[i] = replaced;
     }
     atexit(at_exit);
 }

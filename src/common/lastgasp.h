@@ -84,6 +84,12 @@ void clrmux_lastgasp_after_exception(void);
 /* Runs the flush now as a signal `cause` would (tests). Returns 1 if it finished in time. */
 int clrmux_lastgasp_fire(const char *cause);
 
+#if defined(CLRMUX_TESTING) && !defined(_WIN32)
+/* Tests: called with each signal number as the handlers are installed, after the previous
+ * handler was read and before clrmux's replaces it: what another thread could do meanwhile. */
+extern void (*clrmux_lastgasp_test_between)(int sig);
+#endif
+
 /* CLOCK_MONOTONIC nanoseconds. */
 int64_t clrmux_mono_ns(void);
 

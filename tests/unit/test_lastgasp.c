@@ -1,7 +1,8 @@
 /* The last gasp (src/common/lastgasp.c): flush functions called once with the cause, none
  * after unregister; in a forked child, SIGTERM runs the flush and still ends the process by
  * SIGTERM; an ignored signal stays ignored; a handler installed before clrmux's is still
- * called; exit() flushes; the async-signal-safe log line. */
+ * called, also one installed while clrmux installs its own; exit() flushes; the
+ * async-signal-safe log line. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,6 +132,21 @@ static void body_chained(void)
     _exit(prev_called ? 5 : 6);
 }
 
+/* the runtime's handler installed by another thread while clrmux installs its own (the
+ * tracer registers from its ReJIT thread as the app's main thread starts): still called */
+static void install_prev_quit(int sig)
+{
+    if (sig == SIGQUIT)
+        signal(SIGQUIT, prev_handler);
+}
+static void body_raced(void)
+{
+    clrmux_lastgasp_test_between = install_prev_quit;
+    clrmux_lastgasp_register(marker_fn, NULL);
+    raise(SIGQUIT);
+    _exit(prev_called ? 5 : 6);
+}
+
 static void body_exit(void)
 {
     clrmux_lastgasp_register(marker_fn, NULL);
@@ -183,6 +199,10 @@ static void test_signals_in_child(void **state)
 
     st = in_child(body_chained, cause, sizeof cause);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 5);
+    assert_string_equal(cause, "SIGQUIT");
+
+    st = in_child(body_raced, cause, sizeof cause);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 5); /* not SIGQUIT's default end */
     assert_string_equal(cause, "SIGQUIT");
 
     st = in_child(body_native_fault, cause, sizeof cause);
