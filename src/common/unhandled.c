@@ -28,14 +28,23 @@ static int is_corelib(ICorProfilerInfo *info, ModuleID mod, LPCBYTE *base)
            (len == sizeof tail - 1 || utf8[len - sizeof tail] == '/' || utf8[len - sizeof tail] == '\\');
 }
 
+/* AppContext.OnUnhandledException's token (0: none, before .NET 10) read from the tables of
+ * CoreLib as the runtime mapped it at `base` (mdtables.h: the public importer would switch the
+ * runtime's reader of CoreLib to the slower read/write one). 0, or -1 when they cannot be read. */
+static int tables_token(const void *base, uint32_t *tok)
+{
+    size_t size = base ? clrmux_md_mapped_size(base) : 0;
+    *tok = 0;
+    return size && clrmux_md_find_method(base, size, 1, "System", "AppContext", "OnUnhandledException", tok) == 0
+               ? 0
+               : -1;
+}
+
 /* CoreLib (`mod`, mapped at `base`)'s token of AppContext.OnUnhandledException, 0 if none. */
 static uint32_t find_token(ICorProfilerInfo *info, ModuleID mod, LPCBYTE base)
 {
-    /* first from CoreLib's own tables as the runtime mapped them (mdtables.h: the public
-     * importer would switch the runtime's reader of CoreLib to the slower read/write one) */
-    size_t size = base ? clrmux_md_mapped_size(base) : 0;
     uint32_t found = 0;
-    if (size && clrmux_md_find_method(base, size, 1, "System", "AppContext", "OnUnhandledException", &found) == 0) {
+    if (tables_token(base, &found) == 0) {
         LOG_DEBUG("AppContext.OnUnhandledException is 0x%08x (read from CoreLib's metadata tables)", (unsigned)found);
         return found; /* 0 before .NET 10 (no such method): nothing to look for */
     }
@@ -76,9 +85,8 @@ int clrmux_unhandled_prefetch(struct clrmux_unhandled_hook *h, uintptr_t corelib
     uint32_t idle = 0;
     if (!corelib || !base || !atomic_compare_exchange_strong(&h->state, &idle, 1))
         return 0;
-    size_t size = clrmux_md_mapped_size(base);
     uint32_t found = 0;
-    if (size && clrmux_md_find_method(base, size, 1, "System", "AppContext", "OnUnhandledException", &found) == 0) {
+    if (tables_token(base, &found) == 0) {
         LOG_DEBUG("AppContext.OnUnhandledException is 0x%08x (read from CoreLib's metadata tables ahead of the "
                   "callbacks)", (unsigned)found);
         publish(h, corelib, found);
