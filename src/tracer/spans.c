@@ -1,5 +1,6 @@
 /* Span probes, per-thread nesting, per-method metrics and the bounded span ring (see
- * spans.h). The tick clock: spans_clock.c; the profiler's view and thread names: spans_ctx.c. */
+ * spans.h). The tick clock: spans_clock.c; the profiler's view, thread names and the W3C
+ * trace context a span joins: spans_ctx.c. */
 #include "tracer/spans_int.h"
 #include "common/lazymem.h"
 #include "common/platform.h"
@@ -81,7 +82,7 @@ static _Atomic uint32_t wake_word, sleeping;
 static uint32_t hw_retired; /* the mark: retired blocks */
 
 /* the registry of the threads that record spans (their blocks; per-thread counters) */
-static __thread struct tstate *tls __attribute__((tls_model("initial-exec")));
+__thread struct tstate *spans_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -501,7 +502,7 @@ static uint64_t threads_unsampled(void)
 static void tstate_free(void *p)
 {
     struct tstate *t = p;
-    tls = NULL;
+    spans_tls = NULL;
     spans_tname_record(t->tid);
     pthread_mutex_lock(&reg_lock);
     if (metrics) /* fold the thread's counters into the globals */
@@ -609,43 +610,19 @@ static struct tstate *tstate_new(void)
     reg_head = t;
     pthread_mutex_unlock(&reg_lock);
     pthread_setspecific(tls_key, t);
-    tls = t;
+    spans_tls = t;
     return t;
-}
-
-/* The profiler's view: updated after each change of the stack or of the trace's sampling
- * decision. Seqlock: seq odd, the fields as release stores (each orders the odd seq before
- * it; plain moves on x86-64, which only keep the compiler from reordering), seq even with a
- * release store. Spans of a trace that is not recorded leave the ids 0. */
-static inline void ctx_update(struct tstate *t)
-{
-    struct clrmux_span_context *c = t->ctx;
-    uint32_t seq = c->seq;
-    __atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELAXED);
-    uint32_t d = t->depth;
-    __atomic_store_n(&c->depth, d, __ATOMIC_RELEASE);
-    /* only a recorded trace labels samples: an id in a profile names a span one can find */
-    uint32_t r = t->sampled ? d : 0;
-    __atomic_store_n(&c->span_id, r ? t->stack[r - 1].span_id : 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&c->local_root_id, r ? t->stack[0].span_id : 0, __ATOMIC_RELEASE);
-    if (d == 1) {
-        uint64_t w[2];
-        memcpy(w, t->trace_id, 16);
-        __atomic_store_n(&c->trace_words[0], w[0], __ATOMIC_RELEASE);
-        __atomic_store_n(&c->trace_words[1], w[1], __ATOMIC_RELEASE);
-    }
-    __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_peek(void)
 {
-    struct tstate *t = tls; /* initial-exec TLS: no allocation, no lock: async-signal-safe */
+    struct tstate *t = spans_tls; /* initial-exec TLS: no allocation, no lock: async-signal-safe */
     return t ? t->ctx : NULL;
 }
 
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_get(void)
 {
-    struct tstate *t = tls;
+    struct tstate *t = spans_tls;
     if (!t && !(t = tstate_new()))
         return NULL;
     return t->ctx;
@@ -671,13 +648,13 @@ static inline int64_t span_open(struct tstate *t, int32_t method)
     o->exc = 0;
     o->start = ticks();
     t->depth++;
-    ctx_update(t);
+    spans_ctx_update(t);
     return t->depth - 1;
 }
 
 int64_t clrmux_span_enter_fast(int32_t method)
 {
-    struct tstate *t = tls;
+    struct tstate *t = spans_tls;
     if (__builtin_expect(!t || t->depth >= t->cap, 0))
         return CLRMUX_SPAN_SLOW;
     return span_open(t, method);
@@ -685,7 +662,7 @@ int64_t clrmux_span_enter_fast(int32_t method)
 
 int64_t clrmux_span_enter(int32_t method)
 {
-    struct tstate *t = tls;
+    struct tstate *t = spans_tls;
     if (__builtin_expect(!t, 0) && !(t = tstate_new()))
         return -1;
     if (__builtin_expect(t->depth >= t->cap, 0) && tstate_grow(t) != 0) {
@@ -699,7 +676,7 @@ int64_t clrmux_span_enter(int32_t method)
 
 void clrmux_span_exit(int64_t slot)
 {
-    struct tstate *t = tls;
+    struct tstate *t = spans_tls;
     if (!t || slot < 0 || slot >= (int64_t)t->depth)
         return;
     uint64_t end = ticks();
@@ -734,12 +711,12 @@ void clrmux_span_exit(int64_t slot)
     }
     if (t->depth == 0)
         t->pending_exc = 0;
-    ctx_update(t);
+    spans_ctx_update(t);
 }
 
 void clrmux_span_exception(int64_t slot)
 {
-    struct tstate *t = tls;
+    struct tstate *t = spans_tls;
     if (!t || slot < 0 || slot >= (int64_t)t->depth)
         return;
     struct open_span *o = &t->stack[slot];
@@ -748,80 +725,15 @@ void clrmux_span_exception(int64_t slot)
         o->exc = t->pending_exc;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static int hex_bytes(const char *s, uint8_t *out, size_t n)
-{
-    int any = 0;
-    for (size_t i = 0; i < n; i++) {
-        int h = hexval(s[2 * i]), l = hexval(s[2 * i + 1]);
-        if (h < 0 || l < 0)
-            return -1;
-        out[i] = (uint8_t)(h << 4 | l);
-        any |= out[i];
-    }
-    return any ? 0 : -1; /* all-zero ids are invalid (W3C Trace Context) */
-}
-
-int clrmux_span_join_w3c(const char *id, size_t len)
-{
-    struct tstate *t = tls;
-    uint8_t trace[16], span[8], flags;
-    if (!t || t->depth != 1 || len != 55 || id[0] != '0' || id[1] != '0' || id[2] != '-' || id[35] != '-' ||
-        id[52] != '-')
-        return -1;
-    if (hex_bytes(id + 3, trace, 16) || hex_bytes(id + 36, span, 8) || hexval(id[53]) < 0 || hexval(id[54]) < 0)
-        return -1;
-    flags = (uint8_t)(hexval(id[53]) << 4 | hexval(id[54]));
-    memcpy(t->trace_id, trace, 16);
-    uint64_t p = 0;
-    for (int i = 0; i < 8; i++)
-        p = p << 8 | span[i];
-    t->root_parent = p;
-    t->joined = 1;
-    t->sampled = flags & 1;
-    ctx_update(t);
-    return 0;
-}
-
-void clrmux_span_join(const void *id)
-{
-    if (!id)
-        return;
-    const unsigned char *o = id;
-    int32_t len;
-    memcpy(&len, o + 8, 4);
-    if (len != 55)
-        return;
-    char buf[56];
-    for (int i = 0; i < 55; i++) {
-        uint16_t c;
-        memcpy(&c, o + 12 + 2 * i, 2);
-        if (c > 0x7f)
-            return;
-        buf[i] = (char)c;
-    }
-    clrmux_span_join_w3c(buf, 55);
-}
-
 unsigned clrmux_span_depth(void)
 {
-    struct tstate *t = tls;
+    struct tstate *t = spans_tls;
     return t ? t->depth : 0;
 }
 
 void clrmux_span_set_pending_exception(uint32_t exc)
 {
-    struct tstate *t = tls;
+    struct tstate *t = spans_tls;
     if (t)
         t->pending_exc = exc > UINT16_MAX ? 0 : (uint16_t)exc;
 }

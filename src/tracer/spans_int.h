@@ -126,7 +126,35 @@ struct tstate {
     struct open_span inline_stack[CLRMUX_SPAN_INLINE_DEPTH];
 };
 
-/* ---- the profiler's view and thread names (spans_ctx.c) -------------------------------- */
+/* The calling thread's state, NULL before its first span (spans.c; initial-exec TLS: no
+ * allocation, no lock, async-signal-safe to read). */
+extern __thread struct tstate *spans_tls __attribute__((tls_model("initial-exec")));
+
+/* The profiler's view: updated after each change of the stack or of the trace's sampling
+ * decision. Seqlock: seq odd, the fields as release stores (each orders the odd seq before
+ * it; plain moves on x86-64, which only keep the compiler from reordering), seq even with a
+ * release store. Spans of a trace that is not recorded leave the ids 0. */
+static inline void spans_ctx_update(struct tstate *t)
+{
+    struct clrmux_span_context *c = t->ctx;
+    uint32_t seq = c->seq;
+    __atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELAXED);
+    uint32_t d = t->depth;
+    __atomic_store_n(&c->depth, d, __ATOMIC_RELEASE);
+    /* only a recorded trace labels samples: an id in a profile names a span one can find */
+    uint32_t r = t->sampled ? d : 0;
+    __atomic_store_n(&c->span_id, r ? t->stack[r - 1].span_id : 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->local_root_id, r ? t->stack[0].span_id : 0, __ATOMIC_RELEASE);
+    if (d == 1) {
+        uint64_t w[2];
+        memcpy(w, t->trace_id, 16);
+        __atomic_store_n(&c->trace_words[0], w[0], __ATOMIC_RELEASE);
+        __atomic_store_n(&c->trace_words[1], w[1], __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* ---- the profiler's view, thread names, W3C trace context (spans_ctx.c) ----------------- */
 
 /* Records the OS name of thread tid (at its first span and at its exit). */
 void spans_tname_record(uint32_t tid);
