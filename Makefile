@@ -252,7 +252,7 @@ $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 # cmocka.h declares its printf-like functions with the MS printf format, while everything here
 # uses mingw's C99 printf (__USE_MINGW_ANSI_STDIO): -D__printf__=__gnu_printf__ makes the
 # compile-time checks match what runs.
-WIN_UNIT_NAMES := config common compose unhandled detach dispatch abi il tracer_target tracer_spanfile tracer_spans
+WIN_UNIT_NAMES := config common compose unhandled mdtables detach dispatch abi il tracer_target tracer_spanfile tracer_spans
 WIN_UNIT_BINS := $(WIN_UNIT_NAMES:%=$(BUILD)/win-x64/unit/test_%.exe)
 WIN_TEST_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/tobj/%.o) $(WIN_DEPS)/obj/ini.o $(WIN_DEPS)/obj/cmocka.o \
                  $(BUILD)/win-x64/tobj/src/loader/elt_amd64.o

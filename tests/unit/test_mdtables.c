@@ -1,6 +1,6 @@
 /* src/common/mdtables.c: method tokens, type and method names and nesting read from ECMA-335
- * metadata tables, against the runtime's own System.Private.CoreLib.dll (CLRMUX_TEST_CORELIB,
- * or the first one under /usr/share/dotnet and /usr/lib/dotnet), as on disk and laid out as
+ * metadata tables, against the runtime's own System.Private.CoreLib.dll (corelib.h:
+ * CLRMUX_TEST_CORELIB, or the SDK's newest), as on disk and laid out as
  * the runtime maps it, and against that file cut short and damaged (ASan: nothing read out of
  * bounds). */
 #include <setjmp.h>
@@ -10,40 +10,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <glob.h>
 #include <cmocka.h>
+
+#include "corelib.h"
 
 #include "common/mdtables.h"
 
 static uint8_t *g_file;
 static size_t g_len;
 
+/* CoreLib's file (corelib.h: CLRMUX_TEST_CORELIB or the SDK's newest); without one the tests
+ * skip, or the group fails under CI */
 static int load_corelib(void **state)
 {
     (void)state;
-    const char *path = getenv("CLRMUX_TEST_CORELIB");
-    glob_t g = {0};
-    if (!path || !*path) {
-        if (glob("/usr/share/dotnet/shared/Microsoft.NETCore.App/*/System.Private.CoreLib.dll", 0, NULL, &g) != 0 &&
-            glob("/usr/lib/dotnet/shared/Microsoft.NETCore.App/*/System.Private.CoreLib.dll", 0, NULL, &g) != 0) {
-            const char *ci = getenv("CI");
-            fprintf(stderr, "test_mdtables: no System.Private.CoreLib.dll (install the .NET SDK or set "
-                            "CLRMUX_TEST_CORELIB)%s\n", ci && !strcmp(ci, "true") ? "" : ": skipped");
-            return ci && !strcmp(ci, "true") ? -1 : 0;
-        }
-        path = g.gl_pathv[g.gl_pathc - 1];
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    fseek(f, 0, SEEK_END);
-    g_len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    g_file = malloc(g_len);
-    int ok = g_file && fread(g_file, 1, g_len, f) == g_len;
-    fclose(f);
-    globfree(&g);
-    return ok ? 0 : -1;
+    g_file = corelib_read("test_mdtables", &g_len);
+    return g_file || !corelib_required() ? 0 : -1;
 }
 
 static int free_corelib(void **state)
@@ -53,27 +35,8 @@ static int free_corelib(void **state)
     return 0;
 }
 
-static uint32_t rd32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-
 /* The file laid out as loaded: headers, then each section at its RVA (as the runtime maps it). */
-static uint8_t *map_image(size_t *size)
-{
-    uint32_t pe = rd32(g_file + 0x3c);
-    unsigned nsec = rd16(g_file + pe + 6), optsize = rd16(g_file + pe + 20);
-    *size = rd32(g_file + pe + 24 + 56);
-    uint8_t *img = calloc(1, *size);
-    assert_non_null(img);
-    uint32_t headers = rd32(g_file + pe + 24 + 60);
-    memcpy(img, g_file, headers);
-    for (unsigned i = 0; i < nsec; i++) {
-        const uint8_t *s = g_file + pe + 24 + optsize + 40 * i;
-        uint32_t va = rd32(s + 12), raw_size = rd32(s + 16), raw = rd32(s + 20);
-        assert_true(va + raw_size <= *size || rd32(s + 8) < raw_size);
-        memcpy(img + va, g_file + raw, raw_size < *size - va ? raw_size : *size - va);
-    }
-    return img;
-}
+static uint8_t *map_image(size_t *size) { return corelib_map(g_file, g_len, size); }
 
 static void test_finds_methods_in_corelib(void **state)
 {

@@ -8,19 +8,20 @@
  * watch's state is per thread).
  * The hook's token (clrmux_unhandled_is_hook, clrmux_unhandled_prefetch): looked up ahead of
  * the callbacks in the runtime's System.Private.CoreLib.dll laid out as mapped
- * (CLRMUX_TEST_CORELIB, or the SDK's; skipped without one), the callbacks then answer with
+ * (corelib.h: CLRMUX_TEST_CORELIB, or the SDK's newest; skipped without one, failing under CI),
  * no lookup of their own; a prefetch that cannot read the tables leaves the lookup to them. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "corelib.h"
 
 #include "common/mdtables.h"
 #include "common/unhandled.h"
@@ -288,52 +289,14 @@ static HRESULT STDMETHODCALLTYPE fake_metadata(ICorProfilerInfo2 *This, ModuleID
 static uint8_t *g_file, *g_img;
 static size_t g_len, g_img_len;
 
-static uint32_t rd32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-
-/* CoreLib's file laid out as mapped (headers, each section at its RVA), or NULL. */
+/* CoreLib's file laid out as mapped (corelib.h), or NULL: the tests skip (fail under CI). */
 static uint8_t *corelib_image(void)
 {
-    if (g_img)
-        return g_img;
-    const char *env = getenv("CLRMUX_TEST_CORELIB");
-    FILE *f = env && *env ? fopen(env, "rb") : NULL;
-    static const char *const roots[] = {"/usr/share/dotnet/shared/Microsoft.NETCore.App",
-                                        "/usr/lib/dotnet/shared/Microsoft.NETCore.App"};
-    for (size_t i = 0; i < sizeof roots / sizeof *roots && !f; i++) {
-        DIR *d = opendir(roots[i]);
-        struct dirent *e;
-        char path[512];
-        while (d && !f && (e = readdir(d)))
-            if (e->d_name[0] != '.') {
-                snprintf(path, sizeof path, "%s/%s/System.Private.CoreLib.dll", roots[i], e->d_name);
-                f = fopen(path, "rb");
-            }
-        if (d)
-            closedir(d);
-    }
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    g_len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    g_file = malloc(g_len);
-    int ok = g_file && fread(g_file, 1, g_len, f) == g_len;
-    fclose(f);
-    if (!ok)
-        return NULL;
-    uint32_t pe = rd32(g_file + 0x3c);
-    unsigned nsec = rd16(g_file + pe + 6), optsize = rd16(g_file + pe + 20);
-    g_img_len = rd32(g_file + pe + 24 + 56);
-    g_img = calloc(1, g_img_len);
-    assert_non_null(g_img);
-    memcpy(g_img, g_file, rd32(g_file + pe + 24 + 60));
-    for (unsigned i = 0; i < nsec; i++) {
-        const uint8_t *sh = g_file + pe + 24 + optsize + 40 * i;
-        uint32_t va = rd32(sh + 12), raw_size = rd32(sh + 16), raw = rd32(sh + 20);
-        if (va < g_img_len)
-            memcpy(g_img + va, g_file + raw, raw_size < g_img_len - va ? raw_size : g_img_len - va);
-    }
+    static int tried;
+    if (!tried++ && (g_file = corelib_read("test_unhandled", &g_len)))
+        g_img = corelib_map(g_file, g_len, &g_img_len);
+    if (!g_img && corelib_required())
+        fail_msg("no System.Private.CoreLib.dll under CI");
     return g_img;
 }
 
