@@ -1,24 +1,25 @@
 /* The tracer's ReJIT thread (tracer_impl.h): it makes the RequestReJIT calls the callbacks
  * queue (RequestReJIT suspends the runtime: it is made off the callback threads), looks up the
  * unhandled-exception hook's token off the app's main thread, and does the tracer's start-up
- * steps that need not be in Initialize: the metrics file's open, the last-gasp registration
- * and, flush_interval_ms later at most, the export thread's start. */
+ * steps that need not be in Initialize: the last-gasp registration, the metrics file's open,
+ * clrmux's membarrier registration when it adopted it (loader/detach.h; made when no job is
+ * queued) and, flush_interval_ms later at most, the export thread's start. */
 #include "tracer/tracer_impl.h"
 
-/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the metrics file's
- * open, the last-gasp registration (which starts clrmux's last-gasp thread when it is the
- * first). Not under rj_lock (the callbacks queue jobs meanwhile), but with rj_starting
+/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the last-gasp
+ * registration (which starts clrmux's last-gasp thread when it is the first), then the
+ * metrics file's open. Not under rj_lock (the callbacks queue jobs meanwhile), but with rj_starting
  * set, which Shutdown waits out. Here rather than in Initialize: each thread created costs
  * the creating thread 0.1-0.7 ms on a VM (its stack mapped, a page-table update per page),
  * which in Initialize is the app's start-up; here it overlaps it. */
 static void start_background(struct tracer *t)
 {
+    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
+        LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
     pthread_mutex_lock(&t->wr_lock);
     if (!t->final)
         tracer_open_metrics(t);
     pthread_mutex_unlock(&t->wr_lock);
-    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
-        LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
 }
 
 /* How long after Initialize the ReJIT thread starts the export thread: the first flush
@@ -71,15 +72,16 @@ void *tracer_rejit_thread(void *arg)
 {
     struct tracer *t = arg;
     clrmux_block_termination_signals();
-    HRESULT hr = ICorProfilerInfo5_InitializeCurrentThread(t->info);
-    if (FAILED(hr))
-        LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
     pthread_mutex_lock(&t->rj_lock);
     const int start = !t->rj_stop;
     t->rj_starting = start;
     pthread_mutex_unlock(&t->rj_lock);
+    /* the last gasp first: a SIGTERM before it is registered ends the process unflushed */
     if (start)
         start_background(t);
+    HRESULT hr = ICorProfilerInfo5_InitializeCurrentThread(t->info);
+    if (FAILED(hr))
+        LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
     /* the export thread's start: export_delay_ns after Initialize (a realtime deadline, as
      * pthread_cond_timedwait takes) */
     struct timespec export_at;
@@ -92,6 +94,7 @@ void *tracer_rejit_thread(void *arg)
             export_at.tv_sec++, export_at.tv_nsec -= 1000000000;
     }
     int export_due = start;
+    int barrier = t->rj_barrier;
     pthread_mutex_lock(&t->rj_lock);
     t->rj_starting = 0;
     pthread_cond_broadcast(&t->rj_cond);
@@ -101,6 +104,13 @@ void *tracer_rejit_thread(void *arg)
             start_export(t);
         }
         if (!t->rj_head && !t->rj_stop) {
+            if (barrier) { /* when there is nothing else to do: it waits for an RCU grace period */
+                barrier = 0;
+                pthread_mutex_unlock(&t->rj_lock);
+                clrmux_barrier_register_adopted();
+                pthread_mutex_lock(&t->rj_lock);
+                continue;
+            }
             if (export_due)
                 pthread_cond_timedwait(&t->rj_cond, &t->rj_lock, &export_at);
             else
@@ -126,6 +136,8 @@ void *tracer_rejit_thread(void *arg)
         pthread_cond_broadcast(&t->rj_cond);
     }
     pthread_mutex_unlock(&t->rj_lock);
+    if (barrier) /* stopped first: the registration is still made (evacuation waits for it) */
+        clrmux_barrier_register_adopted();
     return NULL;
 }
 

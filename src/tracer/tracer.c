@@ -349,7 +349,12 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     /* the one thread started here: it registers the last gasp (start_background) and starts
      * the export thread a little later (export_delay_ns) */
+    /* it also makes clrmux's membarrier registration, which would otherwise start a thread
+     * of its own on this one (loader/detach.h) */
+    t->rj_barrier = clrmux_barrier_adopt();
     if (pthread_create(&t->rj_thread, NULL, tracer_rejit_thread, t) != 0) {
+        if (t->rj_barrier)
+            clrmux_barrier_disown();
         LOG_ERROR("child '%s': cannot start the ReJIT thread; tracer disabled", t->child);
         return E_FAIL;
     }

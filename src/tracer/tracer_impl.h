@@ -29,6 +29,7 @@
 #include "common/unhandled.h"
 #include "common/utf16.h"
 #include "loader/child_base.h"
+#include "loader/detach.h"
 #include "tracer/activity.h"
 #include "tracer/probesig.h"
 #include "tracer/il.h"
@@ -143,6 +144,7 @@ struct tracer {
     struct rejit_job *rj_head, *rj_tail;
     int rj_started, rj_stop;
     int rj_starting; /* the ReJIT thread starts the export thread and the last gasp (start_background) */
+    int rj_barrier;  /* the ReJIT thread makes clrmux's membarrier registration (loader/detach.h) */
     pthread_t rj_thread;
 
     /* IL rewriting (metadata emission is serialised) */
