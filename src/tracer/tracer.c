@@ -352,6 +352,9 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     /* it also makes clrmux's membarrier registration, which would otherwise start a thread
      * of its own on this one (loader/detach.h) */
     t->rj_barrier = clrmux_barrier_adopt();
+#ifdef __linux__
+    t->rj_affinity_ok = pthread_getaffinity_np(pthread_self(), sizeof t->rj_affinity, &t->rj_affinity) == 0;
+#endif
     if (pthread_create(&t->rj_thread, NULL, tracer_rejit_thread, t) != 0) {
         if (t->rj_barrier)
             clrmux_barrier_disown();

@@ -91,7 +91,7 @@ struct rejit_job {
     ULONG n;
     ModuleID *modules;
     mdMethodDef *tokens;
-    int done;
+    _Atomic int done; /* set under rj_lock; the waiting thread also polls it (tracer_request_rejit) */
     HRESULT hr;
     /* or, when hook_base is set, no ReJIT: the unhandled-exception hook's token looked up in
      * CoreLib (hook_module, mapped at hook_base) ahead of the callbacks (common/unhandled.h);
@@ -99,8 +99,10 @@ struct rejit_job {
     ModuleID hook_module;
     const void *hook_base;
 #ifdef __linux__
-    int moved;          /* the ReJIT thread's affinity narrowed for the lookup: restore it */
-    cpu_set_t affinity; /* to this */
+    int moved;          /* the ReJIT thread's affinity narrowed for the job (the lookup: the CPUs
+                           other than the app thread's; a RequestReJIT: the waiting thread's CPU) */
+    cpu_set_t affinity; /* restored to this after it */
+    int ran_cpu;        /* the CPU the RequestReJIT was made on (for the debug line) */
 #endif
 };
 
@@ -146,6 +148,10 @@ struct tracer {
     int rj_starting; /* the ReJIT thread starts the export thread and the last gasp (start_background) */
     int rj_barrier;  /* the ReJIT thread makes clrmux's membarrier registration (loader/detach.h) */
     pthread_t rj_thread;
+#ifdef __linux__
+    int rj_affinity_ok;
+    cpu_set_t rj_affinity; /* the ReJIT thread's own (Initialize's thread's, which it inherits) */
+#endif
 
     /* IL rewriting (metadata emission is serialised) */
     pthread_mutex_t rw_lock;
