@@ -79,6 +79,8 @@ void *tracer_rejit_thread(void *arg)
     /* the last gasp first: a SIGTERM before it is registered ends the process unflushed */
     if (start)
         start_background(t);
+    if (t->rj_gasp_armed) /* registered (its thread started), or given up: Shutdown came first */
+        clrmux_lastgasp_disarm();
     HRESULT hr = ICorProfilerInfo5_InitializeCurrentThread(t->info);
     if (FAILED(hr))
         LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
