@@ -347,38 +347,8 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             return E_FAIL;
         }
     }
-    /* the one thread started here: it registers the last gasp (start_background) and starts
-     * the export thread a little later (export_delay_ns) */
-    /* it also makes clrmux's membarrier registration, which would otherwise start a thread
-     * of its own on this one (loader/detach.h) */
-    t->rj_barrier = clrmux_barrier_adopt();
-#ifdef __linux__
-    t->rj_affinity_ok = pthread_getaffinity_np(pthread_self(), sizeof t->rj_affinity, &t->rj_affinity) == 0;
-#endif
-    /* the last gasp's SIGTERM and SIGINT handlers now (no thread: 4 sigaction calls, ~5 us),
-     * so that one of them before the ReJIT thread has registered the last gasp waits for it
-     * rather than ending the process unflushed */
-    t->rj_gasp_armed = clrmux_lastgasp_arm() == 0;
-#ifndef _WIN32
-    /* the thread is born with the termination signals blocked: one delivered to it before
-     * its first instruction would wait in the handler for the registration it is to make */
-    sigset_t term, saved;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigaddset(&term, SIGINT);
-    sigaddset(&term, SIGQUIT);
-    sigaddset(&term, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &term, &saved);
-#endif
-    const int created = pthread_create(&t->rj_thread, NULL, tracer_rejit_thread, t) == 0;
-#ifndef _WIN32
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-#endif
-    if (!created) {
-        if (t->rj_gasp_armed)
-            clrmux_lastgasp_disarm();
-        if (t->rj_barrier)
-            clrmux_barrier_disown();
+    /* the one thread started here (rejit.c) */
+    if (tracer_start_rejit_thread(t) != 0) {
         LOG_ERROR("child '%s': cannot start the ReJIT thread; tracer disabled", t->child);
         return E_FAIL;
     }

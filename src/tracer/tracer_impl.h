@@ -248,6 +248,9 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 
 /* rejit.c */
 void *tracer_rejit_thread(void *arg); /* pthread body; arg: the tracer */
+/* Starts the ReJIT thread in Initialize (last gasp armed, membarrier registration adopted);
+ * 0, or -1 when it could not be created. */
+int tracer_start_rejit_thread(struct tracer *t);
 /* queues the hook's token lookup in CoreLib (`mod`, mapped at `base`) for the ReJIT thread;
  * does not wait (a failed allocation leaves the lookup to the first JIT callback) */
 void tracer_queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base);
