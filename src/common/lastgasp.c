@@ -39,6 +39,11 @@ static _Atomic int g_cause = -1; /* index in k_sigs, or CAUSE_EXIT, CAUSE_UNHAND
 static _Atomic pid_t g_tid;      /* the last-gasp thread */
 static _Atomic int g_exit_requested;
 static _Atomic unsigned g_faults; /* faults handled (SIGPROF may stay blocked after one) */
+static pthread_mutex_t g_install_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_sem_ready;          /* g_sem initialised (under g_install_lock) */
+static _Atomic int g_thread_up;  /* the thread was created */
+static _Atomic int g_coming;     /* arms (and thread starts) under way: a thread may still come */
+static _Atomic pid_t g_starter;  /* the thread creating it (a signal on it waits for nothing) */
 
 static const char *cause_name(int c)
 {
@@ -76,13 +81,18 @@ static int trigger_and_wait(int cause)
 {
     if ((pid_t)syscall(SYS_gettid) == atomic_load(&g_tid))
         return 0; /* a fault inside a flush: do not wait for ourselves */
+    if (!atomic_load(&g_thread_up) &&
+        (!atomic_load(&g_coming) || (pid_t)syscall(SYS_gettid) == atomic_load(&g_starter)))
+        return 0; /* no thread, and none coming (an arm withdrawn, a thread that could not start,
+                     or the one that would start it is the one interrupted) */
     int expected = 0;
     if (atomic_compare_exchange_strong(&g_state, &expected, 1)) {
         atomic_store(&g_cause, cause);
         sem_post(&g_sem);
     }
     int64_t deadline = clrmux_mono_ns() + (int64_t)CLRMUX_LASTGASP_WAIT_MS * 1000000;
-    while (atomic_load(&g_state) != 2 && clrmux_mono_ns() < deadline) {
+    while (atomic_load(&g_state) != 2 && clrmux_mono_ns() < deadline &&
+           (atomic_load(&g_thread_up) || atomic_load(&g_coming))) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
@@ -220,9 +230,17 @@ void clrmux_lastgasp_now(void)
 void (*clrmux_lastgasp_test_between)(int sig);
 #endif
 
-static void install(void)
+static unsigned g_installed_sigs; /* bit i: k_sigs[i] handled (under g_install_lock) */
+static int g_atexit;
+
+/* Installs the handlers not installed yet: SIGTERM and SIGINT only when `early` (an arm),
+ * else all of them, and the atexit handler. Under g_install_lock. */
+static void install(int early)
 {
     for (size_t i = 0; i < NSIGS; i++) {
+        if ((g_installed_sigs & (1u << i)) || (early && k_sigs[i].sig != SIGTERM && k_sigs[i].sig != SIGINT))
+            continue;
+        g_installed_sigs |= 1u << i;
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         if (sigaction(k_sigs[i].sig, NULL, &g_prev[i]) != 0)
@@ -247,24 +265,57 @@ static void install(void)
         if (sigaction(k_sigs[i].sig, &sa, &replaced) == 0)
             g_prev[i] = replaced;
     }
-    atexit(at_exit);
+    if (!early && !g_atexit) {
+        atexit(at_exit);
+        g_atexit = 1;
+    }
 }
 
-/* The first registration's start (the registry's lock held): the thread and the handlers. */
+/* The semaphore, then the handlers not yet installed (install). */
+static int install_once(int early)
+{
+    pthread_mutex_lock(&g_install_lock);
+    if (!g_sem_ready && sem_init(&g_sem, 0, 0) == 0)
+        g_sem_ready = 1;
+    if (g_sem_ready)
+        install(early);
+    const int rc = g_sem_ready ? 0 : -1;
+    pthread_mutex_unlock(&g_install_lock);
+    return rc;
+}
+
+int clrmux_lastgasp_arm(void)
+{
+    if (install_once(1) != 0)
+        return -1;
+    atomic_fetch_add(&g_coming, 1);
+    return 0;
+}
+
+void clrmux_lastgasp_disarm(void) { atomic_fetch_sub(&g_coming, 1); }
+
+/* The first registration's start (the registry's lock held): the handlers (unless an arm
+ * installed them), then the thread; a signal in between waits for it (g_coming). */
 static int start(void)
 {
-    pthread_t th;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    atomic_store(&g_starter, (pid_t)syscall(SYS_gettid));
+    atomic_fetch_add(&g_coming, 1);
     int rc = -1;
-    if (sem_init(&g_sem, 0, 0) == 0 && pthread_create(&th, &attr, lastgasp_thread, NULL) == 0) {
-        install();
-        rc = 0;
-    } else {
-        LOG_ERROR("cannot start the last-gasp thread: data is lost if the process ends without Shutdown");
+    if (install_once(0) == 0) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &attr, lastgasp_thread, NULL) == 0) {
+            atomic_store(&g_thread_up, 1);
+            rc = 0;
+        }
+        pthread_attr_destroy(&attr);
     }
-    pthread_attr_destroy(&attr);
+    atomic_fetch_sub(&g_coming, 1);
+    atomic_store(&g_starter, 0);
+    if (rc != 0)
+        LOG_ERROR("cannot start the last-gasp thread: data is lost if the process ends without Shutdown");
     return rc;
 }
 

@@ -51,11 +51,28 @@ struct clrmux_thread_rec *clrmux_evac_register(void)
     return t;
 }
 
-/* membarrier registration: 0 not asked, 1 under way (on its own thread), 2 over. The
- * registration waits for an RCU grace period when the process has threads (0.1 to several ms
- * measured here), so it runs beside start-up rather than in it; until it is over, callbacks
- * count themselves in with a full fence (clrmux_evac_enter), which is always correct. */
+/* membarrier registration: 0 not asked, 1 under way (asked at Initialize, made on a thread
+ * other than the app's), 2 over. The registration waits for an RCU grace period when the
+ * process has threads (0.1 to several ms measured here), so it runs beside start-up rather
+ * than in it; until it is over, callbacks count themselves in with a full fence
+ * (clrmux_evac_enter), which is always correct. Its thread: a built-in child's own when one
+ * adopted it during Initialize (clrmux_barrier_adopt: the tracer's ReJIT thread), else one
+ * started for it after the children's Initialize (clrmux_barrier_start); a thread created
+ * costs the app's main thread 0.2-0.35 ms here (its stack's page-table updates). */
 static _Atomic int membarrier_state;
+/* who makes it: 0 nobody yet, 1 an adopting child's thread, 2 clrmux (its own thread) */
+static _Atomic int membarrier_owner;
+static struct clrmux_mux *_Atomic membarrier_mux;
+#ifdef CLRMUX_TESTING
+_Atomic int clrmux_barrier_test_adopted_runs;
+int clrmux_barrier_test_state(void) { return atomic_load(&membarrier_state); }
+void clrmux_barrier_test_reset(void)
+{
+    atomic_store(&membarrier_state, 0);
+    atomic_store(&membarrier_owner, 0);
+    atomic_store(&clrmux_barrier_test_adopted_runs, 0);
+}
+#endif
 
 static void *register_membarrier(void *arg)
 {
@@ -74,18 +91,53 @@ static void *register_membarrier(void *arg)
 void clrmux_pin_self(struct clrmux_mux *m)
 {
     int expected = 0;
-    if (atomic_compare_exchange_strong(&membarrier_state, &expected, 1)) {
-        pthread_attr_t attr;
-        pthread_t tid;
-        int started = pthread_attr_init(&attr) == 0 &&
-                      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-                      pthread_create(&tid, &attr, register_membarrier, m) == 0;
-        pthread_attr_destroy(&attr);
-        if (!started)
-            register_membarrier(m);
-    }
+    if (atomic_compare_exchange_strong(&membarrier_state, &expected, 1))
+        atomic_store(&membarrier_mux, m);
     if (clrmux_pin_module_of((const void *)&clrmux_pin_self) != 0)
         LOG_WARN("cannot pin libclrmux.so in memory; detaching clrmux from the runtime is refused");
+}
+
+int clrmux_barrier_adopt(void)
+{
+    if (atomic_load(&membarrier_state) != 1)
+        return 0; /* not asked (no mux started: a unit test's child) or over */
+    int expected = 0;
+    return atomic_compare_exchange_strong(&membarrier_owner, &expected, 1);
+}
+
+void clrmux_barrier_disown(void)
+{
+    int expected = 1;
+    (void)atomic_compare_exchange_strong(&membarrier_owner, &expected, 0);
+}
+
+void clrmux_barrier_register_adopted(void)
+{
+    if (atomic_load(&membarrier_owner) != 1 || atomic_load(&membarrier_state) != 1)
+        return;
+#ifdef CLRMUX_TESTING
+    atomic_fetch_add(&clrmux_barrier_test_adopted_runs, 1);
+#endif
+    register_membarrier(atomic_load(&membarrier_mux));
+    LOG_DEBUG("process-wide barrier registration made on a built-in child's thread (%s)",
+              atomic_load(&clrmux_evac_asymmetric) ? "registered" : "not available");
+}
+
+void clrmux_barrier_start(struct clrmux_mux *m)
+{
+    int expected = 0;
+    if (atomic_load(&membarrier_state) != 1 ||
+        !atomic_compare_exchange_strong(&membarrier_owner, &expected, 2))
+        return; /* not asked, or a built-in child's thread makes it */
+    pthread_attr_t attr;
+    pthread_t tid;
+    int started = pthread_attr_init(&attr) == 0 &&
+                  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                  pthread_create(&tid, &attr, register_membarrier, m) == 0;
+    pthread_attr_destroy(&attr);
+    LOG_DEBUG("process-wide barrier registration on a thread of clrmux's own%s", started ? "" : " (none: on this one)");
+    if (!started)
+        register_membarrier(m);
 }
 
 /* ---- the detach thread ---------------------------------------------------------------- */

@@ -118,9 +118,27 @@ void clrmux_detach_runtime_succeeded(struct clrmux_mux *mux);
 void clrmux_detach_shutdown(struct clrmux_mux *mux);
 
 /* Keeps libclrmux.so mapped until the process ends (the runtime unloads a profiler after it
- * detached), and registers for membarrier(2) on a short-lived thread of its own (the
- * registration can take milliseconds; evacuation waits for its outcome), then rebuilds the
- * dispatch tables of `mux` (its counted routes need the registration). */
+ * detached), and asks for the membarrier(2) registration (the registration can take
+ * milliseconds; evacuation waits for its outcome), which then rebuilds the dispatch tables
+ * of `mux` (its counted routes need it). Made on a thread other than the app's: see below. */
 void clrmux_pin_self(struct clrmux_mux *mux);
+
+/* The registration's thread. A built-in child that starts a thread of its own in its
+ * Initialize (the tracer's ReJIT thread) takes it over: clrmux_barrier_adopt() before it
+ * creates the thread (1: adopted; clrmux_barrier_disown() if the thread then could not be
+ * created), and the thread calls clrmux_barrier_register_adopted() before anything that can
+ * wait on the runtime (once, whatever else it does: evacuation waits for the outcome). After
+ * the children's Initialize, clrmux_barrier_start(mux) makes it on a short-lived thread of
+ * clrmux's own (or on the calling thread when none can be created) unless it was adopted.
+ * A thread created there would cost the app's main thread 0.2-0.35 ms. */
+int clrmux_barrier_adopt(void);
+void clrmux_barrier_disown(void);
+void clrmux_barrier_register_adopted(void);
+void clrmux_barrier_start(struct clrmux_mux *mux);
+#ifdef CLRMUX_TESTING
+extern _Atomic int clrmux_barrier_test_adopted_runs; /* registrations made by an adopting thread */
+int clrmux_barrier_test_state(void);                  /* 0 not asked, 1 under way, 2 over */
+void clrmux_barrier_test_reset(void);
+#endif
 
 #endif

@@ -358,6 +358,7 @@ static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *p
         LOG_WARN("no child profiler could be loaded; the application runs unprofiled");
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     }
+    clrmux_barrier_start(m); /* unless a built-in child's thread makes the registration */
     LOG_INFO("%d child profiler(s) active; event mask low=0x%08X high=0x%08X", n,
              (unsigned)m->applied_low, (unsigned)m->applied_high);
     return S_OK;

@@ -347,9 +347,8 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
             return E_FAIL;
         }
     }
-    /* the one thread started here: it registers the last gasp (start_background) and starts
-     * the export thread a little later (export_delay_ns) */
-    if (pthread_create(&t->rj_thread, NULL, tracer_rejit_thread, t) != 0) {
+    /* the one thread started here (rejit.c) */
+    if (tracer_start_rejit_thread(t) != 0) {
         LOG_ERROR("child '%s': cannot start the ReJIT thread; tracer disabled", t->child);
         return E_FAIL;
     }

@@ -29,6 +29,7 @@
 #include "common/unhandled.h"
 #include "common/utf16.h"
 #include "loader/child_base.h"
+#include "loader/detach.h"
 #include "tracer/activity.h"
 #include "tracer/probesig.h"
 #include "tracer/il.h"
@@ -90,7 +91,7 @@ struct rejit_job {
     ULONG n;
     ModuleID *modules;
     mdMethodDef *tokens;
-    int done;
+    _Atomic int done; /* set under rj_lock; the waiting thread also polls it (tracer_request_rejit) */
     HRESULT hr;
     /* or, when hook_base is set, no ReJIT: the unhandled-exception hook's token looked up in
      * CoreLib (hook_module, mapped at hook_base) ahead of the callbacks (common/unhandled.h);
@@ -98,8 +99,10 @@ struct rejit_job {
     ModuleID hook_module;
     const void *hook_base;
 #ifdef __linux__
-    int moved;          /* the ReJIT thread's affinity narrowed for the lookup: restore it */
-    cpu_set_t affinity; /* to this */
+    int moved;          /* the ReJIT thread's affinity narrowed for the job (the lookup: the CPUs
+                           other than the app thread's; a RequestReJIT: the waiting thread's CPU) */
+    cpu_set_t affinity; /* restored to this after it */
+    int ran_cpu;        /* the CPU the RequestReJIT was made on (for the debug line) */
 #endif
 };
 
@@ -143,7 +146,13 @@ struct tracer {
     struct rejit_job *rj_head, *rj_tail;
     int rj_started, rj_stop;
     int rj_starting; /* the ReJIT thread starts the export thread and the last gasp (start_background) */
+    int rj_barrier;  /* the ReJIT thread makes clrmux's membarrier registration (loader/detach.h) */
+    int rj_gasp_armed; /* the last gasp's handlers installed by Initialize; the ReJIT thread registers */
     pthread_t rj_thread;
+#ifdef __linux__
+    int rj_affinity_ok;
+    cpu_set_t rj_affinity; /* the ReJIT thread's own (Initialize's thread's, which it inherits) */
+#endif
 
     /* IL rewriting (metadata emission is serialised) */
     pthread_mutex_t rw_lock;
@@ -239,6 +248,9 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 
 /* rejit.c */
 void *tracer_rejit_thread(void *arg); /* pthread body; arg: the tracer */
+/* Starts the ReJIT thread in Initialize (last gasp armed, membarrier registration adopted);
+ * 0, or -1 when it could not be created. */
+int tracer_start_rejit_thread(struct tracer *t);
 /* queues the hook's token lookup in CoreLib (`mod`, mapped at `base`) for the ReJIT thread;
  * does not wait (a failed allocation leaves the lookup to the first JIT callback) */
 void tracer_queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base);

@@ -9,7 +9,8 @@
 # exceptions of every kind call no last gasp. Also: NullReferenceException still
 # works under clrmux's SIGSEGV handler, 2009 nested calls give 2009 spans, a kill during
 # heavy writing leaves only whole lines, the size cap rotates and counts, a planted symlink
-# is refused. Prints one line per check and "ending: N passed, N failed".
+# is refused, a SIGTERM before the tracer's ReJIT thread registered the last gasp is flushed.
+# Prints one line per check and "ending: N passed, N failed".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -321,5 +322,33 @@ if [ "$(cat "$WORK/mlink/rc")" = 0 ] && [ "$(cat "$WORK/mvictim")" = precious ] 
     && grep -q "tracer: cannot open the metrics output $WORK/mlink/metrics.jsonl: it is a symbolic link (not followed); no metrics file" "$WORK/mlink/log"; then
     ok "metrics file is a planted symlink: refused with the reason, the target untouched, spans still written"
 else bad "planted symlink as metrics output" "$(cat "$WORK/mvictim"; echo "$got"; grep -E 'ERROR|WARN' "$WORK/mlink/log")"; fi
+
+# ---- a SIGTERM before the tracer's ReJIT thread has registered the last gasp: flushed ---------
+# gdb holds the ReJIT thread at its first instruction and sends SIGTERM to the main thread: the
+# handlers installed by the tracer's Initialize (clrmux_lastgasp_arm) wait for the
+# registration, which the ReJIT thread makes once released; then the process ends by SIGTERM
+if command -v gdb >/dev/null 2>&1; then
+mkdir -p "$WORK/early"
+cat >"$WORK/early/loader.conf" <<EOF
+[loader]
+log_level = info
+[child tracer]
+builtin = tracer
+output = $WORK/early/spans.jsonl
+trace = hello!Program::<Main>\$
+EOF
+printf '%s\n' "handle all nostop noprint pass" "set breakpoint pending on" "set pagination off" \
+    "break tracer_rejit_thread" run "thread 1" "signal SIGTERM" >"$WORK/early/gdb.cmd"
+timeout 120 env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
+    CLRMUX_CONFIG="$WORK/early/loader.conf" CLRMUX_LOG_FILE="$WORK/early/log" \
+    gdb -q -batch -x "$WORK/early/gdb.cmd" --args "$(command -v "${DOTNET[0]}")" "${DOTNET[@]:1}" \
+    "$CLR_APPS/hello/hello.dll" >"$WORK/early/gdb.out" 2>&1
+# ends by SIGTERM: its default action, or the runtime's handler chained to (.NET 8's PAL: exit 143)
+if grep -qE "Program terminated with signal SIGTERM|exited with code 0217" "$WORK/early/gdb.out" \
+    && grep -q "tracer: last gasp (SIGTERM): every span finished so far is saved" "$WORK/early/log" \
+    && grep -q "last gasp (SIGTERM) done" "$WORK/early/log"; then
+    ok "SIGTERM before the ReJIT thread registered the last gasp: it waits for the registration, flushes, ends by SIGTERM"
+else bad "SIGTERM before the last gasp's registration" "$(tail -n 3 "$WORK/early/gdb.out"; grep -E 'gasp|WARN|ERROR' "$WORK/early/log" | head -4)"; fi
+else ok "SIGTERM before the last gasp's registration: skipped (no gdb)"; fi
 
 clr_done

@@ -565,5 +565,17 @@ if grep -qF '"name":"Program.<Main>$"' "$WORK/latedefault.otlp.jsonl" 2>/dev/nul
     && grep -qF '"name":"Program.<Main>$"' "$WORK/late10.otlp.jsonl" 2>/dev/null; then
     ok "a short process never starts the export thread (its span written at Shutdown); with flush_interval_ms = 10 it starts"
 else bad "the export thread's delayed start" "$(grep -E 'export thread|span\(s\) written' "$WORK"/late*.log | head -4)"; fi
+# the RequestReJIT made by the ReJIT thread on the CPU of the thread that waits for it (rejit.c):
+# no wake-up of an idle vCPU each way (with more than one CPU to choose from)
+if [ "$(nproc)" -lt 2 ]; then ok "the RequestReJIT's CPU: one CPU, nothing to choose"
+elif grep -q "tracer: ReJIT requested for 1 method(s) of hello, on this thread's CPU" "$WORK/latedefault.log"; then
+    ok "the ReJIT thread makes the RequestReJIT on the waiting thread's CPU"
+else bad "the RequestReJIT's CPU" "$(grep -E 'ReJIT requested' "$WORK"/latedefault.log | head -4)"; fi
+# clrmux's membarrier registration (loader/detach.h) is made on the tracer's ReJIT thread: no
+# thread of clrmux's own is started for it on the app's main thread
+if grep -q "process-wide barrier registration made on a built-in child's thread" "$WORK/latedefault.log" \
+    && ! grep -q "process-wide barrier registration on a thread of clrmux's own" "$WORK/latedefault.log"; then
+    ok "the membarrier registration is made on the tracer's ReJIT thread, not on a thread started for it"
+else bad "the membarrier registration's thread" "$(grep -E 'barrier' "$WORK"/latedefault.log | head -4)"; fi
 
 clr_done

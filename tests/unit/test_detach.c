@@ -1,7 +1,8 @@
 /* Per-child detach (src/loader/detach.c) against the fake runtime: refusals as the runtime
  * would answer a child alone, no callback after the request, ProfilerDetachSucceeded once
  * after evacuation, the mask union without the child, and clrmux's own detach when every
- * child has left. */
+ * child has left; the membarrier registration made by an adopting built-in child's thread or
+ * by clrmux's own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,6 +109,47 @@ static void test_one_then_all_detach(void **state)
     fake_mux_free(m);
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The membarrier registration's hand-off (detach.h): a built-in child's thread that adopted it
+ * makes it, and clrmux then starts no thread of its own for it; without an adopter (or after
+ * a disown) clrmux's own thread makes it. */
+static void test_barrier_handoff(void **state)
+{
+    (void)state;
+    clrmux_barrier_test_reset();
+    assert_int_equal(clrmux_barrier_adopt(), 0); /* not asked yet (no mux started) */
+    clrmux_pin_self(NULL);
+    assert_int_equal(clrmux_barrier_test_state(), 1);
+    assert_int_equal(clrmux_barrier_adopt(), 1);
+    assert_int_equal(clrmux_barrier_adopt(), 0); /* one adopter */
+    clrmux_barrier_start(NULL);                  /* adopted: no thread of clrmux's */
+    sleep_ms(30);
+    assert_int_equal(clrmux_barrier_test_state(), 1);
+    clrmux_barrier_register_adopted();
+    assert_int_equal(clrmux_barrier_test_state(), 2);
+    assert_int_equal(atomic_load(&clrmux_barrier_test_adopted_runs), 1);
+    clrmux_barrier_register_adopted(); /* once */
+    assert_int_equal(atomic_load(&clrmux_barrier_test_adopted_runs), 1);
+
+    /* adopted, then the adopter's thread could not be created: clrmux's own thread */
+    clrmux_barrier_test_reset();
+    clrmux_pin_self(NULL);
+    assert_int_equal(clrmux_barrier_adopt(), 1);
+    clrmux_barrier_disown();
+    clrmux_barrier_start(NULL);
+    clrmux_barrier_register_adopted(); /* not the owner: does nothing */
+    for (int i = 0; i < 2000 && clrmux_barrier_test_state() != 2; i++)
+        sleep_ms(1);
+    assert_int_equal(clrmux_barrier_test_state(), 2);
+    assert_int_equal(atomic_load(&clrmux_barrier_test_adopted_runs), 0);
+    assert_int_equal(clrmux_barrier_adopt(), 0); /* over */
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -120,6 +162,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_refusals_as_alone, teardown),
         cmocka_unit_test_teardown(test_one_then_all_detach, teardown),
+        cmocka_unit_test(test_barrier_handoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

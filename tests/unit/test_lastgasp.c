@@ -1,8 +1,10 @@
 /* The last gasp (src/common/lastgasp.c): flush functions called once with the cause, none
  * after unregister; in a forked child, SIGTERM runs the flush and still ends the process by
  * SIGTERM; an ignored signal stays ignored; a handler installed before clrmux's is still
- * called, also one installed while clrmux installs its own; exit() flushes; the
- * async-signal-safe log line. */
+ * called, also one installed while clrmux installs its own; handlers armed ahead of a
+ * registration another thread makes later flush a signal that came in between, and end the
+ * process at once when the arm is withdrawn; exit() flushes; the async-signal-safe log line. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -147,6 +149,40 @@ static void body_raced(void)
     _exit(prev_called ? 5 : 6);
 }
 
+/* the handlers armed on one thread (the tracer's Initialize, on the runtime's start-up
+ * thread), the registration made 100 ms later by another (its ReJIT thread): a SIGTERM in
+ * between waits for it and is flushed */
+static void *register_later(void *arg)
+{
+    (void)arg;
+    clrmux_block_termination_signals();
+    usleep(100000);
+    clrmux_lastgasp_register(marker_fn, NULL);
+    return NULL;
+}
+static void body_armed(void)
+{
+    if (clrmux_lastgasp_arm() != 0)
+        _exit(8);
+    pthread_t th;
+    if (pthread_create(&th, NULL, register_later, NULL) != 0)
+        _exit(9);
+    raise(SIGTERM);
+    sleep(5); /* not reached */
+    _exit(7);
+}
+
+/* armed, then withdrawn without a registration: a SIGTERM ends the process at once */
+static void body_disarmed(void)
+{
+    if (clrmux_lastgasp_arm() != 0)
+        _exit(8);
+    clrmux_lastgasp_disarm();
+    raise(SIGTERM);
+    sleep(5); /* not reached */
+    _exit(7);
+}
+
 static void body_exit(void)
 {
     clrmux_lastgasp_register(marker_fn, NULL);
@@ -212,6 +248,16 @@ static void test_signals_in_child(void **state)
     st = in_child(body_handled_fault, cause, sizeof cause);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 3);
     assert_string_equal(cause, ""); /* handled by the runtime: nothing to flush */
+
+    st = in_child(body_armed, cause, sizeof cause);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    assert_string_equal(cause, "SIGTERM"); /* flushed once the registration came */
+
+    int64_t t0 = clrmux_mono_ns();
+    st = in_child(body_disarmed, cause, sizeof cause);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    assert_string_equal(cause, "");
+    assert_true(clrmux_mono_ns() - t0 < 1000000000LL); /* nothing waited for */
 
     st = in_child(body_exit, cause, sizeof cause);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 4);
