@@ -155,7 +155,7 @@ void prof_current_thread(struct profiler *p, ThreadID id, struct prof_raw *r);
 void prof_other_thread_span(struct profiler *p, uint32_t tid, struct prof_raw *r);
 /* One suspend-sampler tick: SuspendRuntime, a walk of each thread, ResumeRuntime. */
 void prof_suspend_tick(struct profiler *p);
-/* One signal-sampler tick (sigsampler.c); falls back to the suspend sampler when our SIGPROF
+/* One signal-sampler tick (sigtick.c); falls back to the suspend sampler when our SIGPROF
  * handler was replaced. */
 void prof_signal_tick(struct profiler *p);
 /* "signal sampler (...) delivered ..." into out[outsz], for the log and the profile. */
