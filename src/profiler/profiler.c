@@ -1,7 +1,8 @@
 /* The built-in continuous profiler: an ICorProfilerCallback11 child (`builtin = profiler`)
  * that reaches the runtime only through its own ICorProfilerInfo proxy, and writes one
  * gzip'd pprof file per period. See src/profiler/README.md for the design and its costs.
- * This file: its callbacks, Initialize, Shutdown, the last gasp, the COM plumbing and
+ * This file: its callbacks, Initialize and the sampler thread's first steps (prof_sampler_setup),
+ * Shutdown, the last gasp, the COM plumbing and
  * clrmux_profiler_create; the stacks, the profile and the sampler thread are in
  * profiler_stacks.c, profiler_profile.c and profiler_thread.c (profiler_int.h). */
 #define COBJMACROS
@@ -281,21 +282,8 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
         if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo10, (void **)&p->info10)))
             p->info10 = NULL;
     }
+    /* the signal sampler starts (handler, self-test) on the sampler thread: prof_sampler_setup */
     atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
-    if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
-        char why[256];
-        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, p->span_peek, why, sizeof why);
-        if (p->sig) {
-            atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
-            p->sig_start = mono_ns();
-        }
-        else
-            LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
-                     why);
-    }
-    if ((p->cfg.cpu || p->cfg.wall) && !p->sig && !p->info10)
-        LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
-                 "or wall profile", p->name);
     p->want_session = p->cfg.allocations || p->cfg.contention;
     if (p->want_session) {
         if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo12, (void **)&p->info12)))
@@ -373,23 +361,65 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
         prof_start_session(p);
 
     pthread_mutex_init(&p->work_lock, NULL);
+    /* On the app's main thread only the last gasp's table entry (a lock) and the sampler
+     * thread's creation: the last gasp's thread and handlers (0.2-0.9 ms) and the signal
+     * sampler's start and self-test (0.15-0.3 ms) are the sampler thread's first steps
+     * (prof_sampler_setup). A process that ends by a signal before those steps (the sampler
+     * thread's first ~0.1-1 ms) ends as without clrmux: nothing was sampled yet. The entry is
+     * made here so that the loader, right after Initialize, sees a last gasp to watch
+     * unhandled exceptions for (common/unhandled.h). */
+    if (prof_lastgasp_register_deferred(prof_last_gasp, p) == 0)
+        p->lastgasp_entry = 1;
+    else
+        LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
+                 p->name);
+    p->init_mono = mono_ns();
     if (pthread_create(&p->sampler, NULL, prof_sampler_main, p) == 0) {
         p->sampler_started = 1;
     } else {
         LOG_ERROR("profiler '%s': cannot start the sampler thread; profiles are written at shutdown only", p->name);
+        prof_sampler_setup(p); /* here then */
         if (p->want_session && !atomic_load(&p->session_started))
             prof_start_session(p); /* nobody else would */
     }
-    if (prof_lastgasp_register(prof_last_gasp, p) != 0)
-        LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
-                 p->name);
+    return S_OK;
+}
+
+void prof_sampler_setup(struct profiler *p)
+{
+    if (p->lastgasp_entry && !atomic_load(&p->stop)) {
+        if (prof_lastgasp_start() != 0)
+            LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
+                     p->name);
+        p->lastgasp_after_ns = mono_ns() - p->init_mono;
+    }
+    pthread_mutex_lock(&p->work_lock);
+    if (p->final || atomic_load(&p->stop)) { /* Shutdown or a last gasp came first */
+        pthread_mutex_unlock(&p->work_lock);
+        return;
+    }
+    if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
+        char why[256];
+        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, p->span_peek, why, sizeof why);
+        if (p->sig) {
+            atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
+            p->sig_start = mono_ns();
+        }
+        else
+            LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
+                     why);
+    }
+    pthread_mutex_unlock(&p->work_lock);
+    if ((p->cfg.cpu || p->cfg.wall) && !p->sig && !p->info10)
+        LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
+                 "or wall profile", p->name);
     int sampling = p->sig || p->info10;
     LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, %s sampler every %d ms; cpu=%d wall=%d "
-             "exceptions=%d allocations=%d contention=%d", p->name, p->process, p->pid, p->cfg.output_dir,
-             p->cfg.period_s, p->sig ? "signal (SIGPROF, no pause)" : "suspend (SuspendRuntime)",
-             p->cfg.interval_ms, p->cfg.cpu && sampling, p->cfg.wall && sampling,
-             p->cfg.exceptions, p->cfg.allocations && p->info12, p->cfg.contention && p->info12);
-    return S_OK;
+             "exceptions=%d allocations=%d contention=%d; its ending handlers ready %.0f us after Initialize", p->name,
+             p->process, p->pid, p->cfg.output_dir, p->cfg.period_s,
+             p->sig ? "signal (SIGPROF, no pause)" : "suspend (SuspendRuntime)", p->cfg.interval_ms,
+             p->cfg.cpu && sampling, p->cfg.wall && sampling, p->cfg.exceptions, p->cfg.allocations && p->info12,
+             p->cfg.contention && p->info12, (double)p->lastgasp_after_ns / 1e3);
 }
 
 /* ---- COM plumbing --------------------------------------------------------------------- */

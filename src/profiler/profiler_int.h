@@ -49,6 +49,9 @@ struct profiler {
     struct prof_sig *sig;       /* the signal sampler (NULL: the suspend sampler) */
     _Atomic int mode;           /* PROF_SAMPLER_SIGNAL / _SUSPEND: the sampler in use */
     int64_t sig_start;          /* mono ns when the signal sampler started */
+    int64_t init_mono;          /* mono ns at the end of Initialize */
+    int lastgasp_entry;         /* the last gasp's table entry is made (Initialize) */
+    int64_t lastgasp_after_ns;  /* its thread and handlers were ready this long after Initialize */
     struct prof_threads threads;
     struct prof_rawq q;
     struct prof_names *names;
@@ -158,6 +161,10 @@ void prof_suspend_tick(struct profiler *p);
 /* One signal-sampler tick (sigtick.c); falls back to the suspend sampler when our SIGPROF
  * handler was replaced. */
 void prof_signal_tick(struct profiler *p);
+/* The sampler thread's first steps, off the app's main thread (or Initialize's, when that
+ * thread cannot be created): the last gasp's thread and handlers, the signal sampler's
+ * start and self-test (the sampler in use: p->sig, p->mode), the "started" log line. */
+void prof_sampler_setup(struct profiler *p);
 /* "signal sampler (...) delivered ..." into out[outsz], for the log and the profile. */
 void prof_sig_summary(struct profiler *p, char *out, size_t outsz);
 
