@@ -118,7 +118,11 @@ static void settle_wall(struct prof_sig *s, struct slot *sl, struct prof_rawq *q
         s->st.wall_ns += s->tick_now - sl->last_wall;
         sl->last_wall = s->tick_now;
     }
-    sl->wall_accum += sl->wall_next;
+    if (!sl->have_last && sl->wall_next > 0) /* a running thread not walked yet: its wall
+                                                 time is kept, without a stack */
+        push(s, sl, q, sl->last_f, 0, NULL, PROF_WALK_BROKEN, 0, sl->wall_next);
+    else
+        sl->wall_accum += sl->wall_next;
     sl->wall_next = 0;
     flush_accum(s, sl, q);
 }
@@ -172,7 +176,10 @@ static void arm(struct prof_sig *s, struct slot *sl, size_t idx, const struct pr
     sl->last_wall = now;
     sl->wall_accum = 0;
     sl->wall_next = 0;
-    sl->chk_cpu = sl->chk_mono = 0;
+    /* the CPU clock read here is the first check's: a thread that runs from its arming on
+     * (the app's main thread, armed on the first tick) is not signalled on the next */
+    sl->chk_cpu = cpu >= 0 ? cpu : 0;
+    sl->chk_mono = cpu >= 0 ? now : 0;
     sl->cpu_samples = 0;
     sl->idle_level = sl->skip = 0;
     sl->cpu_walk_tick = 0;
@@ -403,9 +410,11 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
         /* it used half or more of the time since the last clock read (a recent one): it
          * runs, and its CPU timer will walk it within about two intervals; that walk carries
          * d. If it stops running before, the next check finds it idle and signals it: the
-         * walk of where it waits then carries d. No signal for a thread that runs. */
+         * walk of where it waits then carries d. No signal for a thread that runs, also
+         * before its first walk when its CPU timer will make one (a hello world's main thread
+         * took a wall signal on the second tick, in the middle of start-up). */
         int64_t since = now - sl->chk_mono;
-        int running = sl->have_last && sl->chk_mono && since > 0 && since <= WALL_DEFER_WINDOW * s->interval_ns &&
+        int running = (sl->have_last || sl->has_timer) && sl->chk_mono && since > 0 && since <= WALL_DEFER_WINDOW * s->interval_ns &&
                       (cpu - sl->chk_cpu) * 2 >= since && sl->wall_next < WALL_DEFER_WINDOW * s->interval_ns;
         sl->chk_cpu = cpu;
         sl->chk_mono = now;
