@@ -51,6 +51,7 @@ struct profiler {
     int64_t sig_start;          /* mono ns when the signal sampler started */
     int64_t init_mono;          /* mono ns at the end of Initialize */
     int lastgasp_entry;         /* the last gasp's table entry is made (Initialize) */
+    int tables_failed;          /* prof_tables found no memory */
     int64_t lastgasp_after_ns;  /* its thread and handlers were ready this long after Initialize */
     struct prof_threads threads;
     struct prof_rawq q;
@@ -165,6 +166,10 @@ void prof_signal_tick(struct profiler *p);
  * thread cannot be created): the last gasp's thread and handlers, the signal sampler's
  * start and self-test (the sampler in use: p->sig, p->mode), the "started" log line. */
 void prof_sampler_setup(struct profiler *p);
+/* Creates the profile builder (p->pb) and the name cache (p->names) unless they exist: the
+ * sampler thread's first step, else the first drain or flush (Shutdown, the last gasp), all
+ * under work_lock. 0, or -1 (out of memory: logged once, and nothing is written). */
+int prof_tables(struct profiler *p);
 /* "signal sampler (...) delivered ..." into out[outsz], for the log and the profile. */
 void prof_sig_summary(struct profiler *p, char *out, size_t outsz);
 

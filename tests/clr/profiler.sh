@@ -262,6 +262,7 @@ if command -v gcc >/dev/null 2>&1; then
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -291,13 +292,28 @@ int timer_create(clockid_t c, struct sigevent *e, timer_t *t)
         __atomic_add_fetch(&n_timer, 1, __ATOMIC_RELAXED);
     return real(c, e, t);
 }
+/* DELAY_PROFILER_THREAD_MS: the profiler's sampler thread starts that late (after a short
+ * process's Shutdown) */
+static void *(*g_fn)(void *);
+static void *delayed(void *arg)
+{
+    usleep((useconds_t)atoi(getenv("DELAY_PROFILER_THREAD_MS")) * 1000);
+    return g_fn(arg);
+}
 int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
     static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     if (!real)
         real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT, "pthread_create");
-    if (on_main() && from_clrmux(__builtin_return_address(0)))
+    if (on_main() && from_clrmux(__builtin_return_address(0))) {
         __atomic_add_fetch(&n_thread, 1, __ATOMIC_RELAXED);
+        Dl_info di;
+        if (getenv("DELAY_PROFILER_THREAD_MS") && !g_fn && dladdr((void *)fn, &di) && di.dli_fname &&
+            strstr(di.dli_fname, "libclrmux_profiler")) {
+            g_fn = fn;
+            return real(t, a, delayed, arg);
+        }
+    }
     return real(t, a, fn, arg);
 }
 __attribute__((destructor)) static void report(void)
@@ -317,6 +333,20 @@ CEOF
         ok "on the app's main thread: $counts from clrmux; the signal sampler runs and its last-gasp handlers were ready $ready us after Initialize"
     else
         bad "on the app's main thread: no sigaction, no timer_create from clrmux" "$counts; $(grep profiler "$WORK/mainthread.log")"
+    fi
+    # the sampler thread starts after Shutdown (held 3 s by the shim): Shutdown makes the
+    # profile's tables itself and writes the profile (the exceptions and the wall time of
+    # the app's threads are not sampled then, the file is still readable)
+    sed 's/^output_dir = mainthread$/output_dir = late/' "$WORK/mainthread.conf" >"$WORK/late.conf"
+    (cd "$WORK" && env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+        CLRMUX_CONFIG="$WORK/late.conf" CLRMUX_LOG_FILE="$WORK/late.log" LD_PRELOAD="$WORK/libmainthread.so" \
+        DELAY_PROFILER_THREAD_MS=3000 "${DOTNET[@]}" "$ROOT/build/clr/hello/hello.dll" >"$WORK/late.out" 2>"$WORK/late.err"; echo $? >"$WORK/late.rc")
+    late=$(ls "$WORK"/late/*.pb.gz 2>/dev/null | head -1)
+    if [ "$(cat "$WORK/late.rc")" = 0 ] && [ -n "$late" ] && pprof -raw "$late" | grep -q "last period (shutdown)" \
+        && grep -q "profiler 'profiler': shut down; 1 files written" "$WORK/late.log" && ! grep -q "started for" "$WORK/late.log"; then
+        ok "a sampler thread that starts after Shutdown: Shutdown writes a readable profile, the thread then does nothing"
+    else
+        bad "a sampler thread that starts after Shutdown: Shutdown writes the profile" "rc $(cat "$WORK/late.rc"); $(grep -E 'profiler|WARN|ERROR' "$WORK/late.log")"
     fi
 fi
 
