@@ -320,6 +320,7 @@ static int start(void)
 }
 
 int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx) { return clrmux_lastgasp_add(fn, ctx, start); }
+int clrmux_lastgasp_start(void) { return clrmux_lastgasp_add(NULL, NULL, start); }
 
 void clrmux_lastgasp_after_exception(void)
 {

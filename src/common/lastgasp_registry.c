@@ -52,6 +52,11 @@ void clrmux_lastgasp_run(const char *cause, int final)
     pthread_mutex_unlock(&g_lock);
 }
 
+int clrmux_lastgasp_register_deferred(clrmux_lastgasp_fn fn, void *ctx)
+{
+    return fn ? clrmux_lastgasp_add(fn, ctx, NULL) : -1;
+}
+
 int clrmux_lastgasp_registered(void)
 {
     pthread_mutex_lock(&g_lock);
@@ -64,9 +69,14 @@ int clrmux_lastgasp_add(clrmux_lastgasp_fn fn, void *ctx, int (*start)(void))
 {
     pthread_mutex_lock(&g_lock);
     int rc = -1;
-    if (!g_started && start() == 0)
+    if (!g_started && start && start() == 0)
         g_started = 1;
-    for (int i = 0; g_started && i < CLRMUX_LASTGASP_MAX; i++) {
+    if (!fn) { /* start only */
+        rc = g_started ? 0 : -1;
+        pthread_mutex_unlock(&g_lock);
+        return rc;
+    }
+    for (int i = 0; (g_started || !start) && i < CLRMUX_LASTGASP_MAX; i++) {
         if (!g_fns[i].fn) {
             g_fns[i].fn = fn;
             g_fns[i].ctx = ctx;

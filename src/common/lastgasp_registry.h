@@ -8,7 +8,9 @@
 
 /* Adds fn(ctx) to the table. The first call runs start() under the table's lock (the
  * platform's thread and handlers); start returns 0, or -1 (logged by it), and then nothing is
- * added. Returns 0, or -1 (table full, or start failed). */
+ * added. Returns 0, or -1 (table full, or start failed). start NULL: fn(ctx) is added without
+ * starting anything (clrmux_lastgasp_register_deferred); fn NULL: only start, if not yet
+ * (clrmux_lastgasp_start), 0 when started. */
 int clrmux_lastgasp_add(clrmux_lastgasp_fn fn, void *ctx, int (*start)(void));
 /* Whether start() succeeded (the handlers are installed). */
 int clrmux_lastgasp_started(void);

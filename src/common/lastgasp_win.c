@@ -58,6 +58,7 @@ static int start(void)
 }
 
 int clrmux_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx) { return clrmux_lastgasp_add(fn, ctx, start); }
+int clrmux_lastgasp_start(void) { return clrmux_lastgasp_add(NULL, NULL, start); }
 
 /* the console handler is installed by the first registration: nothing to arm ahead of it */
 int clrmux_lastgasp_arm(void) { return 0; }

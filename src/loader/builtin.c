@@ -60,7 +60,8 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
     clrmux_profiler_create_fn create = (clrmux_profiler_create_fn)clrmux_lib_sym(lib, CLRMUX_PROFILER_CREATE_SYMBOL);
     static const struct clrmux_profiler_host host = {CLRMUX_PROFILER_HOST_ABI, clrmux_vlog, clrmux_log_get_level,
                                                      clrmux_lastgasp_register, clrmux_lastgasp_unregister,
-                                                     clrmux_span_context_peek, clrmux_span_context_find};
+                                                     clrmux_span_context_peek, clrmux_span_context_find,
+                                                     clrmux_lastgasp_register_deferred, clrmux_lastgasp_start};
     ICorProfilerCallback11 *cb =
         create ? create(cc, clrmux_the_mux ? clrmux_the_mux->cfg.dir : ".", &host, version) : NULL;
     if (!cb)

@@ -23,7 +23,7 @@
 #define CLRMUX_PROFILER_LIBRARY "libclrmux_profiler.so"
 #define CLRMUX_PROFILER_CREATE_SYMBOL "clrmux_profiler_create"
 /* Bumped whenever struct clrmux_profiler_host or struct clrmux_child_conf changes. */
-#define CLRMUX_PROFILER_HOST_ABI 3
+#define CLRMUX_PROFILER_HOST_ABI 4
 
 struct clrmux_profiler_host {
     int abi;                                                /* CLRMUX_PROFILER_HOST_ABI */
@@ -38,6 +38,10 @@ struct clrmux_profiler_host {
      * runtime opens libclrmux.so RTLD_LOCAL, so RTLD_DEFAULT would not find them. */
     struct clrmux_span_context *(*span_context_peek)(void);
     struct clrmux_span_context *(*span_context_find)(uint32_t tid);
+    /* the last gasp's registration in two steps (common/lastgasp.h): the table entry in
+     * Initialize, the thread and handlers from the sampler thread */
+    int (*lastgasp_register_deferred)(clrmux_lastgasp_fn fn, void *ctx);
+    int (*lastgasp_start)(void);
 };
 
 /* Creates the profiler child for section `cc` (keys in cc->kvs; relative output_dir resolved

@@ -52,6 +52,13 @@ int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx)
     return g_host.lastgasp_register ? g_host.lastgasp_register(fn, ctx) : -1;
 }
 
+int prof_lastgasp_register_deferred(clrmux_lastgasp_fn fn, void *ctx)
+{
+    return g_host.lastgasp_register_deferred ? g_host.lastgasp_register_deferred(fn, ctx) : -1;
+}
+
+int prof_lastgasp_start(void) { return g_host.lastgasp_start ? g_host.lastgasp_start() : -1; }
+
 void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx)
 {
     if (g_host.lastgasp_unregister)
@@ -63,5 +70,10 @@ void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx)
 #include "profiler/prof.h"
 
 int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx) { return clrmux_lastgasp_register(fn, ctx); }
+int prof_lastgasp_register_deferred(clrmux_lastgasp_fn fn, void *ctx)
+{
+    return clrmux_lastgasp_register_deferred(fn, ctx);
+}
+int prof_lastgasp_start(void) { return clrmux_lastgasp_start(); }
 void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx) { clrmux_lastgasp_unregister(fn, ctx); }
 #endif

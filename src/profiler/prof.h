@@ -349,6 +349,8 @@ void prof_hostlog_set(const struct clrmux_profiler_host *host);
 /* The host's last gasp (common/lastgasp.h): through `host` in the companion, directly in
  * the unit tests' build. */
 int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx);
+int prof_lastgasp_register_deferred(clrmux_lastgasp_fn fn, void *ctx);
+int prof_lastgasp_start(void);
 void prof_lastgasp_unregister(clrmux_lastgasp_fn fn, void *ctx);
 
 #endif

@@ -1,7 +1,8 @@
 /* The built-in continuous profiler: an ICorProfilerCallback11 child (`builtin = profiler`)
  * that reaches the runtime only through its own ICorProfilerInfo proxy, and writes one
  * gzip'd pprof file per period. See src/profiler/README.md for the design and its costs.
- * This file: its callbacks, Initialize, Shutdown, the last gasp, the COM plumbing and
+ * This file: its callbacks, Initialize and the sampler thread's first steps (prof_sampler_setup),
+ * Shutdown, the last gasp, the COM plumbing and
  * clrmux_profiler_create; the stacks, the profile and the sampler thread are in
  * profiler_stacks.c, profiler_profile.c and profiler_thread.c (profiler_int.h). */
 #define COBJMACROS
@@ -216,7 +217,8 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
     prof_rawq_close(&p->q);
     double t = p->ticks ? (double)p->ticks * 1000.0 : 1;
     uint64_t md_tables = 0, md_importer = 0;
-    prof_names_sources(p->names, &md_tables, &md_importer);
+    if (p->names)
+        prof_names_sources(p->names, &md_tables, &md_importer);
     char sampling[1024] = "", part[600];
     size_t used = 0;
     if (p->sig) {
@@ -241,7 +243,7 @@ static HRESULT STDMETHODCALLTYPE pr_Shutdown(ICorProfilerCallback11 *This)
              (unsigned long long)atomic_load(&p->exceptions), (unsigned long long)atomic_load(&p->allocations),
              (unsigned long long)atomic_load(&p->contentions), (double)prof_sampler_cpu_ns(p) / 1e6,
              (unsigned long long)p->raw_drops_total, (unsigned long long)p->pprof_drops_total,
-             (unsigned long long)prof_names_resets(p->names), (unsigned long long)md_tables,
+             (unsigned long long)(p->names ? prof_names_resets(p->names) : 0), (unsigned long long)md_tables,
              (unsigned long long)md_importer);
     return S_OK;
 }
@@ -270,6 +272,33 @@ static int mkdirs(const char *path)
     return (stat(tmp, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
 }
 
+int prof_tables(struct profiler *p)
+{
+    if (p->pb && p->names)
+        return 0;
+    if (p->tables_failed)
+        return -1;
+    clrmux_pprof_config pc = {
+        .sample_types = k_types,
+        .n_sample_types = V_COUNT,
+        .period_type = {"wall", "nanoseconds"},
+        .period = (int64_t)p->cfg.interval_ms * 1000000,
+        .default_sample_type = p->cfg.cpu ? "cpu" : "wall",
+        /* worst case ~45 MB (pprof.h's formula), typical use a few hundred KB */
+        .limits = {.max_samples = 16384, .max_functions = 32768, .max_strings = 65536,
+                   .max_string_bytes = 8u << 20, .max_stack_depth = PROF_MAX_FRAMES + 2},
+    };
+    if (!p->pb && clrmux_pprof_create(&pc, &p->pb) != 0)
+        p->pb = NULL;
+    if (!p->names)
+        p->names = prof_names_create(p->info, NAME_ENTRIES, NAME_ARENA);
+    if (p->pb && p->names)
+        return 0;
+    p->tables_failed = 1;
+    LOG_ERROR("profiler '%s': out of memory for the profile's tables; nothing is written", p->name);
+    return -1;
+}
+
 static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
 {
     struct profiler *p = impl(This);
@@ -281,21 +310,8 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
         if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo10, (void **)&p->info10)))
             p->info10 = NULL;
     }
+    /* the signal sampler starts (handler, self-test) on the sampler thread: prof_sampler_setup */
     atomic_store(&p->mode, PROF_SAMPLER_SUSPEND);
-    if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
-        char why[256];
-        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, p->span_peek, why, sizeof why);
-        if (p->sig) {
-            atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
-            p->sig_start = mono_ns();
-        }
-        else
-            LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
-                     why);
-    }
-    if ((p->cfg.cpu || p->cfg.wall) && !p->sig && !p->info10)
-        LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
-                 "or wall profile", p->name);
     p->want_session = p->cfg.allocations || p->cfg.contention;
     if (p->want_session) {
         if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo12, (void **)&p->info12)))
@@ -322,24 +338,15 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
         LOG_ERROR("profiler '%s': cannot create output_dir %s: %s; profiles are collected but not written", p->name,
                   p->cfg.output_dir, strerror(errno));
 
-    clrmux_pprof_config pc = {
-        .sample_types = k_types,
-        .n_sample_types = V_COUNT,
-        .period_type = {"wall", "nanoseconds"},
-        .period = (int64_t)p->cfg.interval_ms * 1000000,
-        .default_sample_type = p->cfg.cpu ? "cpu" : "wall",
-        /* worst case ~45 MB (pprof.h's formula), typical use a few hundred KB */
-        .limits = {.max_samples = 16384, .max_functions = 32768, .max_strings = 65536,
-                   .max_string_bytes = 8u << 20, .max_stack_depth = PROF_MAX_FRAMES + 2},
-    };
-    int rc = clrmux_pprof_create(&pc, &p->pb);
-    p->names = rc == 0 ? prof_names_create(p->info, NAME_ENTRIES, NAME_ARENA) : NULL;
     p->views = clrmux_lazy_calloc(PROF_MAX_THREADS, sizeof *p->views); /* never freed */
     p->views_gen = UINT64_MAX;
-    if (rc != 0 || !p->names || !p->views || prof_rawq_init(&p->q, RAW_RECORDS, RAW_FRAMES) != 0) {
+    if (!p->views || prof_rawq_init(&p->q, RAW_RECORDS, RAW_FRAMES) != 0) {
         LOG_ERROR("profiler '%s': out of memory; profiler disabled", p->name);
         return E_FAIL;
     }
+    /* the profile builder and the name cache are the sampler thread's to create
+     * (prof_tables, ~0.13 ms of mappings and first page faults): only it and, after it,
+     * Shutdown and the last gasp use them */
 
     /* No JIT compilation / ReadyToRun lookup callbacks (measured, they cost the cpu profile
      * ~10% of its share of the process's CPU: tests/clr/profiler.sh, ratio 0.78-0.89 vs 0.97);
@@ -373,23 +380,66 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
         prof_start_session(p);
 
     pthread_mutex_init(&p->work_lock, NULL);
+    /* On the app's main thread only the last gasp's table entry (a lock) and the sampler
+     * thread's creation: the last gasp's thread and handlers (0.2-0.9 ms) and the signal
+     * sampler's start and self-test (0.15-0.3 ms) are the sampler thread's first steps
+     * (prof_sampler_setup). A process that ends by a signal before those steps (the sampler
+     * thread's first ~0.1-1 ms) ends as without clrmux: nothing was sampled yet. The entry is
+     * made here so that the loader, right after Initialize, sees a last gasp to watch
+     * unhandled exceptions for (common/unhandled.h). */
+    if (prof_lastgasp_register_deferred(prof_last_gasp, p) == 0)
+        p->lastgasp_entry = 1;
+    else
+        LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
+                 p->name);
+    p->init_mono = mono_ns();
     if (pthread_create(&p->sampler, NULL, prof_sampler_main, p) == 0) {
         p->sampler_started = 1;
     } else {
         LOG_ERROR("profiler '%s': cannot start the sampler thread; profiles are written at shutdown only", p->name);
+        prof_sampler_setup(p); /* here then */
         if (p->want_session && !atomic_load(&p->session_started))
             prof_start_session(p); /* nobody else would */
     }
-    if (prof_lastgasp_register(prof_last_gasp, p) != 0)
-        LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
-                 p->name);
+    return S_OK;
+}
+
+void prof_sampler_setup(struct profiler *p)
+{
+    if (p->lastgasp_entry && !atomic_load(&p->stop)) {
+        if (prof_lastgasp_start() != 0)
+            LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
+                     p->name);
+        p->lastgasp_after_ns = mono_ns() - p->init_mono;
+    }
+    pthread_mutex_lock(&p->work_lock);
+    if (p->final || atomic_load(&p->stop)) { /* Shutdown or a last gasp came first */
+        pthread_mutex_unlock(&p->work_lock);
+        return;
+    }
+    prof_tables(p);
+    if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
+        char why[256];
+        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, p->span_peek, why, sizeof why);
+        if (p->sig) {
+            atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
+            p->sig_start = mono_ns();
+        }
+        else
+            LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
+                     why);
+    }
+    pthread_mutex_unlock(&p->work_lock);
+    if ((p->cfg.cpu || p->cfg.wall) && !p->sig && !p->info10)
+        LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
+                 "or wall profile", p->name);
     int sampling = p->sig || p->info10;
     LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, %s sampler every %d ms; cpu=%d wall=%d "
-             "exceptions=%d allocations=%d contention=%d", p->name, p->process, p->pid, p->cfg.output_dir,
-             p->cfg.period_s, p->sig ? "signal (SIGPROF, no pause)" : "suspend (SuspendRuntime)",
-             p->cfg.interval_ms, p->cfg.cpu && sampling, p->cfg.wall && sampling,
-             p->cfg.exceptions, p->cfg.allocations && p->info12, p->cfg.contention && p->info12);
-    return S_OK;
+             "exceptions=%d allocations=%d contention=%d; its ending handlers ready %.0f us after Initialize", p->name,
+             p->process, p->pid, p->cfg.output_dir, p->cfg.period_s,
+             p->sig ? "signal (SIGPROF, no pause)" : "suspend (SuspendRuntime)", p->cfg.interval_ms,
+             p->cfg.cpu && sampling, p->cfg.wall && sampling, p->cfg.exceptions, p->cfg.allocations && p->info12,
+             p->cfg.contention && p->info12, (double)p->lastgasp_after_ns / 1e3);
 }
 
 /* ---- COM plumbing --------------------------------------------------------------------- */

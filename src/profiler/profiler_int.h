@@ -49,6 +49,10 @@ struct profiler {
     struct prof_sig *sig;       /* the signal sampler (NULL: the suspend sampler) */
     _Atomic int mode;           /* PROF_SAMPLER_SIGNAL / _SUSPEND: the sampler in use */
     int64_t sig_start;          /* mono ns when the signal sampler started */
+    int64_t init_mono;          /* mono ns at the end of Initialize */
+    int lastgasp_entry;         /* the last gasp's table entry is made (Initialize) */
+    int tables_failed;          /* prof_tables found no memory */
+    int64_t lastgasp_after_ns;  /* its thread and handlers were ready this long after Initialize */
     struct prof_threads threads;
     struct prof_rawq q;
     struct prof_names *names;
@@ -155,9 +159,17 @@ void prof_current_thread(struct profiler *p, ThreadID id, struct prof_raw *r);
 void prof_other_thread_span(struct profiler *p, uint32_t tid, struct prof_raw *r);
 /* One suspend-sampler tick: SuspendRuntime, a walk of each thread, ResumeRuntime. */
 void prof_suspend_tick(struct profiler *p);
-/* One signal-sampler tick (sigsampler.c); falls back to the suspend sampler when our SIGPROF
+/* One signal-sampler tick (sigtick.c); falls back to the suspend sampler when our SIGPROF
  * handler was replaced. */
 void prof_signal_tick(struct profiler *p);
+/* The sampler thread's first steps, off the app's main thread (or Initialize's, when that
+ * thread cannot be created): the last gasp's thread and handlers, the signal sampler's
+ * start and self-test (the sampler in use: p->sig, p->mode), the "started" log line. */
+void prof_sampler_setup(struct profiler *p);
+/* Creates the profile builder (p->pb) and the name cache (p->names) unless they exist: the
+ * sampler thread's first step, else the first drain or flush (Shutdown, the last gasp), all
+ * under work_lock. 0, or -1 (out of memory: logged once, and nothing is written). */
+int prof_tables(struct profiler *p);
 /* "signal sampler (...) delivered ..." into out[outsz], for the log and the profile. */
 void prof_sig_summary(struct profiler *p, char *out, size_t outsz);
 

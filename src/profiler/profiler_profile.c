@@ -121,7 +121,7 @@ static void add_raw(struct profiler *p, const struct prof_raw *r, const uint64_t
 void prof_drain(struct profiler *p)
 {
     struct prof_rawbuf *b = prof_rawq_swap(&p->q);
-    for (uint32_t i = 0; i < b->nrecs; i++)
+    for (uint32_t i = 0; prof_tables(p) == 0 && i < b->nrecs; i++)
         add_raw(p, &b->recs[i], &b->frames[b->recs[i].first]);
     prof_rawbuf_clear(b);
 }
@@ -135,6 +135,11 @@ void prof_flush(struct profiler *p, const char *last)
     prof_drain(p);
     prof_drain(p); /* both buffers: events pushed while the first was drained */
     int64_t now_unix = unix_ns(), now_mono = mono_ns();
+    if (prof_tables(p) != 0) { /* no memory for them: nothing to write (logged once) */
+        p->period_start_unix = now_unix;
+        p->period_start_mono = now_mono;
+        return;
+    }
     clrmux_pprof_set_time(p->pb, p->period_start_unix, now_mono - p->period_start_mono);
     uint64_t raw_drops = prof_rawq_take_dropped(&p->q);
     uint64_t pprof_drops = clrmux_pprof_dropped(p->pb, CLRMUX_PPROF_DROP_REASON_COUNT);

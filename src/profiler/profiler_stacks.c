@@ -1,6 +1,6 @@
 /* The built-in profiler's stacks: DoStackSnapshot walks, the current thread's identity and
  * span, and the sampler's ticks (the suspend sampler's stop-the-world pause, the signal
- * sampler's tick in sigsampler.c). See profiler_int.h. */
+ * sampler's tick in sigtick.c). See profiler_int.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +128,7 @@ void prof_suspend_tick(struct profiler *p)
     p->pause_ewma = p->pause_ewma ? (p->pause_ewma * 7 + (t_res - t0)) / 8 : (t_res - t0);
 }
 
-/* ---- the signal sampler's tick (sigsampler.c): no pause ------------------------------ */
+/* ---- the signal sampler's tick (sigtick.c): no pause --------------------------------- */
 
 void prof_signal_tick(struct profiler *p)
 {

@@ -93,6 +93,7 @@ void *prof_sampler_main(void *arg)
     struct profiler *p = arg;
     clrmux_block_termination_signals();
     pthread_setname_np(pthread_self(), "clrmux-prof");
+    prof_sampler_setup(p);
     int64_t interval = (int64_t)p->cfg.interval_ms * 1000000;
     int64_t period = (int64_t)p->cfg.period_s * 1000000000;
     int64_t next = mono_ns() + interval;

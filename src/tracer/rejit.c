@@ -6,15 +6,16 @@
  * queued) and, flush_interval_ms later at most, the export thread's start. */
 #include "tracer/tracer_impl.h"
 
-/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the last-gasp
- * registration (which starts clrmux's last-gasp thread when it is the first), then the
+/* The ReJIT thread's first steps, unless Shutdown came first (rj_stop): the last gasp's
+ * start (its thread and handlers, unless another registration started them; Initialize made
+ * the table entry), then the
  * metrics file's open. Not under rj_lock (the callbacks queue jobs meanwhile), but with rj_starting
  * set, which Shutdown waits out. Here rather than in Initialize: each thread created costs
  * the creating thread 0.1-0.7 ms on a VM (its stack mapped, a page-table update per page),
  * which in Initialize is the app's start-up; here it overlaps it. */
 static void start_background(struct tracer *t)
 {
-    if (clrmux_lastgasp_register(tracer_last_gasp, t) != 0)
+    if (!t->rj_gasp_entry || clrmux_lastgasp_start() != 0)
         LOG_WARN("child '%s': no last gasp: a process that ends without Shutdown loses its unwritten spans", t->child);
     pthread_mutex_lock(&t->wr_lock);
     if (!t->final)
@@ -167,6 +168,10 @@ int tracer_start_rejit_thread(struct tracer *t)
     /* the last gasp's SIGTERM and SIGINT handlers now (no thread: 4 sigaction calls, ~10 us
      * measured), so that one of them before the ReJIT thread has registered the last gasp
      * waits for it rather than ending the process unflushed */
+    /* the table entry now (a lock, no thread): the loader decides right after Initialize
+     * whether to watch unhandled exceptions, and does only when a last gasp is registered
+     * (common/unhandled.h); the ReJIT thread starts it */
+    t->rj_gasp_entry = clrmux_lastgasp_register_deferred(tracer_last_gasp, t) == 0;
     t->rj_gasp_armed = clrmux_lastgasp_arm() == 0;
 #ifndef _WIN32
     /* the thread is born with the termination signals blocked: one delivered to it before
@@ -187,6 +192,8 @@ int tracer_start_rejit_thread(struct tracer *t)
         return 0;
     if (t->rj_gasp_armed)
         clrmux_lastgasp_disarm();
+    if (t->rj_gasp_entry)
+        clrmux_lastgasp_unregister(tracer_last_gasp, t);
     if (t->rj_barrier)
         clrmux_barrier_disown();
     return -1;

@@ -147,6 +147,7 @@ struct tracer {
     int rj_started, rj_stop;
     int rj_starting; /* the ReJIT thread starts the export thread and the last gasp (start_background) */
     int rj_barrier;  /* the ReJIT thread makes clrmux's membarrier registration (loader/detach.h) */
+    int rj_gasp_entry; /* the last gasp's table entry made by Initialize (the ReJIT thread starts it) */
     int rj_gasp_armed; /* the last gasp's handlers installed by Initialize; the ReJIT thread registers */
     pthread_t rj_thread;
 #ifdef __linux__

@@ -251,6 +251,105 @@ CEOF
     FILES=("${SIGFILES[@]}")
 fi
 
+# ---- on the app's main thread, the profiler installs no handler and creates no timer ----------
+# (its last gasp's thread and handlers and the signal sampler's start and self-test are the
+# sampler thread's first steps): a shim counts clrmux's sigaction, timer_create and
+# pthread_create calls made on the main thread; the last gasp is still ready, soon after
+if command -v gcc >/dev/null 2>&1; then
+    cat >"$WORK/mainthread.c" <<'CEOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+static int n_sig, n_timer, n_thread;
+static int from_clrmux(const void *ret)
+{
+    Dl_info di;
+    return dladdr(ret, &di) && di.dli_fname && strstr(di.dli_fname, "libclrmux");
+}
+static int on_main(void) { return syscall(SYS_gettid) == getpid(); }
+int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+    static int (*real)(int, const struct sigaction *, struct sigaction *);
+    if (!real)
+        real = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+    if (sa && on_main() && from_clrmux(__builtin_return_address(0)))
+        __atomic_add_fetch(&n_sig, 1, __ATOMIC_RELAXED);
+    return real(sig, sa, old);
+}
+int timer_create(clockid_t c, struct sigevent *e, timer_t *t)
+{
+    static int (*real)(clockid_t, struct sigevent *, timer_t *);
+    if (!real)
+        real = (int (*)(clockid_t, struct sigevent *, timer_t *))dlsym(RTLD_NEXT, "timer_create");
+    if (on_main() && from_clrmux(__builtin_return_address(0)))
+        __atomic_add_fetch(&n_timer, 1, __ATOMIC_RELAXED);
+    return real(c, e, t);
+}
+/* DELAY_PROFILER_THREAD_MS: the profiler's sampler thread starts that late (after a short
+ * process's Shutdown) */
+static void *(*g_fn)(void *);
+static void *delayed(void *arg)
+{
+    usleep((useconds_t)atoi(getenv("DELAY_PROFILER_THREAD_MS")) * 1000);
+    return g_fn(arg);
+}
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real)
+        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT, "pthread_create");
+    if (on_main() && from_clrmux(__builtin_return_address(0))) {
+        __atomic_add_fetch(&n_thread, 1, __ATOMIC_RELAXED);
+        Dl_info di;
+        if (getenv("DELAY_PROFILER_THREAD_MS") && !g_fn && dladdr((void *)fn, &di) && di.dli_fname &&
+            strstr(di.dli_fname, "libclrmux_profiler")) {
+            g_fn = fn;
+            return real(t, a, delayed, arg);
+        }
+    }
+    return real(t, a, fn, arg);
+}
+__attribute__((destructor)) static void report(void)
+{
+    fprintf(stderr, "clrmux on the main thread: %d sigaction %d timer_create %d pthread_create\n", n_sig, n_timer, n_thread);
+}
+CEOF
+    gcc -shared -fPIC -pthread -o "$WORK/libmainthread.so" "$WORK/mainthread.c" -ldl
+    printf '[loader]\nlog_level = info\n[child profiler]\nbuiltin = profiler\noutput_dir = mainthread\n' >"$WORK/mainthread.conf"
+    (cd "$WORK" && env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+        CLRMUX_CONFIG="$WORK/mainthread.conf" CLRMUX_LOG_FILE="$WORK/mainthread.log" LD_PRELOAD="$WORK/libmainthread.so" \
+        "${DOTNET[@]}" "$ROOT/build/clr/hello/hello.dll" >"$WORK/mainthread.out" 2>"$WORK/mainthread.err")
+    counts=$(sed -n 's/^clrmux on the main thread: //p' "$WORK/mainthread.err")
+    ready=$(sed -n 's/.*; its ending handlers ready \([0-9]*\) us after Initialize.*/\1/p' "$WORK/mainthread.log")
+    if grep -q "^0 sigaction 0 timer_create " <<<"$counts" && [ -n "$ready" ] \
+        && grep -q "signal (SIGPROF, no pause) sampler" "$WORK/mainthread.log" && ls "$WORK"/mainthread/*.pb.gz >/dev/null 2>&1; then
+        ok "on the app's main thread: $counts from clrmux; the signal sampler runs and its last-gasp handlers were ready $ready us after Initialize"
+    else
+        bad "on the app's main thread: no sigaction, no timer_create from clrmux" "$counts; $(grep profiler "$WORK/mainthread.log")"
+    fi
+    # the sampler thread starts after Shutdown (held 3 s by the shim): Shutdown makes the
+    # profile's tables itself and writes the profile (the exceptions and the wall time of
+    # the app's threads are not sampled then, the file is still readable)
+    sed 's/^output_dir = mainthread$/output_dir = late/' "$WORK/mainthread.conf" >"$WORK/late.conf"
+    (cd "$WORK" && env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+        CLRMUX_CONFIG="$WORK/late.conf" CLRMUX_LOG_FILE="$WORK/late.log" LD_PRELOAD="$WORK/libmainthread.so" \
+        DELAY_PROFILER_THREAD_MS=3000 "${DOTNET[@]}" "$ROOT/build/clr/hello/hello.dll" >"$WORK/late.out" 2>"$WORK/late.err"; echo $? >"$WORK/late.rc")
+    late=$(ls "$WORK"/late/*.pb.gz 2>/dev/null | head -1)
+    if [ "$(cat "$WORK/late.rc")" = 0 ] && [ -n "$late" ] && pprof -raw "$late" | grep -q "last period (shutdown)" \
+        && grep -q "profiler 'profiler': shut down; 1 files written" "$WORK/late.log" && ! grep -q "started for" "$WORK/late.log"; then
+        ok "a sampler thread that starts after Shutdown: Shutdown writes a readable profile, the thread then does nothing"
+    else
+        bad "a sampler thread that starts after Shutdown: Shutdown writes the profile" "rc $(cat "$WORK/late.rc"); $(grep -E 'profiler|WARN|ERROR' "$WORK/late.log")"
+    fi
+fi
+
 # ---- the rate asked is the rate delivered: 3 busy threads, then 200 threads -----------------
 # cpubound SECONDS WORKERS BLOCKED; the shutdown line reports the delivered rates
 printf '[child profiler]\nbuiltin = profiler\noutput_dir = rate\nsampling_interval_ms = 10\nexceptions = false\nallocations = false\ncontention = false\n' >"$WORK/rate.conf"

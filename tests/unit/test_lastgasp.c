@@ -3,7 +3,9 @@
  * SIGTERM; an ignored signal stays ignored; a handler installed before clrmux's is still
  * called, also one installed while clrmux installs its own; handlers armed ahead of a
  * registration another thread makes later flush a signal that came in between, and end the
- * process at once when the arm is withdrawn; exit() flushes; the async-signal-safe log line. */
+ * process at once when the arm is withdrawn; exit() flushes; a deferred registration is
+ * counted at once but installs nothing until clrmux_lastgasp_start, from another thread (the
+ * profiler's sampler thread), after which SIGTERM flushes it; the async-signal-safe log line. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -118,6 +120,34 @@ static void body_sigterm(void)
     _exit(7);
 }
 
+static void *start_on_thread(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)clrmux_lastgasp_start();
+}
+
+/* registered in the table on this thread (the app's main thread: no thread created, no
+ * handler installed), started from another */
+static void body_deferred(void)
+{
+    if (clrmux_lastgasp_register_deferred(marker_fn, NULL) != 0 || clrmux_lastgasp_registered() != 1)
+        _exit(10);
+    struct sigaction cur;
+    if (sigaction(SIGTERM, NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+        _exit(11); /* nothing installed yet */
+    pthread_t th;
+    void *rc = (void *)1;
+    if (pthread_create(&th, NULL, start_on_thread, NULL) != 0 || pthread_join(th, &rc) != 0 || rc != NULL)
+        _exit(12);
+    if (sigaction(SIGTERM, NULL, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO))
+        _exit(13); /* installed now */
+    if (clrmux_lastgasp_start() != 0) /* a second start: nothing more */
+        _exit(14);
+    raise(SIGTERM);
+    sleep(5);
+    _exit(7);
+}
+
 static void body_ignored(void)
 {
     signal(SIGHUP, SIG_IGN);
@@ -226,6 +256,10 @@ static void test_signals_in_child(void **state)
     (void)state;
     char cause[64];
     int st = in_child(body_sigterm, cause, sizeof cause);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    assert_string_equal(cause, "SIGTERM");
+
+    st = in_child(body_deferred, cause, sizeof cause);
     assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
     assert_string_equal(cause, "SIGTERM");
 

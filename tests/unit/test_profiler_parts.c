@@ -1,6 +1,8 @@
 /* Unit tests for the built-in profiler's parts that need no runtime: EventPipe payload
  * parsing (src/profiler/events.c), the raw sample queue (rawq.c), the thread registry
- * (threads.c), the section's keys and the output file names (config.c). */
+ * (threads.c), the section's keys and the output file names (config.c), the name cache
+ * (names.c: its growth, native frames' module names). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -336,6 +338,49 @@ static void test_names_grow(void **state)
     prof_names_destroy(n);
 }
 
+/* A native frame is named after the object it is in, as dladdr names it: a library linked
+ * in, one loaded after the first lookups (dlopen), the main program (no name in its link
+ * map: argv[0]), and no object at all. */
+static void expect_native(struct prof_names *n, const void *addr, const char *want)
+{
+    char msg[512];
+    const char *got = prof_names_native(n, (uintptr_t)addr);
+    snprintf(msg, sizeof msg, "%p: got '%s', want '%s'", addr, got ? got : "(null)", want);
+    if (!got || strcmp(got, want) != 0)
+        fail_msg("%s", msg);
+}
+
+static void test_names_native_objects(void **state)
+{
+    (void)state;
+    struct prof_names *n = prof_names_create(NULL, 1024, 1u << 20);
+    assert_non_null(n);
+    void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD); /* linked in */
+    assert_non_null(z);
+    void *zf = dlsym(z, "inflate");
+    assert_non_null(zf);
+    expect_native(n, zf, "[native] libz.so.1");
+    expect_native(n, (const void *)(uintptr_t)0x100000000000ull, "[native]");
+    char path[4096];
+    const char *d = getenv("CLRMUX_FAKE_DIR");
+    snprintf(path, sizeof path, "%s/libnoop.so", d && *d ? d : "build/fake");
+    void *later = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!later)
+        fail_msg("%s: %s (run `make all` first)", path, dlerror());
+    void *lf = dlsym(later, "DllGetClassObject");
+    assert_non_null(lf);
+    expect_native(n, lf, "[native] libnoop.so");
+    Dl_info di; /* the main program: dladdr's name for it (argv[0]), as before */
+    assert_true(dladdr((void *)(uintptr_t)test_names_grow, &di) && di.dli_fname);
+    const char *base = strrchr(di.dli_fname, '/');
+    char want[600];
+    snprintf(want, sizeof want, "[native] %s", base ? base + 1 : di.dli_fname);
+    expect_native(n, (const void *)(uintptr_t)test_names_grow, want);
+    dlclose(later);
+    dlclose(z);
+    prof_names_destroy(n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_config_defaults_and_keys),
         cmocka_unit_test(test_output_path),
         cmocka_unit_test(test_names_grow),
+        cmocka_unit_test(test_names_native_objects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
