@@ -171,6 +171,23 @@ $(grep -E 'WARN|ERROR|gasp' "$WORK/$mode/log"; tail -n 3 "$WORK/$mode/err")"
     fi
 done
 
+# ---- the tracer alone: its last gasp counts for the exception watch from Initialize on ------
+# (the loader decides right after Initialize whether to watch unhandled exceptions; the
+# tracer's last gasp is started later by its ReJIT thread, but its entry is made at once)
+sed '/^\[child profiler\]/,$d' "$WORK/both.conf" >"$WORK/tracer.conf"
+for mode in throw throw-deep; do
+    run "tracer-$mode" "$WORK/tracer.conf" - "$mode" 1000
+    got=$(spans "tracer-$mode")
+    rc=$(cat "$WORK/tracer-$mode/rc")
+    if [ "$rc" = 134 ] && grep -qx "Ending.Work.Step 1000" <<<"$got" && grep -qx "bad 0" <<<"$got" \
+        && grep -q "tracer: last gasp (unhandled exception): every span finished so far is saved" "$WORK/tracer-$mode/log"; then
+        ok "tracer alone, $mode (exit 134): all 1000 finished spans written by the last gasp"
+    else
+        bad "tracer alone, $mode: all 1000 spans written by the last gasp (exit $rc)" "$got
+$(grep -E 'WARN|ERROR|gasp' "$WORK/tracer-$mode/log"; tail -n 3 "$WORK/tracer-$mode/err")"
+    fi
+done
+
 # ---- exceptions that are caught, in every way, are no unhandled exception ------------------
 run caught "$WORK/both.conf" - caught 100
 if [ "$(cat "$WORK/caught/rc")" = 0 ] && grep -qx "caught 302" "$WORK/caught/out" && ! grep -q "last gasp" "$WORK/caught/log" \
