@@ -77,11 +77,9 @@ void *tracer_rejit_thread(void *arg)
     const int start = !t->rj_stop;
     t->rj_starting = start;
     pthread_mutex_unlock(&t->rj_lock);
-    /* the last gasp first: a SIGTERM before it is registered ends the process unflushed */
+    /* the last gasp first: its thread and handlers (a signal before them is the runtime's alone) */
     if (start)
         start_background(t);
-    if (t->rj_gasp_armed) /* registered (its thread started), or given up: Shutdown came first */
-        clrmux_lastgasp_disarm();
     HRESULT hr = ICorProfilerInfo5_InitializeCurrentThread(t->info);
     if (FAILED(hr))
         LOG_WARN("tracer: InitializeCurrentThread failed with HRESULT %s", HR_STR(hr));
@@ -158,24 +156,24 @@ void *tracer_rejit_thread(void *arg)
  * last gasp (start_background) and starts the export thread a little later
  * (export_delay_ns); it also makes clrmux's membarrier registration, which would otherwise
  * start a thread of its own on this one (loader/detach.h). Returns 0, or -1 (nothing
- * started, nothing left armed or adopted). */
+ * started, nothing left registered or adopted). */
 int tracer_start_rejit_thread(struct tracer *t)
 {
     t->rj_barrier = clrmux_barrier_adopt();
 #ifdef __linux__
     t->rj_affinity_ok = pthread_getaffinity_np(pthread_self(), sizeof t->rj_affinity, &t->rj_affinity) == 0;
 #endif
-    /* the last gasp's SIGTERM and SIGINT handlers now (no thread: 4 sigaction calls, ~10 us
-     * measured), so that one of them before the ReJIT thread has registered the last gasp
-     * waits for it rather than ending the process unflushed */
     /* the table entry now (a lock, no thread): the loader decides right after Initialize
      * whether to watch unhandled exceptions, and does only when a last gasp is registered
-     * (common/unhandled.h); the ReJIT thread starts it */
+     * (common/unhandled.h); the ReJIT thread starts it. No handler is installed before that
+     * start (clrmux_lastgasp_arm is not used): until then no traced method has run, so a
+     * signal has nothing of the tracer's to save, and the runtime handles it as without
+     * clrmux (.NET 9's, before the runtime has started, lets the app go on: a flush there
+     * would have been final and lost every later span) */
     t->rj_gasp_entry = clrmux_lastgasp_register_deferred(tracer_last_gasp, t) == 0;
-    t->rj_gasp_armed = clrmux_lastgasp_arm() == 0;
 #ifndef _WIN32
-    /* the thread is born with the termination signals blocked: one delivered to it before
-     * its first instruction would wait in the handler for the registration it is to make */
+    /* the thread is born with the termination signals blocked (as clrmux's threads run:
+     * clrmux_block_termination_signals), so that none lands in its first instructions */
     sigset_t term, saved;
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
@@ -190,8 +188,6 @@ int tracer_start_rejit_thread(struct tracer *t)
 #endif
     if (created)
         return 0;
-    if (t->rj_gasp_armed)
-        clrmux_lastgasp_disarm();
     if (t->rj_gasp_entry)
         clrmux_lastgasp_unregister(tracer_last_gasp, t);
     if (t->rj_barrier)

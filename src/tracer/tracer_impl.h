@@ -148,7 +148,6 @@ struct tracer {
     int rj_starting; /* the ReJIT thread starts the export thread and the last gasp (start_background) */
     int rj_barrier;  /* the ReJIT thread makes clrmux's membarrier registration (loader/detach.h) */
     int rj_gasp_entry; /* the last gasp's table entry made by Initialize (the ReJIT thread starts it) */
-    int rj_gasp_armed; /* the last gasp's handlers installed by Initialize; the ReJIT thread registers */
     pthread_t rj_thread;
 #ifdef __linux__
     int rj_affinity_ok;
@@ -249,7 +248,7 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
 
 /* rejit.c */
 void *tracer_rejit_thread(void *arg); /* pthread body; arg: the tracer */
-/* Starts the ReJIT thread in Initialize (last gasp armed, membarrier registration adopted);
+/* Starts the ReJIT thread in Initialize (the last gasp's entry made, the membarrier registration adopted);
  * 0, or -1 when it could not be created. */
 int tracer_start_rejit_thread(struct tracer *t);
 /* queues the hook's token lookup in CoreLib (`mod`, mapped at `base`) for the ReJIT thread;

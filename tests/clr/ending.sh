@@ -9,7 +9,7 @@
 # exceptions of every kind call no last gasp. Also: NullReferenceException still
 # works under clrmux's SIGSEGV handler, 2009 nested calls give 2009 spans, a kill during
 # heavy writing leaves only whole lines, the size cap rotates and counts, a planted symlink
-# is refused, a SIGTERM before the tracer's ReJIT thread registered the last gasp is flushed.
+# is refused, a SIGTERM before the tracer's ReJIT thread started the last gasp is the runtime's alone.
 # Prints one line per check and "ending: N passed, N failed".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -340,10 +340,13 @@ if [ "$(cat "$WORK/mlink/rc")" = 0 ] && [ "$(cat "$WORK/mvictim")" = precious ] 
     ok "metrics file is a planted symlink: refused with the reason, the target untouched, spans still written"
 else bad "planted symlink as metrics output" "$(cat "$WORK/mvictim"; echo "$got"; grep -E 'ERROR|WARN' "$WORK/mlink/log")"; fi
 
-# ---- a SIGTERM before the tracer's ReJIT thread has registered the last gasp: flushed ---------
-# gdb holds the ReJIT thread at its first instruction and sends SIGTERM to the main thread: the
-# handlers installed by the tracer's Initialize (clrmux_lastgasp_arm) wait for the
-# registration, which the ReJIT thread makes once released; then the process ends by SIGTERM
+# ---- a SIGTERM before the tracer's ReJIT thread has started the last gasp: the runtime's ------
+# gdb holds the ReJIT thread at its first instruction and sends SIGTERM to the main thread. No
+# traced method has run yet (nothing to save) and clrmux has no handler installed: the runtime
+# handles it as without clrmux. .NET 8 and 10 end the process (exit 143 or by SIGTERM); .NET 9's
+# PAL, before the runtime has started, may let the app go on: then Main's span is still written
+# at Shutdown (a final flush there, as an earlier version of session 9's change made, lost
+# every later span).
 if command -v gdb >/dev/null 2>&1; then
 mkdir -p "$WORK/early"
 cat >"$WORK/early/loader.conf" <<EOF
@@ -368,12 +371,12 @@ for try in 1 2 3; do
     grep -qE "internal-error|further debugging may prove unreliable" "$WORK/early/gdb.out" || break
     echo "       (gdb failed on try $try: $(grep -m1 -E 'internal-error' "$WORK/early/gdb.out" | cut -c1-120))"
 done
-# ends by SIGTERM: its default action, or the runtime's handler chained to (.NET 8's PAL: exit 143)
-if grep -qE "Program terminated with signal SIGTERM|exited with code 0217" "$WORK/early/gdb.out" \
-    && grep -q "tracer: last gasp (SIGTERM): every span finished so far is saved" "$WORK/early/log" \
-    && grep -q "last gasp (SIGTERM) done" "$WORK/early/log"; then
-    ok "SIGTERM before the ReJIT thread registered the last gasp: it waits for the registration, flushes, ends by SIGTERM"
-else bad "SIGTERM before the last gasp's registration" "$(tail -n 3 "$WORK/early/gdb.out"; grep -E 'gasp|WARN|ERROR' "$WORK/early/log" | head -4)"; fi
-else ok "SIGTERM before the last gasp's registration: skipped (no gdb)"; fi
+got=$(spans early)
+if ! grep -q "last gasp (SIGTERM)" "$WORK/early/log" \
+    && { grep -qE "Program terminated with signal SIGTERM|exited with code 0217" "$WORK/early/gdb.out" \
+        || { grep -q "exited normally" "$WORK/early/gdb.out" && grep -qx "roots 1" <<<"$got" && grep -qx "bad 0" <<<"$got"; }; }; then
+    ok "SIGTERM before the last gasp started: the runtime's own handling ($(grep -oE "terminated with signal SIGTERM|exited with code 0217|exited normally" "$WORK/early/gdb.out" | head -1)), no SIGTERM flush by clrmux; nothing recorded lost"
+else bad "SIGTERM before the last gasp started: the runtime's own handling" "$(tail -n 3 "$WORK/early/gdb.out"; echo "$got"; grep -E 'gasp|WARN|ERROR' "$WORK/early/log" | head -4)"; fi
+else ok "SIGTERM before the last gasp started: skipped (no gdb)"; fi
 
 clr_done
