@@ -9,7 +9,7 @@
 # exceptions of every kind call no last gasp. Also: NullReferenceException still
 # works under clrmux's SIGSEGV handler, 2009 nested calls give 2009 spans, a kill during
 # heavy writing leaves only whole lines, the size cap rotates and counts, a planted symlink
-# is refused, a SIGTERM before the tracer's ReJIT thread started the last gasp is the runtime's alone.
+# is refused.
 # Prints one line per check and "ending: N passed, N failed".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -339,44 +339,5 @@ if [ "$(cat "$WORK/mlink/rc")" = 0 ] && [ "$(cat "$WORK/mvictim")" = precious ] 
     && grep -q "tracer: cannot open the metrics output $WORK/mlink/metrics.jsonl: it is a symbolic link (not followed); no metrics file" "$WORK/mlink/log"; then
     ok "metrics file is a planted symlink: refused with the reason, the target untouched, spans still written"
 else bad "planted symlink as metrics output" "$(cat "$WORK/mvictim"; echo "$got"; grep -E 'ERROR|WARN' "$WORK/mlink/log")"; fi
-
-# ---- a SIGTERM before the tracer's ReJIT thread has started the last gasp: the runtime's ------
-# gdb holds the ReJIT thread at its first instruction and sends SIGTERM to the main thread. No
-# traced method has run yet (nothing to save) and clrmux has no handler installed: the runtime
-# handles it as without clrmux. .NET 8 and 10 end the process (exit 143 or by SIGTERM); .NET 9's
-# PAL, before the runtime has started, may let the app go on: then Main's span is still written
-# at Shutdown (a final flush there, as an earlier version of session 9's change made, lost
-# every later span).
-if command -v gdb >/dev/null 2>&1; then
-mkdir -p "$WORK/early"
-cat >"$WORK/early/loader.conf" <<EOF
-[loader]
-log_level = info
-[child tracer]
-builtin = tracer
-output = $WORK/early/spans.jsonl
-trace = hello!Program::<Main>\$
-EOF
-printf '%s\n' "handle all nostop noprint pass" "set breakpoint pending on" "set pagination off" \
-    "break tracer_rejit_thread" run "thread 1" "signal SIGTERM" >"$WORK/early/gdb.cmd"
-# gdb itself can fail on a loaded machine ("internal-error ... further debugging may prove
-# unreliable", seen once under CI on .NET 8 after the flush): such a run says nothing, and is
-# made again (three tries)
-for try in 1 2 3; do
-    rm -f "$WORK/early/log"
-    timeout 120 env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
-        CLRMUX_CONFIG="$WORK/early/loader.conf" CLRMUX_LOG_FILE="$WORK/early/log" \
-        gdb -q -batch -x "$WORK/early/gdb.cmd" --args "$(command -v "${DOTNET[0]}")" "${DOTNET[@]:1}" \
-        "$CLR_APPS/hello/hello.dll" >"$WORK/early/gdb.out" 2>&1
-    grep -qE "internal-error|further debugging may prove unreliable" "$WORK/early/gdb.out" || break
-    echo "       (gdb failed on try $try: $(grep -m1 -E 'internal-error' "$WORK/early/gdb.out" | cut -c1-120))"
-done
-got=$(spans early)
-if ! grep -q "last gasp (SIGTERM)" "$WORK/early/log" \
-    && { grep -qE "Program terminated with signal SIGTERM|exited with code 0217" "$WORK/early/gdb.out" \
-        || { grep -q "exited normally" "$WORK/early/gdb.out" && grep -qx "roots 1" <<<"$got" && grep -qx "bad 0" <<<"$got"; }; }; then
-    ok "SIGTERM before the last gasp started: the runtime's own handling ($(grep -oE "terminated with signal SIGTERM|exited with code 0217|exited normally" "$WORK/early/gdb.out" | head -1)), no SIGTERM flush by clrmux; nothing recorded lost"
-else bad "SIGTERM before the last gasp started: the runtime's own handling" "$(tail -n 3 "$WORK/early/gdb.out"; echo "$got"; grep -E 'gasp|WARN|ERROR' "$WORK/early/log" | head -4)"; fi
-else ok "SIGTERM before the last gasp started: skipped (no gdb)"; fi
 
 clr_done
