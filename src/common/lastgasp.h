@@ -139,18 +139,28 @@ static inline int clrmux_lastgasp_lock(pthread_mutex_t *m, int64_t deadline_ns)
  * SIGQUIT, SIGHUP) in the calling thread, so that the kernel delivers them to an
  * application thread, never to one of clrmux's own threads in the middle of a write. Called
  * first by each thread clrmux starts. */
-static inline void clrmux_block_termination_signals(void)
+#if !defined(_WIN32)
+/* The same, the calling thread's mask before it stored in *saved (NULL: not kept): a thread
+ * created after this call is born with them blocked (pthread_sigmask(SIG_SETMASK, saved)
+ * restores the caller's). */
+static inline void clrmux_block_termination_signals_saving(sigset_t *saved)
 {
-#if defined(_WIN32)
-    /* Windows: no signals; console control events arrive on a thread of their own */
-#else
     sigset_t s;
     sigemptyset(&s);
     sigaddset(&s, SIGTERM);
     sigaddset(&s, SIGINT);
     sigaddset(&s, SIGQUIT);
     sigaddset(&s, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &s, NULL);
+    pthread_sigmask(SIG_BLOCK, &s, saved);
+}
+#endif
+
+static inline void clrmux_block_termination_signals(void)
+{
+#if defined(_WIN32)
+    /* Windows: no signals; console control events arrive on a thread of their own */
+#else
+    clrmux_block_termination_signals_saving(NULL);
 #endif
 }
 

@@ -174,13 +174,8 @@ int tracer_start_rejit_thread(struct tracer *t)
 #ifndef _WIN32
     /* the thread is born with the termination signals blocked (as clrmux's threads run:
      * clrmux_block_termination_signals), so that none lands in its first instructions */
-    sigset_t term, saved;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigaddset(&term, SIGINT);
-    sigaddset(&term, SIGQUIT);
-    sigaddset(&term, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &term, &saved);
+    sigset_t saved;
+    clrmux_block_termination_signals_saving(&saved);
 #endif
     const int created = pthread_create(&t->rj_thread, NULL, tracer_rejit_thread, t) == 0;
 #ifndef _WIN32
