@@ -136,6 +136,26 @@ $(BUILD)/libclrmux_profiler.so: $(PROF_OBJS)
 	$(CC) -shared -o $@ $(PROF_OBJS) -Wl,-Bstatic -lprotobuf-c -lz -Wl,-Bdynamic $(LIBS) -Wl,--no-undefined \
 	    -Wl,-z,defs -Wl,--exclude-libs,ALL
 
+# The tracer's managed agent (src/tracer/agent: async spans, Activity recording), beside
+# libclrmux.so: built with the .NET SDK when `dotnet` is on PATH; without it the tracer runs
+# without its agent (README "The built-in tracer"), and this says so.
+AGENT_SRCS := $(wildcard src/tracer/agent/*.cs) src/tracer/agent/Clrmux.Agent.csproj
+ifneq ($(shell command -v dotnet 2>/dev/null),)
+all: $(BUILD)/Clrmux.Agent.dll
+else
+all: agent-missing
+endif
+.PHONY: agent-missing
+agent-missing:
+	@echo "make: dotnet is not on PATH: $(BUILD)/Clrmux.Agent.dll (the tracer's managed agent: async spans, Activities) is not built"
+$(BUILD)/Clrmux.Agent.dll: $(AGENT_SRCS)
+	@mkdir -p $(BUILD)/agent
+	DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet build src/tracer/agent/Clrmux.Agent.csproj -c Release \
+	    -o $(BUILD)/agent/out -p:BaseIntermediateOutputPath=$(CURDIR)/$(BUILD)/agent/obj/ --disable-build-servers \
+	    -nodeReuse:false -p:UseSharedCompilation=false -v:quiet -clp:NoSummary >$(BUILD)/agent/build.log 2>&1 \
+	    || { cat $(BUILD)/agent/build.log; exit 1; }
+	cp $(BUILD)/agent/out/Clrmux.Agent.dll $@
+
 # the C# tool behind `clrmux attach` (tools/attach; NuGet: Microsoft.Diagnostics.NETCore.Client)
 attach-tool: $(BUILD)/tools/attach/clrmux-attach.dll
 $(BUILD)/tools/attach/clrmux-attach.dll: tools/attach/Program.cs tools/attach/clrmux-attach.csproj
@@ -332,6 +352,7 @@ install: all
 	    $(DESTDIR)$(PREFIX)/share/clrmux $(DESTDIR)$(PREFIX)/share/doc/clrmux
 	install -m 0755 $(BUILD)/clrmux $(DESTDIR)$(PREFIX)/bin/clrmux
 	install -m 0644 $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(DESTDIR)$(PREFIX)/lib/
+	if [ -f $(BUILD)/Clrmux.Agent.dll ]; then install -m 0644 $(BUILD)/Clrmux.Agent.dll $(DESTDIR)$(PREFIX)/lib/; fi
 	install -m 0644 packaging/loader.conf $(DESTDIR)$(PREFIX)/etc/loader.conf
 	ln -sfn ../etc/loader.conf $(DESTDIR)$(PREFIX)/lib/loader.conf
 	sed 's|@PREFIX@|$(PREFIX)|g' packaging/instrument.sh >$(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh

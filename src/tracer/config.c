@@ -98,6 +98,86 @@ static void resource_init(struct tracer *t, const char *exe, const char *app)
 }
 
 
+/* The built-in instrumentations of the agent (`instrument =`). */
+#define INSTRUMENTS "aspnetcore, httpclient, grpc"
+static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc"};
+
+/* Splits a comma-separated list into its trimmed items; calls fn for each. */
+static int each_item(const char *list, int (*fn)(const char *item, size_t n, void *ctx), void *ctx)
+{
+    int bad = 0;
+    for (const char *p = list; *p;) {
+        while (*p == ',' || *p == ' ' || *p == '\t')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        size_t n = (size_t)(e - p);
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        if (n && fn(p, n, ctx) != 0)
+            bad = -1;
+        p = e;
+    }
+    return bad;
+}
+
+struct listbuf {
+    char *out;
+    size_t outsz;
+    char *bad;
+    size_t badsz;
+};
+
+static void list_add(struct listbuf *b, const char *item, size_t n)
+{
+    size_t len = strlen(b->out);
+    if (len + n + 2 <= b->outsz)
+        snprintf(b->out + len, b->outsz - len, "%s%.*s", len ? "," : "", (int)n, item);
+}
+
+static int add_instrument(const char *item, size_t n, void *ctx)
+{
+    struct listbuf *b = ctx;
+    if (n == 4 && !strncasecmp(item, "none", 4))
+        return 0;
+    for (size_t i = 0; i < sizeof instruments / sizeof *instruments; i++)
+        if (strlen(instruments[i]) == n && !strncasecmp(item, instruments[i], n)) {
+            list_add(b, instruments[i], n);
+            return 0;
+        }
+    snprintf(b->bad, b->badsz, "'%.*s'", (int)(n > 60 ? 60 : n), item);
+    return -1;
+}
+
+static int parse_instrument(const char *v, char *out, size_t outsz, char *bad, size_t badsz)
+{
+    struct listbuf b = {out, outsz, bad, badsz};
+    out[0] = 0;
+    return each_item(v, add_instrument, &b);
+}
+
+static int add_source(const char *item, size_t n, void *ctx)
+{
+    struct listbuf *b = ctx;
+    if (n == 4 && !strncasecmp(item, "none", 4))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)item[i] < 0x21 || item[i] == '"' || item[i] == '\\' || (unsigned char)item[i] > 0x7e) {
+            snprintf(b->bad, b->badsz, "%.*s", (int)(n > 60 ? 60 : n), item);
+            return -1;
+        }
+    list_add(b, item, n);
+    return 0;
+}
+
+static int parse_sources(const char *v, char *out, size_t outsz, char *bad, size_t badsz)
+{
+    struct listbuf b = {out, outsz, bad, badsz};
+    out[0] = 0;
+    return each_item(v, add_source, &b);
+}
+
 int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir)
 {
     const char *file = cfg_path && *cfg_path ? cfg_path : "loader.conf";
@@ -115,6 +195,9 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->sample_ratio = 1.0;
     t->join_activity = 1;
     t->suppress_gc = 1;
+    t->agent = 1;
+    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc");
+    snprintf(t->activity_sources, sizeof t->activity_sources, "*");
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
     snprintf(t->protocol, sizeof t->protocol, "http/protobuf"); /* OTLP's default */
     otel_env(t);
@@ -189,6 +272,24 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
             else
                 LOG_ERROR("%s:%d: [child %s]: %s = '%s' is not true or false; default kept", file, kv->line,
                           cc->name, kv->key, kv->value);
+        } else if (strcmp(kv->key, "agent") == 0) {
+            if (!strcasecmp(kv->value, "true") || !strcmp(kv->value, "1"))
+                t->agent = 1;
+            else if (!strcasecmp(kv->value, "false") || !strcmp(kv->value, "0"))
+                t->agent = 0;
+            else
+                LOG_ERROR("%s:%d: [child %s]: agent = '%s' is not true or false; default kept", file, kv->line,
+                          cc->name, kv->value);
+        } else if (strcmp(kv->key, "instrument") == 0) {
+            char bad[128];
+            if (parse_instrument(kv->value, t->instrument, sizeof t->instrument, bad, sizeof bad) != 0)
+                LOG_ERROR("%s:%d: [child %s]: instrument: unknown instrumentation(s) %s skipped (known: %s, or none)",
+                          file, kv->line, cc->name, bad, INSTRUMENTS);
+        } else if (strcmp(kv->key, "activity_sources") == 0) {
+            char bad[128];
+            if (parse_sources(kv->value, t->activity_sources, sizeof t->activity_sources, bad, sizeof bad) != 0)
+                LOG_ERROR("%s:%d: [child %s]: activity_sources: pattern '%s' skipped (names, `*` wildcards, "
+                          "comma-separated, or none)", file, kv->line, cc->name, bad);
         } else if (strcmp(kv->key, "headers") == 0) {
             snprintf(t->headers, sizeof t->headers, "%s", kv->value);
         } else if (strcmp(kv->key, "buffer_spans") == 0 || strcmp(kv->key, "flush_interval_ms") == 0) {
@@ -257,8 +358,9 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     if (!t->metrics_endpoint[0] && el >= 10 && strcmp(t->endpoint + el - 10, "/v1/traces") == 0)
         snprintf(t->metrics_endpoint, sizeof t->metrics_endpoint, "%.*s/v1/metrics", (int)(el - 10), t->endpoint);
     resource_init(t, exe, app);
-    if (t->ntargets == 0)
-        LOG_WARN("child '%s': no valid 'trace =' target; the tracer records nothing", cc->name);
+    if (t->ntargets == 0 && (!t->agent || (!t->instrument[0] && !t->activity_sources[0])))
+        LOG_WARN("child '%s': no valid 'trace =' target and no Activity recorded; the tracer records nothing",
+                 cc->name);
     return 0;
 }
 

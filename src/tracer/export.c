@@ -144,6 +144,53 @@ static void write_batch(struct tracer *t, const struct clrmux_span *spans, size_
     }
 }
 
+/* Activity spans (tracer/xspan.h): drained from their queue and written as lines of their
+ * own, to the file and/or the endpoint, when a flush is due or their queue fills past half of
+ * a drain. Under wr_lock. */
+#define XDRAIN (1u << 20) /* bytes of records rendered into one line */
+static void export_xspans(struct tracer *t, int flush)
+{
+    struct clrmux_xq_stats xs;
+    clrmux_xq_stats(&xs);
+    if (!xs.waiting || (!flush && xs.waiting < XDRAIN / 2))
+        return;
+    if (!t->xbuf && !(t->xbuf = malloc(XDRAIN)))
+        return; /* the records wait for the next call */
+    for (int i = 0; i < 64; i++) { /* bounded, as tracer_export_pending is */
+        size_t len = clrmux_xq_drain(t->xbuf, XDRAIN);
+        if (!len)
+            break;
+        struct clrmux_otlp_mem m = {t->line.p, 0, t->line.cap};
+        size_t n = 0, bad = 0;
+        int rc = clrmux_otlp_render_xspans(&m, &t->res, t->xbuf, len, &n, &bad);
+        t->line.p = m.p;
+        t->line.cap = m.cap;
+        t->line.len = rc ? 0 : m.len;
+        if (bad && !t->xbad)
+            LOG_ERROR("tracer: %zu malformed Activity span record(s) skipped (logged once; counted at shutdown)", bad);
+        t->xbad += bad;
+        if (rc) {
+            if (!t->render_errors++)
+                LOG_ERROR("tracer: cannot format Activity spans: out of memory; dropped (logged once)");
+            continue;
+        }
+        if (!n)
+            continue;
+        t->xwritten += n;
+        if (t->out && !t->write_failed)
+            file_write(t, n);
+        if (t->http) {
+            char *body = malloc(t->line.len);
+            if (body) { /* JSON bodies: http/protobuf sends them as JSON too (below) */
+                memcpy(body, t->line.p, t->line.len - 1);
+                t->queued += n;
+                t->requests++;
+                clrmux_http_enqueue(t->http, body, t->line.len - 1, n);
+            }
+        }
+    }
+}
+
 /* Moves what the ring holds into the stage (as much as fits). Draining is a copy: fast
  * enough to keep up with the probes, while writing the JSON is not. */
 static void stage_fill(struct tracer *t)
@@ -198,6 +245,7 @@ int tracer_export_pending(struct tracer *t, int flush)
             (t->nstage - t->shead < EXPORT_BATCH || clrmux_spans_pending() > hw))
             stage_fill(t);
     }
+    export_xspans(t, flush);
     if (written) {
         t->encoded += written;
         t->encode_cpu_ns += thread_cpu_ns() - cpu0;

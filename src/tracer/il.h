@@ -357,6 +357,15 @@ typedef struct clrmux_il_wrap_spec {
     const uint8_t *exit_normal; size_t exit_normal_len; /* optional: see below */
 } clrmux_il_wrap_spec;
 
+/* Inserts the instruction stream code[0..len) (a snippet: no ret, leave, endfilter,
+ * endfinally, rethrow, tail. or jmp; branches within it, or to its end, which continues into
+ * the body) before the body's first instruction, outside every EH clause, raises max_stack to
+ * at least `max_stack`, and lays the body out. The body is unchanged on error (besides
+ * offsets). Errors: those of clrmux_il_parse_code and clrmux_il_layout, ARG (a forbidden
+ * opcode, an empty body), NOMEM. */
+int clrmux_il_prepend(clrmux_il_body *b, const uint8_t *code, size_t len, uint16_t max_stack, char *err,
+                      size_t errlen);
+
 /* Rewrite `b` in place into
  *     entry; .try { .try { BODY } filter { FILTER endfilter } { pop rethrow } }
  *     finally { EXIT endfinally }  END: [ldloc ret_local] ret

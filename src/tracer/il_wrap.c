@@ -41,6 +41,44 @@ static void splice(clrmux_il_instr *dst, clrmux_il_body *snip, uint32_t base)
     }
 }
 
+/* Inserts the parsed snippet `en` before instruction 0 of w; the snippet's branches to its
+ * own end go to w's old first instruction. `en`'s instructions are moved (shallow). */
+static int prepend_parsed(clrmux_il_body *w, clrmux_il_body *en, char *err, size_t errlen)
+{
+    uint32_t ne = en->n_instrs;
+    clrmux_il_instr *pre = calloc(ne, sizeof *pre);
+    if (!pre)
+        return fail(err, errlen, CLRMUX_IL_E_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < ne; i++) { /* end of snippet -> pre-edit index 0 */
+        clrmux_il_instr *in = &en->instrs[i];
+        if (is_branch(in->kind))
+            in->target = in->target == ne ? 0 : CLRMUX_IL_NEW_TARGET(in->target);
+        for (uint32_t j = 0; in->kind == K_SW && j < in->n_targets; j++)
+            in->targets[j] = in->targets[j] == ne ? 0 : CLRMUX_IL_NEW_TARGET(in->targets[j]);
+        pre[i] = *in;
+    }
+    int rc = clrmux_il_insert(w, 0, pre, ne, err, errlen);
+    free(pre);
+    return rc;
+}
+
+int clrmux_il_prepend(clrmux_il_body *b, const uint8_t *code, size_t len, uint16_t max_stack, char *err,
+                      size_t errlen)
+{
+    if (!b || !code || !len || !b->n_instrs)
+        return fail(err, errlen, CLRMUX_IL_E_ARG, "invalid argument");
+    clrmux_il_body en = {0};
+    int rc = parse_snippet("prefix", code, len, &en, err, errlen);
+    if (!rc)
+        rc = prepend_parsed(b, &en, err, errlen);
+    clrmux_il_body_free(&en);
+    if (rc)
+        return rc;
+    if (max_stack > b->max_stack)
+        b->max_stack = max_stack;
+    return clrmux_il_layout(b, err, errlen);
+}
+
 int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, size_t errlen)
 {
     if (!b || !s || (!s->entry && s->entry_len) || (!s->exit && s->exit_len) ||
@@ -131,24 +169,8 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
     }
 
     /* 4. entry snippet before everything; its end target is the old first instruction. */
-    if (!rc && en.n_instrs) {
-        clrmux_il_instr *pre = calloc(en.n_instrs, sizeof *pre);
-        if (!pre) {
-            rc = fail(err, errlen, CLRMUX_IL_E_NOMEM, "out of memory");
-        } else {
-            uint32_t ne = en.n_instrs;
-            for (uint32_t i = 0; i < ne; i++) { /* end of snippet -> pre-edit index 0 */
-                clrmux_il_instr *in = &en.instrs[i];
-                if (is_branch(in->kind))
-                    in->target = in->target == ne ? 0 : CLRMUX_IL_NEW_TARGET(in->target);
-                for (uint32_t j = 0; in->kind == K_SW && j < in->n_targets; j++)
-                    in->targets[j] = in->targets[j] == ne ? 0 : CLRMUX_IL_NEW_TARGET(in->targets[j]);
-                pre[i] = *in;
-            }
-            rc = clrmux_il_insert(&w, 0, pre, ne, err, errlen);
-            free(pre);
-        }
-    }
+    if (!rc && en.n_instrs)
+        rc = prepend_parsed(&w, &en, err, errlen);
 
     /* 5. clauses: filter (inner) then finally or fault (outer), after the existing ones. */
     if (!rc) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tracer/otlp_http.h"
+#include "tracer/otlp_int.h"
 
 void clrmux_json_string(FILE *f, const char *s)
 {
@@ -25,113 +26,6 @@ void clrmux_json_string(FILE *f, const char *s)
         }
     }
     fputc('"', f);
-}
-
-/* A span is formatted into a stack buffer with hand-written conversions and written with
- * one fwrite: several times faster than fprintf per field. */
-struct buf {
-    char *p, *end;
-    int overflow;
-};
-
-static void put(struct buf *b, const char *s, size_t n)
-{
-    if ((size_t)(b->end - b->p) < n) {
-        b->overflow = 1;
-        return;
-    }
-    memcpy(b->p, s, n);
-    b->p += n;
-}
-#define PUTS(b, lit) put((b), (lit), sizeof(lit) - 1)
-
-static void put_hex(struct buf *b, const uint8_t *v, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-    if ((size_t)(b->end - b->p) < 2 * n) {
-        b->overflow = 1;
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        *b->p++ = digits[v[i] >> 4];
-        *b->p++ = digits[v[i] & 15];
-    }
-}
-
-static void put_hex64(struct buf *b, uint64_t v)
-{
-    uint8_t x[8];
-    for (int i = 0; i < 8; i++)
-        x[i] = (uint8_t)(v >> (56 - 8 * i));
-    put_hex(b, x, 8);
-}
-
-/* decimal, two digits per step */
-static void put_u64(struct buf *b, uint64_t v)
-{
-    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                   "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                   "8081828384858687888990919293949596979899";
-    char tmp[20];
-    int n = 0;
-    while (v >= 100) {
-        unsigned d = (unsigned)(v % 100);
-        v /= 100;
-        n += 2;
-        memcpy(tmp + sizeof tmp - n, pairs + 2 * d, 2);
-    }
-    if (v >= 10) {
-        n += 2;
-        memcpy(tmp + sizeof tmp - n, pairs + 2 * v, 2);
-    } else {
-        tmp[sizeof tmp - ++n] = (char)('0' + v);
-    }
-    put(b, tmp + sizeof tmp - n, (size_t)n);
-}
-
-static void put_i64(struct buf *b, int64_t v)
-{
-    if (v < 0) {
-        PUTS(b, "-");
-        put_u64(b, (uint64_t)0 - (uint64_t)v);
-    } else {
-        put_u64(b, (uint64_t)v);
-    }
-}
-
-/* A JSON string literal; names are short, so a long one just overflows the span's buffer
- * and the span falls back to the slow path. */
-static void put_json(struct buf *b, const char *s)
-{
-    static const char digits[] = "0123456789abcdef";
-    PUTS(b, "\"");
-    const unsigned char *q = (const unsigned char *)(s ? s : "");
-    const unsigned char *plain = q; /* the run that needs no escape: one copy */
-    while (*plain >= 0x20 && *plain != '"' && *plain != '\\')
-        plain++;
-    put(b, (const char *)q, (size_t)(plain - q));
-    for (q = plain; *q; q++) {
-        if (*q >= 0x20 && *q != '"' && *q != '\\') {
-            if (b->p == b->end) {
-                b->overflow = 1;
-                return;
-            }
-            *b->p++ = (char)*q;
-            continue;
-        }
-        switch (*q) {
-        case '"': PUTS(b, "\\\""); break;
-        case '\\': PUTS(b, "\\\\"); break;
-        case '\n': PUTS(b, "\\n"); break;
-        case '\r': PUTS(b, "\\r"); break;
-        case '\t': PUTS(b, "\\t"); break;
-        default: {
-            char u[6] = {'\\', 'u', '0', '0', digits[*q >> 4], digits[*q & 15]};
-            put(b, u, 6);
-        }
-        }
-    }
-    PUTS(b, "\"");
 }
 
 static const char *exc_message(const struct clrmux_otlp_names *names, uint32_t exc);
@@ -277,40 +171,6 @@ void clrmux_resource_write_json(FILE *f, const struct clrmux_resource *r)
         fputs("}}", f);
     }
     fputs("]}", f);
-}
-
-static void put_resource(struct buf *b, const struct clrmux_resource *r)
-{
-    PUTS(b, "{\"attributes\":[");
-    for (size_t i = 0; i < r->n; i++) {
-        if (i)
-            PUTS(b, ",");
-        PUTS(b, "{\"key\":");
-        put_json(b, r->attrs[i].key);
-        if (r->attrs[i].is_int)
-            PUTS(b, ",\"value\":{\"intValue\":");
-        else
-            PUTS(b, ",\"value\":{\"stringValue\":");
-        put_json(b, r->attrs[i].value);
-        PUTS(b, "}}");
-    }
-    PUTS(b, "]}");
-}
-
-/* makes room for `need` more bytes in m; 0, or -1 (out of memory) */
-static int mem_reserve(struct clrmux_otlp_mem *m, size_t need)
-{
-    if (m->cap - m->len >= need)
-        return 0;
-    size_t cap = m->cap ? m->cap : 65536;
-    while (cap - m->len < need)
-        cap *= 2;
-    char *p = realloc(m->p, cap);
-    if (!p)
-        return -1;
-    m->p = p;
-    m->cap = cap;
-    return 0;
 }
 
 /* span i formatted at the end of m: in place when it fits SPAN_ROOM bytes (names are short),

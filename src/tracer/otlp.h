@@ -66,6 +66,15 @@ struct clrmux_otlp_mem {
 int clrmux_otlp_render_line(struct clrmux_otlp_mem *m, const struct clrmux_resource *res,
                             const struct clrmux_span *spans, size_t n, const struct clrmux_otlp_names *names);
 
+/* Appends the Activity span records recs[0..len) (tracer/xspan.h; as clrmux_xq_drain gives
+ * them: a u32 length and the record, 4-byte aligned) to m as one line: one resourceSpans
+ * with res, one scopeSpans per instrumentation scope (the ActivitySource's name and version),
+ * each span with its kind, attributes, events, links, trace state and status. A malformed
+ * record is skipped and counted in *nbad. Returns 0 with *nout spans in the line (no line
+ * when 0), or -1 (out of memory; m->len may have grown by a partial line: reset it). */
+int clrmux_otlp_render_xspans(struct clrmux_otlp_mem *m, const struct clrmux_resource *res, const uint8_t *recs,
+                              size_t len, size_t *nout, size_t *nbad);
+
 /* A process-wide counter exported beside the per-method metrics (a monotonic cumulative sum
  * with unit {span}). */
 struct clrmux_otlp_counter {

@@ -37,4 +37,15 @@ struct clrmux_probe_sigs {
 int clrmux_probe_sigs_get(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, int suppress, struct clrmux_probe_sigs *out,
                           char *why, size_t whylen);
 
+/* The managed calli signatures of the agent's entry points (tracer/agent.h), called with the
+ * managed calling convention (DEFAULT):
+ *     async_enter    object(int64)
+ *     async_restore  void(object)
+ *     on_task        void(object, int64) */
+struct clrmux_agent_sigs {
+    mdSignature async_enter, async_restore, on_task;
+};
+/* The tokens in the module of emit. Returns 0, or -1 with why. */
+int clrmux_agent_sigs_get(IMetaDataEmit2 *emit, struct clrmux_agent_sigs *out, char *why, size_t whylen);
+
 #endif

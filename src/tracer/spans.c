@@ -570,20 +570,7 @@ static uint64_t splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-/* Ids on the probes' path: wyrand (one 64x64->128 multiply per id; the per-thread state is
- * seeded from getrandom), never 0 (an invalid id in W3C Trace Context). */
-static inline uint64_t rnd(struct tstate *t)
-{
-    uint64_t v;
-    do {
-        t->rng += 0xa0761d6478bd642full;
-        __uint128_t m = (__uint128_t)t->rng * (t->rng ^ 0xe7037ed1a0b428dbull);
-        v = (uint64_t)(m >> 64) ^ (uint64_t)m;
-    } while (__builtin_expect(!v, 0));
-    return v;
-}
-
-static struct tstate *tstate_new(void)
+struct tstate *spans_tstate_new(void)
 {
     pthread_once(&tls_once, tls_init);
     struct tstate *t = calloc(1, sizeof *t);
@@ -623,33 +610,64 @@ __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_c
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_get(void)
 {
     struct tstate *t = spans_tls;
-    if (!t && !(t = tstate_new()))
+    if (!t && !(t = spans_tstate_new()))
         return NULL;
     return t->ctx;
 }
 
+/* Segment k starts a new trace: a root span's (the head sampling decision drawn from its
+ * trace id), or the async context's (continued: its trace, sampling and span as parent). */
+static inline void seg_start(struct tstate *t, uint32_t k, const struct actx *a, uint64_t root_span)
+{
+    struct seg *s = &t->seg[k];
+    if (a->span_id) {
+        memcpy(s->trace_id, a->trace_id, 16);
+        s->root_parent = a->span_id;
+        s->local_root = a->local_root ? a->local_root : a->span_id;
+        s->sampled = a->sampled;
+        s->joined = 1;
+        return;
+    }
+    uint64_t x = spans_rnd(t), y = spans_rnd(t);
+    memcpy(s->trace_id, &x, 8);
+    memcpy(s->trace_id + 8, &y, 8);
+    s->root_parent = 0;
+    s->local_root = root_span;
+    s->joined = 0;
+    uint64_t bound = atomic_load_explicit(&sample_bound, memory_order_relaxed);
+    s->sampled = y < bound || bound == UINT64_MAX;
+}
+
 static inline int64_t span_open(struct tstate *t, int32_t method)
 {
-    if (t->depth == 0) {
-        uint64_t a = rnd(t), b = rnd(t);
-        memcpy(t->trace_id, &a, 8);
-        memcpy(t->trace_id + 8, &b, 8);
-        t->root_parent = 0;
-        t->joined = 0;
-        uint64_t bound = atomic_load_explicit(&sample_bound, memory_order_relaxed);
-        t->sampled = b < bound || bound == UINT64_MAX;
+    uint32_t d = t->depth;
+    struct open_span *o = &t->stack[d];
+    uint64_t actx = t->actx.span_id;
+    uint32_t k = 0;
+    int root = 1;
+    if (d) {
+        const struct open_span *up = &t->stack[d - 1];
+        k = up->seg;
+        /* the stack's context, or the span under it runs the async context itself: nested;
+         * else a continuation runs inline inside `up`: a new segment continues its context */
+        root = actx != up->actx_span && actx != up->span_id && k + 1 < SEG_MAX;
+        k += (uint32_t)root;
     }
-    struct open_span *o = &t->stack[t->depth];
-    /* a span of a trace that is not recorded needs no id, but a root span does: joining an
-     * Activity may make its trace recorded (clrmux_span_join: at depth 1 only) */
-    o->span_id = t->sampled || !t->depth ? rnd(t) : 0;
+    /* every span has an id, recorded or not: an async span's continuations carry it in the
+     * async context with its trace's sampling decision */
+    o->span_id = spans_rnd(t);
+    if (root)
+        seg_start(t, k, &t->actx, o->span_id);
+    o->actx_span = actx;
+    o->seg = (uint8_t)k;
+    o->segroot = (uint8_t)root;
     o->method = (uint32_t)method;
     o->flags = 0;
     o->exc = 0;
     o->start = ticks();
-    t->depth++;
+    t->depth = d + 1;
     spans_ctx_update(t);
-    return t->depth - 1;
+    return d;
 }
 
 int64_t clrmux_span_enter_fast(int32_t method)
@@ -663,7 +681,7 @@ int64_t clrmux_span_enter_fast(int32_t method)
 int64_t clrmux_span_enter(int32_t method)
 {
     struct tstate *t = spans_tls;
-    if (__builtin_expect(!t, 0) && !(t = tstate_new()))
+    if (__builtin_expect(!t, 0) && !(t = spans_tstate_new()))
         return -1;
     if (__builtin_expect(t->depth >= t->cap, 0) && tstate_grow(t) != 0) {
         atomic_fetch_add_explicit(&st_too_deep, 1, memory_order_relaxed);
@@ -672,6 +690,42 @@ int64_t clrmux_span_enter(int32_t method)
         return -1;
     }
     return span_open(t, method);
+}
+
+/* A finished span to the calling thread's block of the buffer; a span of a trace that is not
+ * recorded, or that finds the buffer full, is counted on the thread instead. */
+static inline void record(struct tstate *t, const uint8_t *trace, uint64_t span, uint64_t parent, uint64_t start,
+                          uint64_t end, uint32_t method, uint32_t tid, uint16_t exc, uint16_t flags, int sampled)
+{
+    if (!sampled) {
+        bump(&t->unsampled, 1);
+        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
+        return;
+    }
+    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    if (__builtin_expect(pos == t->limit, 0) && !block_room(t)) {
+        atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
+        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
+        return;
+    }
+    struct cell *c = &t->cells[pos & (ring.blk - 1)];
+    memcpy(c->trace_id, trace, 16);
+    c->span_id = span;
+    c->parent_id = parent;
+    c->start = start;
+    c->end = end;
+    c->method = method;
+    c->tid = tid;
+    c->exc = exc;
+    c->flags = flags;
+    atomic_store_explicit(&c->ready, 1, memory_order_release);
+    atomic_store_explicit(&t->pos, pos + 1, memory_order_relaxed);
+}
+
+void spans_record_async(struct tstate *t, const struct clrmux_async_span *s, uint64_t end, uint16_t exc, int error)
+{
+    record(t, s->trace_id, s->span_id, s->parent_id, s->start, end, s->method, s->tid, exc,
+           (uint16_t)(s->flags | (error ? CLRMUX_SPAN_ERROR : 0)), s->sampled);
 }
 
 void clrmux_span_exit(int64_t slot)
@@ -684,30 +738,10 @@ void clrmux_span_exit(int64_t slot)
      * finally; closed here so the stack stays consistent) */
     while ((int64_t)t->depth > slot) {
         uint32_t d = --t->depth;
-        struct open_span *o = &t->stack[d];
-        if (!t->sampled) {
-            bump(&t->unsampled, 1);
-            account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
-            continue;
-        }
-        uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
-        if (__builtin_expect(pos == t->limit, 0) && !block_room(t)) {
-            atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
-            account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);
-            continue;
-        }
-        struct cell *c = &t->cells[pos & (ring.blk - 1)];
-        memcpy(c->trace_id, t->trace_id, 16);
-        c->span_id = o->span_id;
-        c->parent_id = d ? t->stack[d - 1].span_id : t->root_parent;
-        c->start = o->start;
-        c->end = end;
-        c->method = o->method;
-        c->tid = t->tid;
-        c->exc = o->exc;
-        c->flags = (uint16_t)(o->flags | (t->joined ? CLRMUX_SPAN_JOINED : 0));
-        atomic_store_explicit(&c->ready, 1, memory_order_release);
-        atomic_store_explicit(&t->pos, pos + 1, memory_order_relaxed);
+        const struct open_span *o = &t->stack[d];
+        const struct seg *sg = &t->seg[o->seg];
+        record(t, sg->trace_id, o->span_id, o->segroot ? sg->root_parent : t->stack[d - 1].span_id, o->start, end,
+               o->method, t->tid, o->exc, (uint16_t)(o->flags | (sg->joined ? CLRMUX_SPAN_JOINED : 0)), sg->sampled);
     }
     if (t->depth == 0)
         t->pending_exc = 0;

@@ -128,6 +128,60 @@ void clrmux_spans_wake(void);
 /* Spans in the buffer (approximate while producers run; takes the threads' registry lock). */
 size_t clrmux_spans_pending(void);
 
+/* ---- async spans and the async context (the managed agent's side: tracer/agent.h) --------
+ *
+ * A traced method that returns a Task keeps its span open until the task completes: at its
+ * return the agent detaches the span from the thread's stack (clrmux_span_detach) and, when
+ * the task completes on whatever thread, finishes it there (clrmux_span_finish). Meanwhile the
+ * span's context flows with the ExecutionContext in the agent's AsyncLocal, whose change
+ * handler tells each thread the context it now runs in (clrmux_span_ctx_set): a span opened
+ * with no open span under it continues that context (its trace, its sampling decision, the
+ * context's span as parent), and so does one opened under a span that opened in another
+ * context (a continuation that runs inline inside a traced method). The profiler's view of a
+ * thread with no open span shows its async context. */
+
+/* A span's context: trace id (W3C byte order), span id (0: none), the process-local root span
+ * (the profiler's label), the trace's sampling decision (1: recorded). 40 bytes; the agent
+ * mirrors the layout. */
+struct clrmux_span_ctx {
+    uint8_t trace_id[16];
+    uint64_t span_id;
+    uint64_t local_root;
+    uint32_t sampled;
+    uint32_t reserved;
+};
+
+/* An open span detached from its thread (64 bytes; the agent holds it until the task ends). */
+struct clrmux_async_span {
+    uint8_t trace_id[16];
+    uint64_t span_id, parent_id;
+    uint64_t start;      /* ticks */
+    uint32_t method;     /* index given to clrmux_span_enter */
+    uint32_t tid;        /* the OS thread it started on */
+    uint16_t flags;      /* CLRMUX_SPAN_JOINED */
+    uint8_t sampled;
+    uint8_t reserved[13];
+};
+
+/* The context of the calling thread's open span `slot` (a clrmux_span_enter result). Returns
+ * 1, or 0 when slot is not open on this thread (not recorded, too deep). */
+int clrmux_span_peek(int64_t slot, struct clrmux_span_ctx *out);
+/* Detaches open span `slot` (the innermost: spans above it are closed as clrmux_span_exit
+ * would) from the calling thread's stack into *out. Returns 1 (the caller must pass *out to
+ * clrmux_span_finish exactly once, on any thread), or 0 when slot is not open (nothing to
+ * finish). Never blocks or allocates. */
+int clrmux_span_detach(int64_t slot, struct clrmux_async_span *out);
+/* Finishes a detached span now, on the calling thread: recorded (or counted when not sampled
+ * or the buffer is full) with exc (an exception name id, 0: none) and the error status when
+ * error is set. The thread's state is created at its first span (allocates once). */
+void clrmux_span_finish(const struct clrmux_async_span *s, uint32_t exc, int error);
+/* Sets the calling thread's async context (NULL or span_id 0: none). Allocates the thread's
+ * state once. */
+void clrmux_span_ctx_set(const struct clrmux_span_ctx *c);
+/* The calling thread's current context: its innermost open span, or its async context when no
+ * span is open or the innermost opened in another context. Returns 1, or 0 (none). */
+int clrmux_span_ctx_current(struct clrmux_span_ctx *out);
+
 /* ---- per-method metrics ---------------------------------------------------------------- */
 
 /* Duration histogram bucket upper bounds in seconds (explicit bounds, OTLP style: bucket i

@@ -163,13 +163,14 @@ int clrmux_span_join_w3c(const char *id, size_t len)
     if (hex_bytes(id + 3, trace, 16) || hex_bytes(id + 36, span, 8) || hexval(id[53]) < 0 || hexval(id[54]) < 0)
         return -1;
     flags = (uint8_t)(hexval(id[53]) << 4 | hexval(id[54]));
-    memcpy(t->trace_id, trace, 16);
+    struct seg *s = &t->seg[0];
+    memcpy(s->trace_id, trace, 16);
     uint64_t p = 0;
     for (int i = 0; i < 8; i++)
         p = p << 8 | span[i];
-    t->root_parent = p;
-    t->joined = 1;
-    t->sampled = flags & 1;
+    s->root_parent = p;
+    s->joined = 1;
+    s->sampled = flags & 1;
     spans_ctx_update(t);
     return 0;
 }

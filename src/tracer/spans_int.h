@@ -80,10 +80,37 @@ int stack_pop(struct idxstack *st, uint32_t *i); /* 1, or 0 when empty */
 
 struct open_span {
     uint64_t span_id;
-    uint64_t start; /* ticks */
+    uint64_t start;      /* ticks */
+    uint64_t actx_span;  /* the thread's async context (its span id, 0: none) when the span opened */
     uint32_t method;
     uint16_t flags;
     uint16_t exc;
+    uint8_t seg;         /* its trace segment (struct seg) */
+    uint8_t segroot;     /* it opened the segment: its parent is the segment's root_parent */
+};
+
+/* A trace segment of a thread's stack of open spans: the spans from a root (depth 0), or from
+ * a span opened under an async context that is not the one its stack parent opened in (a
+ * continuation that runs inline inside a traced method), up to the next segment. Segments
+ * nest as the stack does: segment k holds the spans whose `seg` is k. */
+#define SEG_MAX 8
+struct seg {
+    uint8_t trace_id[16];
+    uint64_t root_parent; /* the span its root continues (an Activity's, an async span's), else 0 */
+    uint64_t local_root;  /* the process-local root span of the trace (the profiler's label) */
+    uint8_t sampled;      /* the trace is recorded */
+    uint8_t joined;       /* root_parent is not a span of this thread's stack */
+};
+
+/* The thread's async context: the span (an async method's, an Activity's) of the
+ * ExecutionContext that runs on the thread, set by the managed agent's AsyncLocal whenever it
+ * changes (clrmux_span_ctx_set). A span opened with no open span under it, or under one
+ * opened in another context, continues it. */
+struct actx {
+    uint8_t trace_id[16];
+    uint64_t span_id; /* 0: none */
+    uint64_t local_root;
+    uint8_t sampled;
 };
 
 /* Per-thread counters of the calls whose span is not recorded (not sampled, ring full): a
@@ -112,19 +139,24 @@ struct tstate {
     uint32_t ctx_slot;               /* its index in ctx_by_tid, or CTX_NO_SLOT */
     struct tstate *next, *prev;     /* registry of live threads (reg_lock) */
     struct tmetric tm[TM_SLOTS];
-    uint8_t trace_id[16];
-    uint64_t root_parent; /* the joined Activity's span id, else 0 */
+    struct seg seg[SEG_MAX];
+    struct actx actx;
     uint32_t depth;
     uint32_t cap;             /* entries in `stack` */
     struct open_span *stack;  /* `inline_stack`, or a heap copy grown for a deep recursion */
     uint32_t tid;
     uint64_t rng;
     uint16_t pending_exc;
-    uint8_t sampled; /* the current trace is recorded */
     _Atomic uint64_t unsampled; /* spans of this thread not sampled (summed in clrmux_spans_stats) */
-    uint8_t joined;
     struct open_span inline_stack[CLRMUX_SPAN_INLINE_DEPTH];
 };
+
+/* The calling thread's state, created (registered, its profiler's view made); NULL without
+ * memory. Takes the registry's lock: never on a probe's fast path. */
+struct tstate *spans_tstate_new(void);
+/* Writes async span s, ended at tick `end` on the calling thread t, to t's block (or counts it:
+ * not sampled, buffer full), as clrmux_span_exit does for a span of the stack. */
+void spans_record_async(struct tstate *t, const struct clrmux_async_span *s, uint64_t end, uint16_t exc, int error);
 
 /* The calling thread's state, NULL before its first span (spans.c; initial-exec TLS: no
  * allocation, no lock, async-signal-safe to read). */
@@ -142,16 +174,38 @@ static inline void spans_ctx_update(struct tstate *t)
     uint32_t d = t->depth;
     __atomic_store_n(&c->depth, d, __ATOMIC_RELEASE);
     /* only a recorded trace labels samples: an id in a profile names a span one can find */
-    uint32_t r = t->sampled ? d : 0;
-    __atomic_store_n(&c->span_id, r ? t->stack[r - 1].span_id : 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&c->local_root_id, r ? t->stack[0].span_id : 0, __ATOMIC_RELEASE);
-    if (d == 1) {
+    uint64_t span = 0, root = 0;
+    const uint8_t *trace = NULL;
+    if (d) {
+        const struct open_span *o = &t->stack[d - 1];
+        const struct seg *s = &t->seg[o->seg];
+        if (s->sampled)
+            span = o->span_id, root = s->local_root, trace = s->trace_id;
+    } else if (t->actx.span_id && t->actx.sampled) { /* a continuation of an async span */
+        span = t->actx.span_id, root = t->actx.local_root, trace = t->actx.trace_id;
+    }
+    __atomic_store_n(&c->span_id, span, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->local_root_id, root, __ATOMIC_RELEASE);
+    if (trace) {
         uint64_t w[2];
-        memcpy(w, t->trace_id, 16);
+        memcpy(w, trace, 16);
         __atomic_store_n(&c->trace_words[0], w[0], __ATOMIC_RELEASE);
         __atomic_store_n(&c->trace_words[1], w[1], __ATOMIC_RELEASE);
     }
     __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* Ids on the probes' path: wyrand (one 64x64->128 multiply per id; the per-thread state is
+ * seeded from getrandom), never 0 (an invalid id in W3C Trace Context). */
+static inline uint64_t spans_rnd(struct tstate *t)
+{
+    uint64_t v;
+    do {
+        t->rng += 0xa0761d6478bd642full;
+        __uint128_t m = (__uint128_t)t->rng * (t->rng ^ 0xe7037ed1a0b428dbull);
+        v = (uint64_t)(m >> 64) ^ (uint64_t)m;
+    } while (__builtin_expect(!v, 0));
+    return v;
 }
 
 /* ---- the profiler's view, thread names, W3C trace context (spans_ctx.c) ----------------- */

@@ -28,8 +28,7 @@ static void tracer_lsan_unroot(void *p, size_t n) { (void)p, (void)n; }
 
 static void to_utf16(const char *s, WCHAR *out, size_t n) { clrmux_utf8_to_utf16(s, out, n); }
 
-void tracer_to_utf8(const WCHAR *s, size_t len, char *out, size_t n) { clrmux_utf16_to_utf8(s, len, out, n); }
-static void to_utf8(const WCHAR *s, size_t len, char *out, size_t n) { tracer_to_utf8(s, len, out, n); }
+static void to_utf8(const WCHAR *s, size_t len, char *out, size_t n) { clrmux_utf16_to_utf8(s, len, out, n); }
 
 static uint64_t hash2(uint64_t a, uint32_t b)
 {
@@ -110,51 +109,6 @@ const char *tracer_exc_name(void *ctx, uint32_t id)
 {
     struct tracer *t = ctx;
     return id > 0 && id <= atomic_load_explicit(&t->nexc, memory_order_acquire) ? t->exc_names[id - 1] : NULL;
-}
-
-/* ---- metadata ------------------------------------------------------------------------ */
-
-/* Full name of a TypeDef ("Ns.Outer+Inner") or TypeRef. */
-int tracer_type_full_name(IMetaDataImport2 *imp, mdToken tok, char *out, size_t outsz, int depth)
-{
-    WCHAR w[512];
-    ULONG len = 0;
-    char name[512];
-    if (depth > 8)
-        return -1;
-    if (TypeFromToken(tok) == mdtTypeDef) {
-        DWORD flags = 0;
-        mdToken ext = 0;
-        if (FAILED(IMetaDataImport2_GetTypeDefProps(imp, tok, w, 512, &len, &flags, &ext)))
-            return -1;
-        to_utf8(w, len, name, sizeof name);
-        mdTypeDef encl = 0;
-        if ((flags & 0x6) && SUCCEEDED(IMetaDataImport2_GetNestedClassProps(imp, tok, &encl)) && encl) {
-            char outer[512];
-            if (tracer_type_full_name(imp, encl, outer, sizeof outer, depth + 1) == 0) {
-                snprintf(out, outsz, "%s+%s", outer, name);
-                return 0;
-            }
-        }
-        snprintf(out, outsz, "%s", name);
-        return 0;
-    }
-    if (TypeFromToken(tok) == mdtTypeRef) {
-        mdToken scope = 0;
-        if (FAILED(IMetaDataImport2_GetTypeRefProps(imp, tok, &scope, w, 512, &len)))
-            return -1;
-        to_utf8(w, len, name, sizeof name);
-        if (TypeFromToken(scope) == mdtTypeRef) {
-            char outer[512];
-            if (tracer_type_full_name(imp, scope, outer, sizeof outer, depth + 1) == 0) {
-                snprintf(out, outsz, "%s+%s", outer, name);
-                return 0;
-            }
-        }
-        snprintf(out, outsz, "%s", name);
-        return 0;
-    }
-    return -1;
 }
 
 static int resolve_type_name(void *ctx, uint32_t token, char *out, size_t outsz)
@@ -261,6 +215,8 @@ static ULONG STDMETHODCALLTYPE tr_Release(ICorProfilerCallback11 *This) { return
     (COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_JIT_COMPILATION |           \
      COR_PRF_MONITOR_CACHE_SEARCHES | COR_PRF_MONITOR_EXCEPTIONS)
 
+static void agent_registered(void);
+
 static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
 {
     struct tracer *t = impl(This);
@@ -288,6 +244,8 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     }
     if (clrmux_spans_init(t->buffer_spans) != 0)
         return E_OUTOFMEMORY;
+    if (t->agent)
+        tracer_agent_setup(t, agent_registered);
     clrmux_spans_set_sample_ratio(t->sample_ratio);
     t->start_ns = clrmux_now_ns();
     if (!strcmp(t->protocol, "http/protobuf") && (t->endpoint[0] || t->metrics_endpoint[0]) && !(t->pb = tracer_load_pb())) {
@@ -370,10 +328,9 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     return S_OK;
 }
 
-/* DiagnosticSource was loaded: the methods already rewritten without the Activity join are
- * rewritten again (RequestReJIT, one request per module) so that their root spans join the
- * Activities that can exist from now on. */
-static void rejit_for_join(struct tracer *t)
+/* Rewrites again (RequestReJIT, one request per module) the registered methods that `stale`
+ * says were rewritten without something they can have now (`what`, for the log). */
+static void rejit_where(struct tracer *t, int (*stale)(struct traced_method *), const char *what)
 {
     uint32_t n = atomic_load_explicit(&t->nmethods, memory_order_acquire);
     mdMethodDef *toks = calloc(n ? n : 1, sizeof *toks);
@@ -383,26 +340,67 @@ static void rejit_for_join(struct tracer *t)
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (done[i] || atomic_load(&t->methods[i].joins))
+        if (done[i] || !stale(&t->methods[i]))
             continue;
         ModuleID mod = t->methods[i].module;
         ULONG k = 0;
         for (uint32_t j = i; j < n; j++)
-            if (!done[j] && t->methods[j].module == mod && !atomic_load(&t->methods[j].joins)) {
+            if (!done[j] && t->methods[j].module == mod && stale(&t->methods[j])) {
                 done[j] = 1;
                 toks[k++] = t->methods[j].token;
             }
-        LOG_DEBUG("tracer: %s loaded: %u method(s) rewritten again to join Activity.Current", CLRMUX_DIAGNOSTICSOURCE,
-                  (unsigned)k);
-        tracer_request_rejit(t, mod, toks, k, CLRMUX_DIAGNOSTICSOURCE);
+        LOG_DEBUG("tracer: %u method(s) rewritten again: %s", (unsigned)k, what);
+        tracer_request_rejit(t, mod, toks, k, what);
     }
     free(toks), free(done);
+}
+
+/* DiagnosticSource was loaded: the methods already rewritten without the Activity join are
+ * rewritten again so that their root spans join the Activities that can exist from now on. */
+static int no_join(struct traced_method *m) { return !atomic_load(&m->joins) && m->target >= 0; }
+static int no_async(struct traced_method *m) { return atomic_load(&m->async_pending); }
+
+/* The managed agent registered its entry points (tracer/agent.h; on the thread that runs the
+ * startup hooks): methods that return a task get async spans from now on, those rewritten
+ * before are rewritten again. */
+static void agent_registered(void)
+{
+    struct tracer *t = atomic_load(&the_tracer);
+    if (!t || atomic_exchange(&t->agent_ready, 1))
+        return;
+    LOG_INFO("tracer: managed agent %s started: async spans%s", t->agent_path,
+             t->instrument[0] || t->activity_sources[0] ? ", Activities recorded" : "");
+    rejit_where(t, no_async, "async spans from now on");
+}
+
+/* CoreLib is loaded: ProcessStartupHooks is rewritten to start the managed agent
+ * (tracer/agent_boot.h) before Main. */
+static void agent_boot(struct tracer *t, ModuleID mod)
+{
+    IUnknown *unk = NULL;
+    HRESULT hr = ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk);
+    if (FAILED(hr) || !unk) {
+        LOG_WARN("tracer: no metadata for System.Private.CoreLib (HRESULT %s); no managed agent", HR_STR(hr));
+        return;
+    }
+    mdMethodDef tok = clrmux_agent_boot_find((IMetaDataImport2 *)unk);
+    IUnknown_Release(unk);
+    int is_new = 0, idx = tok ? method_register(t, mod, tok, -2, CLRMUX_AGENT_BOOT_TYPE "." CLRMUX_AGENT_BOOT_METHOD,
+                                                &is_new)
+                              : -1;
+    if (idx < 0) {
+        LOG_WARN("tracer: %s::%s(string) not found in System.Private.CoreLib; no managed agent", CLRMUX_AGENT_BOOT_TYPE,
+                 CLRMUX_AGENT_BOOT_METHOD);
+        return;
+    }
+    t->agent_boot = idx + 1;
+    tracer_request_rejit(t, mod, &tok, 1, "System.Private.CoreLib");
 }
 
 static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *This, ModuleID mod, HRESULT status)
 {
     struct tracer *t = impl(This);
-    if (FAILED(status) || !t->ntargets || atomic_load(&t->shut_down))
+    if (FAILED(status) || (!t->ntargets && !t->agent_path[0]) || atomic_load(&t->shut_down))
         return S_OK;
     LPCBYTE base = NULL;
     WCHAR wpath[512];
@@ -421,8 +419,11 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (base && !atomic_load_explicit(&t->unhandled.state, memory_order_relaxed) &&
         strcmp(assembly, "System.Private.CoreLib") == 0)
         tracer_queue_hook_lookup(t, mod, base);
-    if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1))
-        rejit_for_join(t);
+    if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1) &&
+        !atomic_load(&t->agent_ready))
+        rejit_where(t, no_join, "their root spans join Activity.Current");
+    if (t->agent_path[0] && !t->agent_boot && strcmp(assembly, "System.Private.CoreLib") == 0)
+        agent_boot(t, mod);
     if (!assembly_has_targets(t, assembly))
         return S_OK;
     IUnknown *unk = NULL;
@@ -483,6 +484,13 @@ static HRESULT STDMETHODCALLTYPE tr_GetReJITParameters(ICorProfilerCallback11 *T
         return S_OK;
     char why[320];
     int64_t t0 = clrmux_now_ns();
+    if (idx == t->agent_boot - 1) {
+        if (clrmux_agent_boot_rewrite(t->info, mod, tok, fc, t->agent_path, why, sizeof why) == 0)
+            LOG_DEBUG("tracer: %s rewritten to start the managed agent (%s)", t->methods[idx].name, why);
+        else
+            LOG_WARN("tracer: %s not rewritten: %s; no managed agent", t->methods[idx].name, why);
+        return S_OK;
+    }
     if (tracer_rewrite(t, mod, tok, (uint32_t)idx, fc, why, sizeof why) == 0) {
         int64_t ns = clrmux_now_ns() - t0;
         atomic_fetch_add(&t->rewritten, 1);

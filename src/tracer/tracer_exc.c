@@ -64,6 +64,38 @@ static void exception_message(struct tracer *t, ObjectID obj, ClassID cls, char 
     tracer_to_utf8(w, (size_t)len, out, outsz);
 }
 
+/* The id of (name, msg): found, or added (under exc_lock). */
+static uint32_t intern_locked(struct tracer *t, const char *name, const char *msg)
+{
+    uint32_t id = 0, n = atomic_load(&t->nexc), type_only = 0;
+    for (uint32_t i = 0; i < n && !id; i++)
+        if (strcmp(t->exc_names[i], name) == 0) {
+            if (strcmp(t->exc_msgs[i], msg) == 0)
+                id = i + 1;
+            else if (!t->exc_msgs[i][0])
+                type_only = i + 1;
+        }
+    if (!id && n < MAX_EXC_NAMES) {
+        snprintf(t->exc_names[n], sizeof t->exc_names[n], "%s", name);
+        snprintf(t->exc_msgs[n], sizeof t->exc_msgs[n], "%s", msg);
+        atomic_store_explicit(&t->nexc, n + 1, memory_order_release);
+        id = n + 1;
+    }
+    return id ? id : type_only; /* the table is full: the type without its message, if known */
+}
+
+uint32_t tracer_exc_intern(struct tracer *t, const char *type, const char *msg)
+{
+    if (!type || !*type)
+        return 0;
+    char m[EXC_MSG_MAX];
+    snprintf(m, sizeof m, "%s", msg ? msg : "");
+    pthread_mutex_lock(&t->exc_lock);
+    uint32_t id = intern_locked(t, type, m);
+    pthread_mutex_unlock(&t->exc_lock);
+    return id;
+}
+
 /* The id of the (type name, message) pair of a thrown exception (1..MAX_EXC_NAMES), or 0. */
 uint32_t tracer_exception_name_id(struct tracer *t, ObjectID obj, ClassID cls)
 {
@@ -90,23 +122,7 @@ uint32_t tracer_exception_name_id(struct tracer *t, ObjectID obj, ClassID cls)
             goto done;
     }
     exception_message(t, obj, cls, msg, sizeof msg);
-    id = 0;
-    uint32_t n = atomic_load(&t->nexc), type_only = 0;
-    for (uint32_t i = 0; i < n && !id; i++)
-        if (strcmp(t->exc_names[i], name) == 0) {
-            if (strcmp(t->exc_msgs[i], msg) == 0)
-                id = i + 1;
-            else if (!t->exc_msgs[i][0])
-                type_only = i + 1;
-        }
-    if (!id && n < MAX_EXC_NAMES) {
-        snprintf(t->exc_names[n], sizeof t->exc_names[n], "%s", name);
-        snprintf(t->exc_msgs[n], sizeof t->exc_msgs[n], "%s", msg);
-        atomic_store_explicit(&t->nexc, n + 1, memory_order_release);
-        id = n + 1;
-    }
-    if (!id)
-        id = type_only; /* the table is full: the type without its message, if known */
+    id = intern_locked(t, name, msg);
     int cached = 0;
     for (uint32_t i = 0; i < t->nexc_cache && !cached; i++)
         cached = t->exc_cache[i].cls == cls;

@@ -39,6 +39,9 @@
 #include "tracer/spanfile.h"
 #include "tracer/spans.h"
 #include "tracer/target.h"
+#include "tracer/xspan.h"
+#include "tracer/agent.h"
+#include "tracer/agent_boot.h"
 
 #define ofRead 0x0u
 #define ofWrite 0x1u
@@ -71,6 +74,7 @@ struct traced_method {
     mdMethodDef token;
     int target;
     _Atomic int joins; /* rewritten with the Activity join */
+    _Atomic int async_pending; /* returns a task but was rewritten before the agent was ready */
     char name[CLRMUX_TARGET_NAME_MAX + 130];
 };
 
@@ -122,6 +126,9 @@ struct tracer {
     long flush_ms;
     double sample_ratio;
     int join_activity;   /* join_activity = true (default) */
+    int agent;           /* agent = true (default): the managed agent (tracer/agent.h) may load */
+    _Atomic int agent_ready; /* the agent registered its entry points: Task methods get async spans */
+    int agent_boot;      /* ProcessStartupHooks is registered for the agent's rewrite (its index + 1) */
     int suppress_gc;     /* suppress_gc_transition = true (default; off before .NET 6): tracer/probesig.h */
     char protocol[16];   /* http/protobuf (default) | http/json, for the endpoints */
     const struct clrmux_otlp_pb_api *pb; /* libclrmux_otlp.so when http/protobuf */
@@ -186,6 +193,9 @@ struct tracer {
     struct clrmux_curl *curl; /* OTLP/HTTP (endpoint set and libcurl loaded) */
     struct clrmux_http *http;
     uint64_t queued, requests, request_errors;
+    uint8_t *xbuf;             /* Activity span records drained (export.c), made at the first */
+    uint64_t xwritten, xbad;   /* Activity spans written, malformed records skipped */
+    _Atomic int xmalformed_logged;
     struct clrmux_span *stage; /* drained spans waiting to be written: [shead, nstage) */
     size_t stage_cap, shead, nstage;
     struct thread_name *tnames;
@@ -217,6 +227,9 @@ struct tracer {
     char output[PATH_MAX];
     char conf[PATH_MAX];
     char metrics_output[PATH_MAX]; /* "" = no metrics file */
+    char agent_path[PATH_MAX];     /* Clrmux.Agent.dll beside libclrmux.so, when trusted; "" = no agent */
+    char instrument[128];          /* built-in instrumentations on (agent.h), comma-separated */
+    char activity_sources[1024];   /* other ActivitySources recorded: patterns, comma-separated */
     struct clrmux_resource res;
     /* written only when set, or later */
     char endpoint[2048]; /* OTLP/HTTP; "" = none */
@@ -228,6 +241,7 @@ struct tracer {
 /* tracer.c: names for the exporter (struct clrmux_otlp_names callbacks; ctx: the tracer) */
 const char *tracer_method_name(void *ctx, uint32_t id);
 const char *tracer_exc_name(void *ctx, uint32_t id);
+/* tracer_meta.c: UTF-16 to UTF-8, and type names from metadata */
 void tracer_to_utf8(const WCHAR *s, size_t len, char *out, size_t n);
 /* The full name of a TypeDef ("Ns.Outer+Inner") or TypeRef into out[outsz] (depth: 0 from
  * outside; bounds the nesting). Returns 0, or -1 when metadata cannot name it. */
@@ -241,10 +255,18 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
 /* tracer_exc.c: the id of the (type name, message) pair of a thrown exception
  * (1..MAX_EXC_NAMES), or 0 when it cannot be named or the table is full. */
 uint32_t tracer_exception_name_id(struct tracer *t, ObjectID obj, ClassID cls);
+/* The id of (type, msg) (UTF-8; msg may be NULL), interned as above: an exception the agent
+ * saw (a faulted task's). */
+uint32_t tracer_exc_intern(struct tracer *t, const char *type, const char *msg);
 
 /* config.c: the section's keys over OpenTelemetry's environment; the resource. Returns 0, or
  * -1 (out of memory, a path too long: logged). */
 int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir);
+
+/* tracer_agent.c: the managed agent may load (.NET 8+, its file trusted): sets agent_path and
+ * the agent's host (tracer/agent.h; `registered` is called when it registers its entry points).
+ * Returns 0, or -1 (logged: no agent). */
+int tracer_agent_setup(struct tracer *t, void (*registered)(void));
 
 /* rejit.c */
 void *tracer_rejit_thread(void *arg); /* pthread body; arg: the tracer */

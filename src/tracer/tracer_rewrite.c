@@ -24,6 +24,45 @@ static int module_is(struct tracer *t, ModuleID mod, const char *name)
     return strcasecmp(a, name) == 0;
 }
 
+/* What a method returns, for its span: a task (Task, Task<T>) keeps the span open until it
+ * completes; a ValueTask, ValueTask<T> (not yet: a span of the call) or anything else ends it
+ * at the return. */
+enum ret_kind { RET_OTHER, RET_TASK, RET_VALUETASK };
+
+static enum ret_kind return_kind(IMetaDataImport2 *imp, const uint8_t *ret, size_t len)
+{
+    size_t i = 0;
+    if (len && (ret[0] == CLRMUX_ELEMENT_TYPE_CMOD_OPT || ret[0] == CLRMUX_ELEMENT_TYPE_CMOD_REQD))
+        return RET_OTHER; /* a modified return type: left as is */
+    int generic = i < len && ret[i] == CLRMUX_ELEMENT_TYPE_GENERICINST;
+    i += (size_t)generic;
+    if (i >= len || (ret[i] != CLRMUX_ELEMENT_TYPE_CLASS && ret[i] != CLRMUX_ELEMENT_TYPE_VALUETYPE))
+        return RET_OTHER;
+    int valuetype = ret[i++] == CLRMUX_ELEMENT_TYPE_VALUETYPE;
+    /* TypeDefOrRefOrSpecEncoded (II.23.2.8): a compressed unsigned integer */
+    uint32_t v;
+    if (i < len && !(ret[i] & 0x80)) {
+        v = ret[i];
+    } else if (i + 1 < len && (ret[i] & 0xC0) == 0x80) {
+        v = (uint32_t)(ret[i] & 0x3F) << 8 | ret[i + 1];
+    } else if (i + 3 < len && (ret[i] & 0xE0) == 0xC0) {
+        v = (uint32_t)(ret[i] & 0x1F) << 24 | (uint32_t)ret[i + 1] << 16 | (uint32_t)ret[i + 2] << 8 | ret[i + 3];
+    } else {
+        return RET_OTHER;
+    }
+    if ((v & 3) > 1) /* a TypeSpec: not a task type */
+        return RET_OTHER;
+    mdToken tok = ((v & 3) ? mdtTypeRef : mdtTypeDef) | (v >> 2);
+    char name[512];
+    if (tracer_type_full_name(imp, tok, name, sizeof name, 0) != 0)
+        return RET_OTHER;
+    if (!valuetype && !strcmp(name, generic ? "System.Threading.Tasks.Task`1" : "System.Threading.Tasks.Task"))
+        return RET_TASK;
+    if (valuetype && !strcmp(name, generic ? "System.Threading.Tasks.ValueTask`1" : "System.Threading.Tasks.ValueTask"))
+        return RET_VALUETASK;
+    return RET_OTHER;
+}
+
 /* Rewrites method idx. Returns 0, or -1 with a reason in why. */
 int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx, ICorProfilerFunctionControl *fc,
                    char *why, size_t whylen)
@@ -93,7 +132,22 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         else
             LOG_WARN("tracer: %s: spans are not joined to Activity.Current: %s", t->methods[idx].name, jwhy);
     }
-    /* new locals: int64 span slot, then the return value, then (join) a pinned string */
+    /* a task's span lasts until the task completes, through the agent (tracer/agent.h) */
+    enum ret_kind rk = ms.returns_void ? RET_OTHER : return_kind(imp, msig + ms.ret_offset, ms.ret_len);
+    const struct clrmux_agent_managed *am = rk == RET_TASK ? clrmux_agent_managed_get() : NULL;
+    struct clrmux_agent_sigs as;
+    if (am) {
+        char awhy[256];
+        if (clrmux_agent_sigs_get(emit, &as, awhy, sizeof awhy) != 0) {
+            LOG_WARN("tracer: %s: its span ends when it returns its task: %s", t->methods[idx].name, awhy);
+            am = NULL;
+        } else {
+            join = 0; /* the agent's context carries Activity.Current's */
+        }
+    }
+    atomic_store(&t->methods[idx].async_pending, rk == RET_TASK && !am && t->agent_path[0]);
+    /* new locals: int64 span slot, then the return value, then (join) a pinned string, then
+     * (async) the previous async context */
     uint8_t types[1 + 512 + 2];
     size_t tlen = 1;
     uint32_t ntypes = 1;
@@ -110,6 +164,10 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     if (join) {
         types[tlen++] = 0x45; /* ELEMENT_TYPE_PINNED */
         types[tlen++] = 0x0E; /* ELEMENT_TYPE_STRING */
+        ntypes++;
+    }
+    if (am) {
+        types[tlen++] = CLRMUX_ELEMENT_TYPE_OBJECT;
         ntypes++;
     }
     size_t newsig_len = 0;
@@ -133,6 +191,7 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     if (t->suppress_gc && !ps.suppressed)
         LOG_WARN("tracer: %s: the probes keep their GC transition: %s", t->methods[idx].name, swhy);
     uint32_t slot = first_new;
+    uint32_t prev = first_new + (ms.returns_void ? 1 : 2) + (join ? 1 : 0); /* am: the previous context */
     /* entry: slot = enter_fast(idx); if (slot < -1) slot = enter(idx) (the thread's first
      * span, or a deep recursion: the slow path allocates, with a GC transition) */
     uint32_t entered = clrmux_il_b_label(&be);
@@ -172,15 +231,36 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         clrmux_il_b_mark(&be, end);
         atomic_store(&t->methods[idx].joins, 1);
     }
+    if (am) {
+        /* prev = AsyncEnter(slot): the span is the flow's context from here on */
+        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
+        b_fnptr(&be, am->async_enter);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)as.async_enter);
+        clrmux_il_b_var(&be, CLRMUX_IL_STLOC, prev);
+        /* leaving, either way: AsyncRestore(prev), the caller's flow gets its context back */
+        clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, prev);
+        b_fnptr(&bx, am->async_restore);
+        clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)as.async_restore);
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, prev);
+        b_fnptr(&bn, am->async_restore);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.async_restore);
+    }
     /* exit: exit(slot), in the fault handler (an exception) and, without a GC transition,
      * on the normal path after the protected region (the JIT inlines an unmanaged calli
-     * only outside every EH region) */
+     * only outside every EH region); a task's span: OnTask(task, slot) on the normal path */
     clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, slot);
     b_fnptr(&bx, (void *)clrmux_span_exit);
     clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
-    clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
-    b_fnptr(&bn, (void *)clrmux_span_exit);
-    clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit_fast);
+    if (am) {
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, first_new + 1); /* the returned task */
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+        b_fnptr(&bn, am->on_task);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.on_task);
+    } else {
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+        b_fnptr(&bn, (void *)clrmux_span_exit);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit_fast);
+    }
     /* filter: [exception] pop; exception(slot); 0 (keep searching: the exception propagates) */
     clrmux_il_b_op(&bf, CLRMUX_IL_OP_POP);
     clrmux_il_b_var(&bf, CLRMUX_IL_LDLOC, slot);
@@ -198,7 +278,7 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         .filter = bf.data, .filter_len = bf.len,
         .ret_local = ms.returns_void ? CLRMUX_IL_NO_LOCAL : first_new + 1,
         .local_sig_tok = (uint32_t)local_tok,
-        .extra_max_stack = 2,
+        .extra_max_stack = 3, /* task, slot, function pointer */
         .exit_normal = bn.data, .exit_normal_len = bn.len,
     };
     if ((rc = clrmux_il_wrap(&body, &spec, err, sizeof err))) {

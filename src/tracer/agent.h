@@ -1,0 +1,91 @@
+/* The tracer's managed agent (Clrmux.Agent.dll, src/tracer/agent/): the ABI between it and
+ * libclrmux.so, and the native side of it.
+ *
+ * The agent is a startup hook that the tracer adds to the ones the runtime runs before Main
+ * (tracer/agent_boot.h), loaded only when the tracer is on and the agent file is trusted. It
+ * finds libclrmux.so in its own folder (NativeLibrary), calls clrmux_agent_api, and from then
+ * on works through the table: no P/Invoke, no marshalling (function pointers with blittable
+ * arguments). Its parts:
+ *   - async spans: the rewritten IL of a method that returns a Task calls the agent's managed
+ *     entry points (registered with register_managed) to keep the span open until the task
+ *     completes and to carry the span's context in an AsyncLocal (tracer/spans.h);
+ *   - Activities: an ActivityListener records the process's Activities (ASP.NET Core,
+ *     HttpClient, gRPC, any ActivitySource) as spans (record, tracer/xspan.h), through the
+ *     tracer's pipeline.
+ * The agent mirrors these structs in C# (src/tracer/agent/Native.cs): change both together and
+ * bump CLRMUX_AGENT_ABI. */
+#ifndef CLRMUX_TRACER_AGENT_H
+#define CLRMUX_TRACER_AGENT_H
+
+#include <stdint.h>
+
+#include "tracer/spans.h"
+
+#define CLRMUX_AGENT_ABI 1
+#define CLRMUX_AGENT_DLL "Clrmux.Agent.dll"
+#define CLRMUX_AGENT_SYMBOL "clrmux_agent_api"
+
+/* The managed entry points the rewritten IL calls with `calli` (managed calling convention:
+ * RuntimeMethodHandle.GetFunctionPointer of static methods of the agent). */
+struct clrmux_agent_managed {
+    uint32_t size; /* sizeof, as the agent knows it */
+    uint32_t reserved;
+    void *async_enter;   /* object AsyncEnter(int64 slot): the span's context becomes the
+                            AsyncLocal's; returns the previous value */
+    void *async_restore; /* void AsyncRestore(object previous) */
+    void *on_task;       /* void OnTask(object task, int64 slot): detaches span `slot` and
+                            finishes it when the task completes */
+};
+
+/* Flags of struct clrmux_agent_api. */
+#define CLRMUX_AGENT_F_ACTIVITIES 1u /* record Activities (some instrumentation or source is on) */
+
+/* What the agent gets from clrmux_agent_api. Strings are UTF-8, owned by the tracer, valid
+ * for the process's life. Calls are cdecl; none blocks for long; `ctx_set`, `span_peek` and
+ * `ctx_current` neither lock nor allocate once the thread has its span state. */
+struct clrmux_agent_api {
+    uint32_t abi, size;
+    const char *instrument;       /* built-in instrumentations on: "aspnetcore,httpclient,grpc" */
+    const char *activity_sources; /* other ActivitySource names recorded: comma-separated
+                                     patterns, `*` matches any run of characters; "" none */
+    double sample_ratio;          /* head sampling of new root traces, 0..1 */
+    uint32_t flags;               /* CLRMUX_AGENT_F_* */
+    uint32_t reserved;
+    /* 0, or -1 (a NULL pointer, an unknown size): the async rewrite stays off */
+    int32_t (*register_managed)(const struct clrmux_agent_managed *m);
+    int32_t (*span_peek)(int64_t slot, struct clrmux_span_ctx *out);           /* spans.h */
+    int32_t (*span_detach)(int64_t slot, struct clrmux_async_span *out);       /* spans.h */
+    void (*span_finish)(const struct clrmux_async_span *s, uint32_t exc, int32_t error);
+    void (*ctx_set)(const struct clrmux_span_ctx *c);                          /* spans.h */
+    int32_t (*ctx_current)(struct clrmux_span_ctx *out);                       /* spans.h */
+    /* an exception name id for (type, message) (UTF-16, lengths in code units; msg may be
+     * NULL), 0 when the table is full */
+    uint32_t (*exc_intern)(const uint16_t *type, int32_t type_len, const uint16_t *msg, int32_t msg_len);
+    /* an Activity span (tracer/xspan.h's record, len bytes): 0 queued, -1 malformed (logged
+     * once), -2 dropped (the queue is full: counted) */
+    int32_t (*record)(const uint8_t *rec, int32_t len);
+    /* a log line from the agent (level: common/log.h; UTF-16, len code units) */
+    void (*log)(int32_t level, const uint16_t *msg, int32_t len);
+};
+
+/* Exported from libclrmux.so: the table when abi is CLRMUX_AGENT_ABI and a tracer set up the
+ * agent's host (clrmux_agent_host_set), else NULL. */
+const struct clrmux_agent_api *clrmux_agent_api(int32_t abi);
+
+/* The tracer's side of the table (its callbacks and configuration), set before the agent can
+ * load. */
+struct clrmux_agent_host {
+    const char *instrument, *activity_sources;
+    double sample_ratio;
+    uint32_t flags;
+    uint32_t (*exc_intern)(const char *type, const char *msg); /* UTF-8 */
+    int32_t (*record)(const uint8_t *rec, int32_t len);
+    /* the agent registered its entry points (on the thread that runs the startup hooks) */
+    void (*registered)(void);
+};
+void clrmux_agent_host_set(const struct clrmux_agent_host *h);
+
+/* The agent's entry points once registered (all three set), else NULL. */
+const struct clrmux_agent_managed *clrmux_agent_managed_get(void);
+
+#endif

@@ -1,0 +1,140 @@
+// Async spans (src/tracer/spans.h): a traced method that returns a task keeps its span open
+// until the task completes, and the span's context flows with the ExecutionContext, as
+// Activity.Current does. The rewritten IL calls AsyncEnter after the entry probe,
+// AsyncRestore when the method returns or throws, and OnTask with the task it returns.
+using System;
+using System.Collections.Generic;
+using System.Reflection;
+using System.Runtime.ExceptionServices;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Clrmux.Agent
+{
+    /// <summary>A span's context as it flows (immutable once made).</summary>
+    internal sealed class SpanContextBox
+    {
+        public SpanCtx Ctx;
+        public SpanContextBox(in SpanCtx c) => Ctx = c;
+    }
+
+    public static unsafe class AsyncSpans
+    {
+        /// <summary>The context of the flow: an async method's span or an Activity's. Its change
+        /// handler tells each thread the context it runs in whenever it changes, ExecutionContext
+        /// switches included, so that a span opened there continues it.</summary>
+        internal static readonly AsyncLocal<SpanContextBox?> Current = new(OnChanged);
+
+        private static void OnChanged(AsyncLocalValueChangedArgs<SpanContextBox?> a)
+        {
+            SpanContextBox? b = a.CurrentValue;
+            if (b == null)
+            {
+                Native.Api->CtxSet(null);
+                return;
+            }
+            SpanCtx c = b.Ctx;
+            Native.Api->CtxSet(&c);
+        }
+
+        /// <summary>Span `slot` (the entry probe's) becomes the flow's context; the previous one
+        /// is returned for AsyncRestore.</summary>
+        public static object? AsyncEnter(long slot)
+        {
+            SpanContextBox? prev = Current.Value;
+            SpanCtx c;
+            if (Native.Api->SpanPeek(slot, &c) != 0)
+                Current.Value = new SpanContextBox(c);
+            return prev;
+        }
+
+        public static void AsyncRestore(object? previous) => Current.Value = previous as SpanContextBox;
+
+        private sealed class Pending
+        {
+            public AsyncSpan Span;
+        }
+
+        private static readonly Action<Task, object?> s_done = (t, o) => Finish(t, ref ((Pending)o!).Span);
+
+        /// <summary>The method returned `task`: span `slot` is detached from the thread and
+        /// finished when the task completes.</summary>
+        public static void OnTask(object? task, long slot)
+        {
+            AsyncSpan s;
+            if (Native.Api->SpanDetach(slot, &s) == 0)
+                return;
+            if (task is not Task t)
+            {
+                Native.Api->SpanFinish(&s, 0, 0); // a null task: the call is over
+                return;
+            }
+            if (t.IsCompleted)
+            {
+                Finish(t, ref s);
+                return;
+            }
+            var p = new Pending { Span = s };
+            // no ExecutionContext to carry into the continuation: it only ends the span
+            AsyncFlowControl flow = ExecutionContext.SuppressFlow();
+            try
+            {
+                t.ContinueWith(s_done, p, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously,
+                               TaskScheduler.Default);
+            }
+            finally
+            {
+                flow.Undo();
+            }
+        }
+
+        private static void Finish(Task t, ref AsyncSpan s)
+        {
+            uint exc = 0;
+            int error = 0;
+            if (t.IsFaulted)
+            {
+                error = 1;
+                Exception? e = FirstException(t);
+                exc = Native.ExcIntern(e?.GetType().FullName ?? "System.Exception", e?.Message);
+            }
+            else if (t.IsCanceled)
+            {
+                error = 1; // awaiting it throws TaskCanceledException
+                exc = Native.ExcIntern("System.Threading.Tasks.TaskCanceledException", "A task was canceled.");
+            }
+            fixed (AsyncSpan* p = &s)
+                Native.Api->SpanFinish(p, exc, error);
+        }
+
+        // A faulted task's first exception, read without marking it observed (Task.Exception
+        // would: the app's TaskScheduler.UnobservedTaskException would no longer see it):
+        // Task.m_contingentProperties.m_exceptionsHolder.m_faultExceptions, the runtime's own
+        // fields since .NET Core 1; null when their shape differs.
+        private static readonly FieldInfo? s_contingent =
+            typeof(Task).GetField("m_contingentProperties", BindingFlags.NonPublic | BindingFlags.Instance);
+        private static FieldInfo? s_holder, s_faults;
+
+        private static Exception? FirstException(Task t)
+        {
+            try
+            {
+                object? cp = s_contingent?.GetValue(t);
+                if (cp == null)
+                    return null;
+                s_holder ??= cp.GetType().GetField("m_exceptionsHolder", BindingFlags.NonPublic | BindingFlags.Instance);
+                object? holder = s_holder?.GetValue(cp);
+                if (holder == null)
+                    return null;
+                s_faults ??= holder.GetType().GetField("m_faultExceptions", BindingFlags.NonPublic | BindingFlags.Instance);
+                if (s_faults?.GetValue(holder) is List<ExceptionDispatchInfo> list && list.Count > 0)
+                    return list[0].SourceException;
+            }
+            catch
+            {
+                // another runtime's shape: no exception name
+            }
+            return null;
+        }
+    }
+}
