@@ -5,11 +5,13 @@
 #
 # A major that the `dotnet` on PATH has (`dotnet --list-runtimes`) is used from there (its
 # highest version). Any other is fetched as the runtime pack
-# Microsoft.NETCore.App.Runtime.linux-x64 (pinned version below) through an ordinary NuGet
+# Microsoft.NETCore.App.Runtime.linux-x64 (pinned version below; for 8 and later also
+# Microsoft.AspNetCore.App.Runtime.linux-x64 of the same version) through an ordinary NuGet
 # restore (the machine's NuGet sources; the global packages folder caches it) and unpacked
 # as a shared framework into a private dotnet root, build/dotnet-runtimes/root: the `dotnet`
 # muxer and hostfxr copied from the SDK's install, shared/Microsoft.NETCore.App/<version>
-# hard-linked from the pack. Run an app on one of them with
+# hard-linked from the pack (and shared/Microsoft.AspNetCore.App/<version>). Run an app on one
+# of them with
 #   DOTNET exec --fx-version VERSION app.dll
 # (tests/clr/lib.sh wraps this). Exits nonzero, naming the major, if one cannot be had.
 # `3` means .NET Core 3.1.
@@ -55,7 +57,10 @@ for major in "$@"; do
     v=$(pinned "$major") || { echo "dotnet-runtimes.sh: no runtime pack pinned for .NET $major" >&2; exit 1; }
     VER[$major]=$v
     DOTNET[$major]=$PRIV/dotnet
-    [ -f "$PRIV/shared/Microsoft.NETCore.App/$v/.complete" ] || need+=("$v")
+    if [ ! -f "$PRIV/shared/Microsoft.NETCore.App/$v/.complete" ] ||
+        { [ "$major" -ge 8 ] && [ ! -f "$PRIV/shared/Microsoft.AspNetCore.App/$v/Microsoft.AspNetCore.App.runtimeconfig.json" ]; }; then
+        need+=("$v")
+    fi
 done
 
 if [ "${#need[@]}" -gt 0 ]; then
@@ -76,6 +81,12 @@ if [ "${#need[@]}" -gt 0 ]; then
   </PropertyGroup>
   <ItemGroup>
     <PackageDownload Include="Microsoft.NETCore.App.Runtime.linux-x64" Version="${versions%;}" />
+EOF
+    # ASP.NET Core's shared framework of the same version (8 and later: the tracer's web tests)
+    aspnet=""
+    for v in "${need[@]}"; do [ "${v%%.*}" -ge 8 ] && aspnet+="[$v];"; done
+    [ -n "$aspnet" ] && echo "    <PackageDownload Include=\"Microsoft.AspNetCore.App.Runtime.linux-x64\" Version=\"${aspnet%;}\" />" >>"$fetch/fetch.csproj"
+    cat >>"$fetch/fetch.csproj" <<EOF
   </ItemGroup>
 </Project>
 EOF
@@ -120,6 +131,18 @@ EOF
                 printf '}}}},"libraries":{"runtimepack.Microsoft.NETCore.App.Runtime.linux-x64/%s":' "$v"
                 printf '{"type":"runtimepack","serviceable":false,"sha512":""}}}\n'
             } >"$dest/Microsoft.NETCore.App.deps.json"
+        fi
+        if [ "${v%%.*}" -ge 8 ]; then
+            apack="$pkgs/microsoft.aspnetcore.app.runtime.linux-x64/$v/runtimes/linux-x64/lib"
+            alib=$(ls -d "$apack"/*/ 2>/dev/null | head -1)
+            adest="$PRIV/shared/Microsoft.AspNetCore.App/$v"
+            if [ -z "$alib" ] || [ ! -f "$alib/Microsoft.AspNetCore.App.runtimeconfig.json" ]; then
+                echo "dotnet-runtimes.sh: $apack is not an ASP.NET Core runtime pack" >&2
+                exit 1
+            fi
+            rm -rf "$adest"
+            mkdir -p "$adest"
+            cp -al "$alib". "$adest/" 2>/dev/null || cp -a "$alib". "$adest/"
         fi
         touch "$dest/.complete"
     done

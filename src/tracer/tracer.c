@@ -358,7 +358,9 @@ static void rejit_where(struct tracer *t, int (*stale)(struct traced_method *), 
 /* DiagnosticSource was loaded: the methods already rewritten without the Activity join are
  * rewritten again so that their root spans join the Activities that can exist from now on. */
 static int no_join(struct traced_method *m) { return !atomic_load(&m->joins) && m->target >= 0; }
-static int no_async(struct traced_method *m) { return atomic_load(&m->async_pending); }
+/* before the agent: a task's span ends at its return, and root spans join Activity.Current
+ * themselves (the agent's context carries it) */
+static int before_agent(struct traced_method *m) { return atomic_load(&m->async_pending) || atomic_load(&m->joins); }
 
 /* The managed agent registered its entry points (tracer/agent.h; on the thread that runs the
  * startup hooks): methods that return a task get async spans from now on, those rewritten
@@ -370,7 +372,7 @@ static void agent_registered(void)
         return;
     LOG_INFO("tracer: managed agent %s started: async spans%s", t->agent_path,
              t->instrument[0] || t->activity_sources[0] ? ", Activities recorded" : "");
-    rejit_where(t, no_async, "async spans from now on");
+    rejit_where(t, before_agent, "the managed agent's async spans and context from now on");
 }
 
 /* CoreLib is loaded: ProcessStartupHooks is rewritten to start the managed agent

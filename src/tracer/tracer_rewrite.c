@@ -121,10 +121,12 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
                  HR_STR(hr));
         goto out;
     }
-    /* the Activity join: once DiagnosticSource is loaded, never in CoreLib or DiagnosticSource */
+    /* the Activity join: once DiagnosticSource is loaded, never in CoreLib or DiagnosticSource;
+     * not once the agent runs (its context carries Activity.Current's, tracer/agent.h) */
     mdMemberRef get_current = 0, get_id = 0;
     int join = 0;
-    if (t->join_activity && atomic_load(&t->ds_loaded) && !module_is(t, mod, "System.Private.CoreLib") &&
+    if (t->join_activity && atomic_load(&t->ds_loaded) && !atomic_load(&t->agent_ready) &&
+        !module_is(t, mod, "System.Private.CoreLib") &&
         !module_is(t, mod, CLRMUX_DIAGNOSTICSOURCE)) {
         char jwhy[256];
         if (clrmux_activity_refs(emit, imp, &get_current, &get_id, jwhy, sizeof jwhy) == 0)
@@ -146,6 +148,7 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         }
     }
     atomic_store(&t->methods[idx].async_pending, rk == RET_TASK && !am && t->agent_path[0]);
+    atomic_store(&t->methods[idx].joins, 0);
     /* new locals: int64 span slot, then the return value, then (join) a pinned string, then
      * (async) the previous async context */
     uint8_t types[1 + 512 + 2];

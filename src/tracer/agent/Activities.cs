@@ -1,10 +1,298 @@
-// Activity recording (to come in the next step).
+// Activity recording: an ActivityListener that records the process's Activities as spans
+// through the tracer's pipeline (src/tracer/xspan.h), keeps the flow's span context (so that
+// method spans and Activities nest in each other), and leaves the sources that the app's own
+// OpenTelemetry SDK (any other listener) listens to alone.
+using System;
+using System.Collections.Concurrent;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Reflection;
+using System.Reflection.Emit;
+using System.Threading;
+
 namespace Clrmux.Agent
 {
-    internal static class Activities
+    internal static unsafe class Activities
     {
+        // the built-in instrumentations and the sources (and legacy operation names) they cover
+        internal const string AspNetCore = "aspnetcore", HttpClient = "httpclient", Grpc = "grpc";
+        private static readonly Dictionary<string, string> s_builtinSources = new(StringComparer.Ordinal)
+        {
+            ["Microsoft.AspNetCore"] = AspNetCore,
+            ["System.Net.Http"] = HttpClient,
+            ["Grpc.Net.Client"] = Grpc,
+        };
+        private static readonly Dictionary<string, string> s_builtinOperations = new(StringComparer.Ordinal)
+        {
+            ["Microsoft.AspNetCore.Hosting.HttpRequestIn"] = AspNetCore,
+            ["System.Net.Http.HttpRequestOut"] = HttpClient,
+            ["Grpc.Net.Client.GrpcOut"] = Grpc,
+        };
+
+        internal static HashSet<string> Instrument = new(StringComparer.OrdinalIgnoreCase);
+        private static string[] s_patterns = Array.Empty<string>();
+        private static double s_ratio = 1;
+        private static ActivityListener? s_listener;
+        // per source: does clrmux record it (by configuration), and is it someone else's
+        private static readonly ConcurrentDictionary<string, bool> s_wanted = new(StringComparer.Ordinal);
+        private static Func<ActivitySource, int>? s_listenerCount;
+        private const string ParentProperty = "clrmux.parent";
+
         public static void Start()
         {
+            foreach (string i in Native.Utf8(Native.Api->Instrument).Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries))
+                Instrument.Add(i);
+            s_patterns = Native.Utf8(Native.Api->ActivitySources).Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
+            s_ratio = Native.Api->SampleRatio;
+            Func<ActivityTraceId>? previous = Activity.TraceIdGenerator;
+            Activity.TraceIdGenerator = () => TraceIdInside(previous);
+            s_listener = new ActivityListener
+            {
+                ShouldListenTo = _ => true, // every source: the context is kept for all of them
+                Sample = Sample,
+                SampleUsingParentId = SampleUsingParentId,
+                ActivityStarted = OnStarted,
+                ActivityStopped = OnStopped,
+            };
+            ActivitySource.AddActivityListener(s_listener);
+            s_listenerCount = ListenerCounter();
+            if (s_listenerCount == null)
+                Native.Log(Native.LogWarn, "ActivitySource's listeners cannot be counted on this runtime: sources that the app's own SDK listens to are recorded too");
+            Enrichment.Start();
+            Native.Log(Native.LogDebug, $"Activities: instrument={string.Join(',', Instrument)} activity_sources={string.Join(',', s_patterns)}");
+        }
+
+        /// <summary>The instrumentation (or "") a source or legacy Activity belongs to.</summary>
+        internal static string BuiltinOf(ActivitySource source, string operation)
+        {
+            if (s_builtinSources.TryGetValue(source.Name, out string? b))
+                return b;
+            return source.Name.Length == 0 && s_builtinOperations.TryGetValue(operation, out b) ? b : "";
+        }
+
+        /// <summary>Whether clrmux records the source's Activities by configuration.</summary>
+        private static bool Wanted(ActivitySource source, string operation)
+        {
+            string builtin = BuiltinOf(source, operation);
+            if (builtin.Length != 0)
+                return Instrument.Contains(builtin);
+            return s_wanted.GetOrAdd(source.Name, MatchPatterns);
+        }
+
+        private static bool MatchPatterns(string name)
+        {
+            foreach (string p in s_patterns)
+            {
+                // `*` alone leaves out the runtime's experimental sources (Experimental.System.Net.*)
+                if (p == "*" && name.StartsWith("Experimental.", StringComparison.Ordinal))
+                    continue;
+                if (Glob(p, name))
+                    return true;
+            }
+            return false;
+        }
+
+        internal static bool Glob(string pattern, string s)
+        {
+            int p = 0, i = 0, star = -1, mark = 0;
+            while (i < s.Length)
+            {
+                if (p < pattern.Length && pattern[p] == '*') { star = p++; mark = i; }
+                else if (p < pattern.Length && pattern[p] == s[i]) { p++; i++; }
+                else if (star >= 0) { p = star + 1; i = ++mark; }
+                else return false;
+            }
+            while (p < pattern.Length && pattern[p] == '*')
+                p++;
+            return p == pattern.Length;
+        }
+
+        /// <summary>Another listener (the app's own SDK) listens to the source: the source is
+        /// its owner's, clrmux neither samples nor records it (README: an app with its own
+        /// OpenTelemetry SDK).</summary>
+        private static bool Owned(ActivitySource source) => s_listenerCount != null && s_listenerCount(source) > 1;
+
+        private static bool Recording(ActivitySource source, string operation) =>
+            Wanted(source, operation) && !Owned(source);
+
+        private static ActivitySamplingResult Decide(ActivitySource source, string operation, ActivityContext parent, bool hasParent)
+        {
+            if (!Recording(source, operation))
+                return ActivitySamplingResult.None;
+            if (hasParent)
+                return (parent.TraceFlags & ActivityTraceFlags.Recorded) != 0 ? ActivitySamplingResult.AllDataAndRecorded
+                                                                              : ActivitySamplingResult.PropagationData;
+            SpanCtx c;
+            if (Native.Api->CtxCurrent(&c) != 0) // inside a method span: its trace, its decision
+                return c.Sampled != 0 ? ActivitySamplingResult.AllDataAndRecorded : ActivitySamplingResult.PropagationData;
+            return s_ratio >= 1 || Random.Shared.NextDouble() < s_ratio ? ActivitySamplingResult.AllDataAndRecorded
+                                                                        : ActivitySamplingResult.PropagationData;
+        }
+
+        private static ActivitySamplingResult Sample(ref ActivityCreationOptions<ActivityContext> o) =>
+            Decide(o.Source, o.Name, o.Parent, o.Parent != default);
+
+        private static ActivitySamplingResult SampleUsingParentId(ref ActivityCreationOptions<string> o)
+        {
+            bool has = !string.IsNullOrEmpty(o.Parent);
+            ActivityContext ctx = default;
+            if (has && !ActivityContext.TryParse(o.Parent, null, out ctx))
+                ctx = new ActivityContext(default, default, ActivityTraceFlags.Recorded); // hierarchical: follow it
+            return Decide(o.Source, o.Name, ctx, has);
+        }
+
+        /// <summary>A root Activity started inside a method span belongs to its trace.</summary>
+        private static ActivityTraceId TraceIdInside(Func<ActivityTraceId>? previous)
+        {
+            SpanCtx c;
+            if (Native.Api->CtxCurrent(&c) != 0)
+                return ActivityTraceId.CreateFromBytes(new ReadOnlySpan<byte>(c.TraceId, 16));
+            return previous != null ? previous() : ActivityTraceId.CreateRandom();
+        }
+
+        private static void OnStarted(Activity a)
+        {
+            if (a.IdFormat != ActivityIdFormat.W3C)
+                return;
+            SpanCtx c;
+            ulong parent = a.ParentSpanId == default ? 0 : SpanWriter.SpanIdValue(a.ParentSpanId);
+            ulong local = 0;
+            if (!a.HasRemoteParent && Native.Api->CtxCurrent(&c) != 0 && c.SpanId != parent &&
+                a.TraceId == ActivityTraceId.CreateFromBytes(new ReadOnlySpan<byte>(c.TraceId, 16)))
+            {
+                // a method span (or another Activity of the flow) opened after this Activity's
+                // parent, in the same trace: it is the parent (exported so; the Activity keeps
+                // its own ids, which are what propagates)
+                a.SetCustomProperty(ParentProperty, c.SpanId);
+                local = c.LocalRoot;
+            }
+            else if (parent != 0 && !a.HasRemoteParent && AsyncSpans.Current.Value is { } cur && cur.Ctx.SpanId == parent)
+            {
+                local = cur.Ctx.LocalRoot;
+            }
+            SpanCtx mine = default;
+            a.TraceId.CopyTo(new Span<byte>(mine.TraceId, 16));
+            mine.SpanId = SpanWriter.SpanIdValue(a.SpanId);
+            mine.LocalRoot = local != 0 ? local : mine.SpanId;
+            mine.Sampled = a.Recorded ? 1u : 0u;
+            AsyncSpans.Current.Value = new SpanContextBox(mine, AsyncSpans.Current.Value);
+        }
+
+        private static void OnStopped(Activity a)
+        {
+            SpanContextBox? cur = AsyncSpans.Current.Value;
+            if (a.IdFormat != ActivityIdFormat.W3C)
+                return;
+            ulong id = SpanWriter.SpanIdValue(a.SpanId);
+            if (cur != null && cur.Ctx.SpanId == id)
+                AsyncSpans.Current.Value = cur.Previous;
+            if (!a.Recorded || !a.IsAllDataRequested || !Recording(a.Source, a.OperationName))
+                return;
+            try
+            {
+                Write(a, id);
+            }
+            catch (Exception e)
+            {
+                Native.Log(Native.LogError, $"Activity '{a.OperationName}' of '{a.Source.Name}' not recorded: {e.GetType().Name}: {e.Message}");
+            }
+        }
+
+        private static void Write(Activity a, ulong id)
+        {
+            string builtin = BuiltinOf(a.Source, a.OperationName);
+            Enrichment.Completed e = Enrichment.Complete(a, builtin);
+            SpanWriter w = SpanWriter.Begin();
+            w.U16(SpanWriter.Version);
+            w.U16(SpanWriter.Header);
+            w.TraceId(a.TraceId);
+            w.U64(id);
+            ulong parent = a.GetCustomProperty(ParentProperty) is ulong p ? p
+                         : a.ParentSpanId == default ? 0 : SpanWriter.SpanIdValue(a.ParentSpanId);
+            w.U64(parent);
+            long start = SpanWriter.UnixNs(a.StartTimeUtc);
+            w.I64(start);
+            w.I64(start + a.Duration.Ticks * 100);
+            w.U8(a.Kind switch
+            {
+                ActivityKind.Server => 2,
+                ActivityKind.Client => 3,
+                ActivityKind.Producer => 4,
+                ActivityKind.Consumer => 5,
+                _ => 1,
+            });
+            byte status = a.Status switch { ActivityStatusCode.Ok => 1, ActivityStatusCode.Error => 2, _ => 0 };
+            string? statusMessage = a.StatusDescription;
+            if (status == 0 && e.Error)
+            {
+                status = 2;
+                statusMessage = e.ErrorMessage;
+            }
+            w.U8(status);
+            w.U8(a.HasRemoteParent ? (byte)1 : (byte)0);
+            w.U8(0);
+            w.U32(0);
+            w.Str(e.Name ?? a.DisplayName);
+            w.Str(status == 2 ? statusMessage : null);
+            w.Str(a.Source.Name.Length != 0 ? a.Source.Name : a.OperationName);
+            w.Str(a.Source.Version);
+            w.Str(a.TraceStateString);
+            w.Attrs(a.TagObjects);
+            int mark = w.Mark(), n = 0;
+            foreach (ActivityEvent ev in a.Events)
+            {
+                w.I64(SpanWriter.UnixNs(ev.Timestamp.UtcDateTime));
+                w.Str(ev.Name);
+                w.Attrs(ev.Tags);
+                n++;
+            }
+            w.SetCount(mark, n);
+            mark = w.Mark();
+            n = 0;
+            foreach (ActivityLink l in a.Links)
+            {
+                w.TraceId(l.Context.TraceId);
+                w.U64(SpanWriter.SpanIdValue(l.Context.SpanId));
+                w.Str(l.Context.TraceState);
+                w.Attrs(l.Tags ?? (IEnumerable<KeyValuePair<string, object?>>)Array.Empty<KeyValuePair<string, object?>>());
+                n++;
+            }
+            w.SetCount(mark, n);
+            w.Commit();
+        }
+
+        /// <summary>source._listeners.Count (DiagnosticSource's own field since .NET 5), read
+        /// through a small dynamic method; null when the field is not there.</summary>
+        private static Func<ActivitySource, int>? ListenerCounter()
+        {
+            try
+            {
+                FieldInfo? f = typeof(ActivitySource).GetField("_listeners", BindingFlags.NonPublic | BindingFlags.Instance);
+                MethodInfo? count = f?.FieldType.GetProperty("Count")?.GetMethod;
+                if (f == null || count == null)
+                    return null;
+                var dm = new DynamicMethod("clrmux_listener_count", typeof(int), new[] { typeof(ActivitySource) },
+                                           typeof(Activities).Module, skipVisibility: true);
+                ILGenerator il = dm.GetILGenerator();
+                Label none = il.DefineLabel();
+                il.Emit(OpCodes.Ldarg_0);
+                il.Emit(OpCodes.Ldfld, f);
+                il.Emit(OpCodes.Dup);
+                il.Emit(OpCodes.Brfalse_S, none);
+                il.Emit(OpCodes.Callvirt, count);
+                il.Emit(OpCodes.Ret);
+                il.MarkLabel(none);
+                il.Emit(OpCodes.Pop);
+                il.Emit(OpCodes.Ldc_I4_0);
+                il.Emit(OpCodes.Ret);
+                var fn = (Func<ActivitySource, int>)dm.CreateDelegate(typeof(Func<ActivitySource, int>));
+                using var probe = new ActivitySource("clrmux.probe");
+                return fn(probe) >= 1 ? fn : null; // this listener listens to every source
+            }
+            catch
+            {
+                return null;
+            }
         }
     }
 }

@@ -15,7 +15,12 @@ namespace Clrmux.Agent
     internal sealed class SpanContextBox
     {
         public SpanCtx Ctx;
-        public SpanContextBox(in SpanCtx c) => Ctx = c;
+        public SpanContextBox? Previous; // an Activity's: the context to go back to at its stop
+        public SpanContextBox(in SpanCtx c, SpanContextBox? previous = null)
+        {
+            Ctx = c;
+            Previous = previous;
+        }
     }
 
     public static unsafe class AsyncSpans
