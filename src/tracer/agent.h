@@ -35,6 +35,10 @@ struct clrmux_agent_managed {
     void *async_restore; /* void AsyncRestore(object previous) */
     void *on_task;       /* void OnTask(object task, int64 slot): detaches span `slot` and
                             finishes it when the task completes */
+    void *on_value_task; /* object OnValueTask(object boxed, int64 slot): the same for a
+                            boxed ValueTask or ValueTask<T> that has not completed successfully;
+                            returns the boxed ValueTask the method returns instead (it wraps
+                            the task the span waits for: the original may be consumed once) */
 };
 
 /* Flags of struct clrmux_agent_api. */
@@ -85,7 +89,7 @@ struct clrmux_agent_host {
 };
 void clrmux_agent_host_set(const struct clrmux_agent_host *h);
 
-/* The agent's entry points once registered (all three set), else NULL. */
+/* The agent's entry points once registered (all set), else NULL. */
 const struct clrmux_agent_managed *clrmux_agent_managed_get(void);
 
 #endif

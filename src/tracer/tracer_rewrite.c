@@ -24,9 +24,8 @@ static int module_is(struct tracer *t, ModuleID mod, const char *name)
     return strcasecmp(a, name) == 0;
 }
 
-/* What a method returns, for its span: a task (Task, Task<T>) keeps the span open until it
- * completes; a ValueTask, ValueTask<T> (not yet: a span of the call) or anything else ends it
- * at the return. */
+/* What a method returns, for its span: a task (Task, Task<T>, ValueTask, ValueTask<T>) keeps
+ * the span open until it completes; anything else ends it at the return. */
 enum ret_kind { RET_OTHER, RET_TASK, RET_VALUETASK };
 
 static enum ret_kind return_kind(IMetaDataImport2 *imp, const uint8_t *ret, size_t len)
@@ -136,18 +135,29 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     }
     /* a task's span lasts until the task completes, through the agent (tracer/agent.h) */
     enum ret_kind rk = ms.returns_void ? RET_OTHER : return_kind(imp, msig + ms.ret_offset, ms.ret_len);
-    const struct clrmux_agent_managed *am = rk == RET_TASK ? clrmux_agent_managed_get() : NULL;
+    const struct clrmux_agent_managed *am = rk != RET_OTHER ? clrmux_agent_managed_get() : NULL;
     struct clrmux_agent_sigs as;
+    mdTypeSpec vt_spec = 0;     /* ValueTask: its type and IsCompletedSuccessfully */
+    mdMemberRef vt_done = 0;
     if (am) {
         char awhy[256];
-        if (clrmux_agent_sigs_get(emit, &as, awhy, sizeof awhy) != 0) {
+        static const uint8_t done_sig[] = {CLRMUX_SIG_HASTHIS, 0x00, CLRMUX_ELEMENT_TYPE_BOOLEAN};
+        WCHAR wdone[32];
+        clrmux_utf8_to_utf16("get_IsCompletedSuccessfully", wdone, 32);
+        if (rk == RET_VALUETASK &&
+            (FAILED(hr = IMetaDataEmit2_GetTokenFromTypeSpec(emit, msig + ms.ret_offset, (ULONG)ms.ret_len, &vt_spec)) ||
+             FAILED(hr = IMetaDataEmit2_DefineMemberRef(emit, vt_spec, wdone, done_sig, sizeof done_sig, &vt_done)))) {
+            LOG_WARN("tracer: %s: its span ends when it returns its ValueTask: a reference to it failed with HRESULT %s",
+                     t->methods[idx].name, HR_STR(hr));
+            am = NULL;
+        } else if (clrmux_agent_sigs_get(emit, &as, awhy, sizeof awhy) != 0) {
             LOG_WARN("tracer: %s: its span ends when it returns its task: %s", t->methods[idx].name, awhy);
             am = NULL;
         } else {
             join = 0; /* the agent's context carries Activity.Current's */
         }
     }
-    atomic_store(&t->methods[idx].async_pending, rk == RET_TASK && !am && t->agent_path[0]);
+    atomic_store(&t->methods[idx].async_pending, rk != RET_OTHER && !am && t->agent_path[0]);
     atomic_store(&t->methods[idx].joins, 0);
     /* new locals: int64 span slot, then the return value, then (join) a pinned string, then
      * (async) the previous async context */
@@ -254,11 +264,31 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, slot);
     b_fnptr(&bx, (void *)clrmux_span_exit);
     clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
-    if (am) {
+    if (am && rk == RET_TASK) {
         clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, first_new + 1); /* the returned task */
         clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
         b_fnptr(&bn, am->on_task);
         clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.on_task);
+    } else if (am) {
+        /* a ValueTask: if (ret.IsCompletedSuccessfully) exit(slot); else
+         *   ret = (ValueTask<T>)OnValueTask((object)ret, slot)   (the slow path boxes) */
+        uint32_t slow = clrmux_il_b_label(&bn), end = clrmux_il_b_label(&bn);
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOCA, first_new + 1);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALL, (uint32_t)vt_done);
+        clrmux_il_b_branch(&bn, CLRMUX_IL_OP_BRFALSE_S, slow);
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+        b_fnptr(&bn, (void *)clrmux_span_exit);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit_fast);
+        clrmux_il_b_branch(&bn, CLRMUX_IL_OP_BR_S, end);
+        clrmux_il_b_mark(&bn, slow);
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, first_new + 1);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_BOX, (uint32_t)vt_spec);
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+        b_fnptr(&bn, am->on_value_task);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.on_value_task);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_UNBOX_ANY, (uint32_t)vt_spec);
+        clrmux_il_b_var(&bn, CLRMUX_IL_STLOC, first_new + 1);
+        clrmux_il_b_mark(&bn, end);
     } else {
         clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
         b_fnptr(&bn, (void *)clrmux_span_exit);

@@ -17,6 +17,7 @@ namespace Clrmux.Agent
                 AsyncEnter = Entry(nameof(AsyncSpans.AsyncEnter)),
                 AsyncRestore = Entry(nameof(AsyncSpans.AsyncRestore)),
                 OnTask = Entry(nameof(AsyncSpans.OnTask)),
+                OnValueTask = Entry(nameof(AsyncSpans.OnValueTask)),
             };
             if ((Native.Api->Flags & Native.FlagActivities) != 0)
                 Activities.Start();

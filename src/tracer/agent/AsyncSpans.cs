@@ -93,6 +93,42 @@ namespace Clrmux.Agent
             }
         }
 
+        /// <summary>The method returned a ValueTask or ValueTask&lt;T&gt; (boxed) that has not
+        /// completed successfully: its task carries the span to its end, and the method returns a
+        /// ValueTask over that task instead (a ValueTask may be consumed once only).</summary>
+        public static object? OnValueTask(object? boxed, long slot)
+        {
+            switch (boxed)
+            {
+            case ValueTask vt:
+                Task t = vt.AsTask();
+                OnTask(t, slot);
+                return new ValueTask(t);
+            case null:
+                OnTask(null, slot);
+                return null;
+            default:
+                Func<object, long, object> f = s_valueTasks.GetOrAdd(boxed.GetType(), MakeValueTaskHandler);
+                return f(boxed, slot);
+            }
+        }
+
+        private static readonly System.Collections.Concurrent.ConcurrentDictionary<Type, Func<object, long, object>> s_valueTasks = new();
+
+        private static Func<object, long, object> MakeValueTaskHandler(Type vt)
+        {
+            MethodInfo m = typeof(AsyncSpans).GetMethod(nameof(ValueTaskOf), BindingFlags.NonPublic | BindingFlags.Static)!
+                .MakeGenericMethod(vt.GetGenericArguments()[0]);
+            return (Func<object, long, object>)Delegate.CreateDelegate(typeof(Func<object, long, object>), m);
+        }
+
+        private static object ValueTaskOf<T>(object boxed, long slot)
+        {
+            Task<T> t = ((ValueTask<T>)boxed).AsTask();
+            OnTask(t, slot);
+            return new ValueTask<T>(t);
+        }
+
         private static void Finish(Task t, ref AsyncSpan s)
         {
             uint exc = 0;
