@@ -197,6 +197,8 @@ int clrmux_md_open(struct clrmux_md *md, const uint8_t *img, size_t len, int map
             tables = root + off, tables_len = size;
         else if (n == 8 && memcmp(root + name, "#Strings", 8) == 0)
             md->strings = root + off, md->strings_len = size;
+        else if (n == 5 && memcmp(root + name, "#Blob", 5) == 0)
+            md->blobs = root + off, md->blobs_len = size;
         else if (n == 2 && memcmp(root + name, "#-", 2) == 0)
             return -1; /* uncompressed tables (edit and continue): not read here */
         p = name + ((n + 4) & ~(size_t)3);
@@ -238,6 +240,7 @@ int clrmux_md_open(struct clrmux_md *md, const uint8_t *img, size_t len, int map
     md->typedef_list = 4 + 2 * str + col_size(C_TDOR, rows, str, guid, blob) + col_size(0x04, rows, str, guid, blob);
     md->method_idx = (uint8_t)col_size(0x06, rows, str, guid, blob);
     md->typedef_idx = (uint8_t)col_size(0x02, rows, str, guid, blob);
+    md->blob = (uint8_t)blob;
     md->nested_sorted = (sorted_hi >> (0x29 - 32)) & 1;
     return 0;
 }
@@ -341,8 +344,33 @@ static int str_is(const struct clrmux_md *md, uint32_t off, const char *s)
     return h && strcmp(h, s) == 0;
 }
 
+/* Whether blob `off` of the #Blob heap (a compressed length, II.24.2.4, then the bytes) is
+ * sig[0..siglen). */
+static int blob_is(const struct clrmux_md *md, uint32_t off, const uint8_t *sig, size_t siglen)
+{
+    if (!md->blobs || off >= md->blobs_len)
+        return 0;
+    const uint8_t *p = md->blobs + off;
+    size_t left = md->blobs_len - off, n, hdr;
+    if (!(p[0] & 0x80))
+        n = p[0], hdr = 1;
+    else if ((p[0] & 0xC0) == 0x80 && left >= 2)
+        n = (size_t)(p[0] & 0x3F) << 8 | p[1], hdr = 2;
+    else if ((p[0] & 0xE0) == 0xC0 && left >= 4)
+        n = (size_t)(p[0] & 0x1F) << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3], hdr = 4;
+    else
+        return 0;
+    return n == siglen && hdr + n <= left && memcmp(p + hdr, sig, siglen) == 0;
+}
+
 int clrmux_md_find_method(const uint8_t *img, size_t len, int mapped, const char *ns, const char *type,
                           const char *method, uint32_t *token)
+{
+    return clrmux_md_find_method_sig(img, len, mapped, ns, type, method, NULL, 0, token);
+}
+
+int clrmux_md_find_method_sig(const uint8_t *img, size_t len, int mapped, const char *ns, const char *type,
+                              const char *method, const uint8_t *sig, size_t siglen, uint32_t *token)
 {
     *token = 0;
     struct clrmux_md md;
@@ -360,7 +388,9 @@ int clrmux_md_find_method(const uint8_t *img, size_t len, int mapped, const char
         if (!ok || first == 0 || end > md.methoddefs + 1)
             return -1;
         for (uint32_t m = first; m < end; m++)
-            if (str_is(&md, cell(&md, md.methoddef_at, md.methoddef_row, m, 8, md.str, &ok), method)) {
+            if (str_is(&md, cell(&md, md.methoddef_at, md.methoddef_row, m, 8, md.str, &ok), method) &&
+                (!sig || blob_is(&md, cell(&md, md.methoddef_at, md.methoddef_row, m, 8 + md.str, md.blob, &ok), sig,
+                                 siglen))) {
                 *token = ok ? 0x06000000u | m : 0;
                 return ok ? 0 : -1;
             }

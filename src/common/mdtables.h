@@ -26,11 +26,14 @@
 struct clrmux_md {
     const uint8_t *tables, *strings; /* the #~ stream and the #Strings heap */
     size_t tables_len, strings_len;
+    const uint8_t *blobs;            /* the #Blob heap (NULL when the module has none) */
+    size_t blobs_len;
     uint32_t typedefs, methoddefs, nested;         /* row counts */
     size_t typedef_at, methoddef_at, nested_at;    /* each table's offset in the #~ stream */
     size_t typedef_row, methoddef_row, nested_row; /* and its row size */
     size_t typedef_list;                           /* TypeDef.MethodList's offset in a row */
     uint8_t str, method_idx, typedef_idx;          /* bytes of a #Strings / MethodDef / TypeDef index */
+    uint8_t blob;                                  /* bytes of a #Blob index */
     uint8_t nested_sorted;                         /* NestedClass is marked sorted (II.24.2.6) */
 };
 
@@ -65,6 +68,10 @@ int clrmux_md_enclosing_type(const struct clrmux_md *md, uint32_t td, uint32_t *
  * #- stream or pointer tables): *token is then 0 and the caller may ask the runtime. */
 int clrmux_md_find_method(const uint8_t *image, size_t len, int mapped, const char *ns, const char *type,
                           const char *method, uint32_t *token);
+/* The same, among the methods of that name, the one whose signature blob (II.23.2.1) is
+ * sig[0..siglen) byte for byte (sig NULL: the first, as clrmux_md_find_method). */
+int clrmux_md_find_method_sig(const uint8_t *image, size_t len, int mapped, const char *ns, const char *type,
+                              const char *method, const uint8_t *sig, size_t siglen, uint32_t *token);
 
 /* SizeOfImage from the PE headers of an image mapped as loaded at `base` (the headers are read
  * within its first 4 KB page, which a mapped image always has), or 0 when `base` does not

@@ -4,7 +4,16 @@
  * StartupHookSupport off), so that its argument also names the agent's path: the runtime then
  * loads the agent as it loads any startup hook, after those the diagnostics port named and
  * before DOTNET_STARTUP_HOOKS's. Nothing changes in the environment: child processes do not
- * inherit the agent. */
+ * inherit the agent.
+ *
+ * Cheap by construction (a hello world's start-up, measured): the method and the String
+ * methods the prefix calls are found in CoreLib's metadata tables as mapped
+ * (common/mdtables.h), not through GetModuleMetaData (which converts CoreLib's metadata
+ * reader, ~10 ms), and the prefix builds its strings from native UTF-16 buffers
+ * (`new string(char*)`) instead of user strings (which need CoreLib's metadata for write); the
+ * method's ReadyToRun code is refused (JITCachedFunctionSearchStarted) and the rewrite is made
+ * at its JIT compilation (SetILFunctionBody), not through a ReJIT request at CoreLib's load
+ * (which suspends the runtime). */
 #ifndef CLRMUX_TRACER_AGENT_BOOT_H
 #define CLRMUX_TRACER_AGENT_BOOT_H
 
@@ -12,17 +21,27 @@
 
 #include "clrmux/corprof.h"
 
-#define CLRMUX_AGENT_BOOT_TYPE "System.StartupHookProvider"
-#define CLRMUX_AGENT_BOOT_METHOD "ProcessStartupHooks"
+#define CLRMUX_AGENT_BOOT_NAME "System.StartupHookProvider.ProcessStartupHooks"
 
-/* The MethodDef of ProcessStartupHooks(string) in CoreLib's metadata `imp`, or 0 (another
- * runtime's shape: no agent). */
-mdMethodDef clrmux_agent_boot_find(IMetaDataImport2 *imp);
+struct clrmux_agent_boot {
+    mdMethodDef method;           /* ProcessStartupHooks(string) */
+    mdMethodDef is_null_or_empty; /* string::IsNullOrEmpty(string) */
+    mdMethodDef concat;           /* string::Concat(string, string) */
+    mdMethodDef ctor;             /* string::.ctor(char*) */
+    WCHAR *path, *sep_path;       /* the agent's path, and with the path separator before it
+                                     (NUL-terminated UTF-16, never freed: the IL points at them) */
+};
 
-/* Rewrites ProcessStartupHooks (module mod, token tok; its IL read through info) through fc:
- * a prefix that appends `agent_path` (absolute; UTF-8) to the argument, with the platform's
- * path separator when the argument is not empty. Returns 0, or -1 with the reason in why. */
-int clrmux_agent_boot_rewrite(ICorProfilerInfo5 *info, ModuleID mod, mdMethodDef tok, ICorProfilerFunctionControl *fc,
-                              const char *agent_path, char *why, size_t whylen);
+/* Fills *b from CoreLib mapped at `base` (GetModuleInfo's base address) for agent_path (UTF-8,
+ * absolute). Returns 0, or -1 with the reason in why (another runtime's shape, no memory). */
+int clrmux_agent_boot_find(const void *base, const char *agent_path, struct clrmux_agent_boot *b, char *why,
+                           size_t whylen);
+
+/* Rewrites ProcessStartupHooks (module mod) at its JIT compilation, through info
+ * (GetILFunctionBody, then SetILFunctionBody with memory from GetILFunctionBodyAllocator): a
+ * prefix that appends the agent's path to the argument, with the platform's path separator
+ * when the argument is not empty. Returns 0, or -1 with the reason in why. */
+int clrmux_agent_boot_rewrite(ICorProfilerInfo5 *info, ModuleID mod, const struct clrmux_agent_boot *b, char *why,
+                              size_t whylen);
 
 #endif

@@ -375,28 +375,19 @@ static void agent_registered(void)
     rejit_where(t, before_agent, "the managed agent's async spans and context from now on");
 }
 
-/* CoreLib is loaded: ProcessStartupHooks is rewritten to start the managed agent
- * (tracer/agent_boot.h) before Main. */
-static void agent_boot(struct tracer *t, ModuleID mod)
+/* CoreLib is loaded (mapped at base): ProcessStartupHooks is registered (its ReadyToRun code
+ * refused, inlining vetoed) to be rewritten at its JIT compilation (agent_boot_jit), to start
+ * the managed agent before Main (tracer/agent_boot.h). */
+static void agent_boot(struct tracer *t, ModuleID mod, const void *base)
 {
-    IUnknown *unk = NULL;
-    HRESULT hr = ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead, &IID_IMetaDataImport2, &unk);
-    if (FAILED(hr) || !unk) {
-        LOG_WARN("tracer: no metadata for System.Private.CoreLib (HRESULT %s); no managed agent", HR_STR(hr));
+    char why[256];
+    if (clrmux_agent_boot_find(base, t->agent_path, &t->boot, why, sizeof why) != 0) {
+        LOG_WARN("tracer: %s; no managed agent", why);
         return;
     }
-    mdMethodDef tok = clrmux_agent_boot_find((IMetaDataImport2 *)unk);
-    IUnknown_Release(unk);
-    int is_new = 0, idx = tok ? method_register(t, mod, tok, -2, CLRMUX_AGENT_BOOT_TYPE "." CLRMUX_AGENT_BOOT_METHOD,
-                                                &is_new)
-                              : -1;
-    if (idx < 0) {
-        LOG_WARN("tracer: %s::%s(string) not found in System.Private.CoreLib; no managed agent", CLRMUX_AGENT_BOOT_TYPE,
-                 CLRMUX_AGENT_BOOT_METHOD);
-        return;
-    }
-    t->agent_boot = idx + 1;
-    tracer_request_rejit(t, mod, &tok, 1, "System.Private.CoreLib");
+    int is_new = 0, idx = method_register(t, mod, t->boot.method, -2, CLRMUX_AGENT_BOOT_NAME, &is_new);
+    if (idx >= 0)
+        t->agent_boot = idx + 1;
 }
 
 static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *This, ModuleID mod, HRESULT status)
@@ -425,7 +416,7 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
         !atomic_load(&t->agent_ready))
         rejit_where(t, no_join, "their root spans join Activity.Current");
     if (t->agent_path[0] && !t->agent_boot && strcmp(assembly, "System.Private.CoreLib") == 0)
-        agent_boot(t, mod);
+        agent_boot(t, mod, base);
     if (!assembly_has_targets(t, assembly))
         return S_OK;
     IUnknown *unk = NULL;
@@ -486,13 +477,8 @@ static HRESULT STDMETHODCALLTYPE tr_GetReJITParameters(ICorProfilerCallback11 *T
         return S_OK;
     char why[320];
     int64_t t0 = clrmux_now_ns();
-    if (idx == t->agent_boot - 1) {
-        if (clrmux_agent_boot_rewrite(t->info, mod, tok, fc, t->agent_path, why, sizeof why) == 0)
-            LOG_DEBUG("tracer: %s rewritten to start the managed agent (%s)", t->methods[idx].name, why);
-        else
-            LOG_WARN("tracer: %s not rewritten: %s; no managed agent", t->methods[idx].name, why);
-        return S_OK;
-    }
+    if (idx == t->agent_boot - 1)
+        return S_OK; /* rewritten at its JIT compilation (agent_boot_jit) */
     if (tracer_rewrite(t, mod, tok, (uint32_t)idx, fc, why, sizeof why) == 0) {
         int64_t ns = clrmux_now_ns() - t0;
         atomic_fetch_add(&t->rewritten, 1);
@@ -545,10 +531,30 @@ static void check_unhandled(struct tracer *t, FunctionID fid)
         clrmux_lastgasp_now();
 }
 
+/* ProcessStartupHooks is compiled (its ReadyToRun code refused): rewritten to start the agent. */
+static void agent_boot_jit(struct tracer *t, FunctionID fid)
+{
+    ClassID cls = 0;
+    ModuleID mod = 0;
+    mdToken tok = 0;
+    if (!t->agent_boot || FAILED(ICorProfilerInfo5_GetFunctionInfo(t->info, fid, &cls, &mod, &tok)))
+        return;
+    struct traced_method *m = &t->methods[t->agent_boot - 1];
+    if (m->module != mod || m->token != tok)
+        return;
+    char why[320];
+    if (clrmux_agent_boot_rewrite(t->info, mod, &t->boot, why, sizeof why) == 0)
+        LOG_DEBUG("tracer: %s rewritten to start the managed agent (%s)", m->name, why);
+    else
+        LOG_WARN("tracer: %s not rewritten: %s; no managed agent", m->name, why);
+}
+
 static HRESULT STDMETHODCALLTYPE tr_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID fid, BOOL safe)
 {
     (void)safe;
     check_unhandled(impl(This), fid);
+    if (impl(This)->agent_boot && !atomic_load_explicit(&impl(This)->agent_ready, memory_order_relaxed))
+        agent_boot_jit(impl(This), fid);
     return S_OK;
 }
 

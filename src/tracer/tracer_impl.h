@@ -129,6 +129,7 @@ struct tracer {
     int agent;           /* agent = true (default): the managed agent (tracer/agent.h) may load */
     _Atomic int agent_ready; /* the agent registered its entry points: Task methods get async spans */
     int agent_boot;      /* ProcessStartupHooks is registered for the agent's rewrite (its index + 1) */
+    struct clrmux_agent_boot boot; /* its token, the String methods, the path (agent_boot.h) */
     int suppress_gc;     /* suppress_gc_transition = true (default; off before .NET 6): tracer/probesig.h */
     char protocol[16];   /* http/protobuf (default) | http/json, for the endpoints */
     const struct clrmux_otlp_pb_api *pb; /* libclrmux_otlp.so when http/protobuf */

@@ -1,39 +1,67 @@
 // The agent's start (from StartupHook.Initialize): the table from libclrmux.so, the entry points
-// for the rewritten IL, the Activity recording.
+// for the rewritten IL, and the Activity recording, started when System.Diagnostics.DiagnosticSource
+// is loaded (no Activity exists before; a process that never loads it, a hello world, pays
+// nothing more).
 using System;
-using System.Runtime.CompilerServices;
+using System.Reflection;
+using System.Threading;
 
 namespace Clrmux.Agent
 {
     internal static unsafe class Agent
     {
+        private static int s_activities;
+
         public static void Start()
         {
             if (!Native.Open())
                 return; // not under clrmux's tracer (or another libclrmux.so): nothing to do
+            // stable addresses (precode stubs: the methods are compiled at their first call)
+            // that the rewritten IL calls with calli
+            delegate*<long, object?> enter = &AsyncSpans.AsyncEnter;
+            delegate*<object?, void> restore = &AsyncSpans.AsyncRestore;
+            delegate*<object?, long, void> onTask = &AsyncSpans.OnTask;
+            delegate*<object?, long, object?> onValueTask = &AsyncSpans.OnValueTask;
             ManagedTable m = new()
             {
                 Size = (uint)sizeof(ManagedTable),
-                AsyncEnter = Entry(nameof(AsyncSpans.AsyncEnter)),
-                AsyncRestore = Entry(nameof(AsyncSpans.AsyncRestore)),
-                OnTask = Entry(nameof(AsyncSpans.OnTask)),
-                OnValueTask = Entry(nameof(AsyncSpans.OnValueTask)),
+                AsyncEnter = (IntPtr)enter,
+                AsyncRestore = (IntPtr)restore,
+                OnTask = (IntPtr)onTask,
+                OnValueTask = (IntPtr)onValueTask,
             };
             if ((Native.Api->Flags & Native.FlagActivities) != 0)
-                Activities.Start();
+            {
+                AppDomain.CurrentDomain.AssemblyLoad += OnAssemblyLoad;
+                foreach (Assembly a in AppDomain.CurrentDomain.GetAssemblies())
+                    if (IsDiagnosticSource(a))
+                        StartActivities();
+            }
             if (Native.Api->RegisterManaged(&m) != 0)
                 Native.Log(Native.LogError, "the tracer refused the agent's entry points");
         }
 
-        /// <summary>The entry point of a static method of AsyncSpans: a stable address that the
-        /// rewritten IL calls with calli (its code may be compiled again, tiered; the address
-        /// stays).</summary>
-        private static IntPtr Entry(string name)
+        private static bool IsDiagnosticSource(Assembly a) => a.GetName().Name == "System.Diagnostics.DiagnosticSource";
+
+        private static void OnAssemblyLoad(object? sender, AssemblyLoadEventArgs e)
         {
-            var mi = typeof(AsyncSpans).GetMethod(name, System.Reflection.BindingFlags.Public | System.Reflection.BindingFlags.Static)
-                ?? throw new MissingMethodException(nameof(AsyncSpans), name);
-            RuntimeHelpers.PrepareMethod(mi.MethodHandle);
-            return mi.MethodHandle.GetFunctionPointer();
+            if (IsDiagnosticSource(e.LoadedAssembly))
+                StartActivities();
+        }
+
+        private static void StartActivities()
+        {
+            if (Interlocked.Exchange(ref s_activities, 1) != 0)
+                return;
+            AppDomain.CurrentDomain.AssemblyLoad -= OnAssemblyLoad;
+            try
+            {
+                Activities.Start();
+            }
+            catch (Exception e)
+            {
+                Native.Log(Native.LogError, "Activity recording did not start: " + e);
+            }
         }
     }
 }

@@ -73,7 +73,8 @@ namespace Clrmux.Agent
             string? dir = Path.GetDirectoryName(typeof(Native).Assembly.Location);
             if (string.IsNullOrEmpty(dir))
                 return false;
-            string lib = Path.Combine(dir, OperatingSystem.IsWindows() ? "libclrmux.dll" : "libclrmux.so");
+            // not Path.Combine: a CoreLib method an app may trace (the agent's own calls would be spans)
+            string lib = dir + (OperatingSystem.IsWindows() ? "\\libclrmux.dll" : "/libclrmux.so");
             if (!NativeLibrary.TryLoad(lib, out IntPtr h) || !NativeLibrary.TryGetExport(h, "clrmux_agent_api", out IntPtr fn))
                 return false;
             AgentApi* api = ((delegate* unmanaged[Cdecl]<int, AgentApi*>)fn)(Abi);
