@@ -329,6 +329,7 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/report.sh
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
+	@tests/clr/web.sh
 	@tests/clr/compose.sh
 	@tests/clr/detach.sh
 	@tests/clr/otel.sh

@@ -139,7 +139,7 @@ public static class Program
                 return;
             lock (exported) // the SDK's own spans: one line each, for the test
                 foreach (Activity a in exported)
-                    Console.WriteLine($"sdk-span {a.Source.Name} {a.DisplayName} {a.TraceId} {a.SpanId} {a.ParentSpanId}");
+                    Console.WriteLine($"sdk-span\t{a.Source.Name}\t{a.DisplayName}\t{a.TraceId}\t{a.SpanId}\t{a.ParentSpanId}");
         });
         Console.WriteLine($"shop {role} on {http}/{grpc} (.NET {Environment.Version})");
         app.Run();
