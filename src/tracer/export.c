@@ -160,6 +160,22 @@ static void export_xspans(struct tracer *t, int flush)
         size_t len = clrmux_xq_drain(t->xbuf, XDRAIN);
         if (!len)
             break;
+        if (t->http && t->pb) { /* protobuf bodies to the endpoint */
+            uint8_t *pb = NULL;
+            size_t pblen = 0, n = 0, bad = 0;
+            if (t->pb->xtraces(&t->res, t->xbuf, len, &pb, &pblen, &n, &bad) != 0) {
+                if (!t->request_errors++)
+                    LOG_ERROR("tracer: OTLP/HTTP: cannot build a request of Activity spans: out of memory; dropped");
+            } else if (pb) {
+                t->queued += n;
+                t->requests++;
+                t->xwritten += n;
+                clrmux_http_enqueue(t->http, (char *)pb, pblen, n);
+            }
+            t->xbad += bad;
+            if (!t->out || t->write_failed)
+                continue;
+        }
         struct clrmux_otlp_mem m = {t->line.p, 0, t->line.cap};
         size_t n = 0, bad = 0;
         int rc = clrmux_otlp_render_xspans(&m, &t->res, t->xbuf, len, &n, &bad);
@@ -176,12 +192,13 @@ static void export_xspans(struct tracer *t, int flush)
         }
         if (!n)
             continue;
-        t->xwritten += n;
+        if (!(t->http && t->pb))
+            t->xwritten += n;
         if (t->out && !t->write_failed)
             file_write(t, n);
-        if (t->http) {
+        if (t->http && !t->pb) {
             char *body = malloc(t->line.len);
-            if (body) { /* JSON bodies: http/protobuf sends them as JSON too (below) */
+            if (body) { /* http/json: the line without its newline */
                 memcpy(body, t->line.p, t->line.len - 1);
                 t->queued += n;
                 t->requests++;

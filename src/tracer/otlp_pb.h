@@ -13,7 +13,7 @@
 #include "tracer/otlp.h"
 #include "tracer/spans.h"
 
-#define CLRMUX_OTLP_PB_ABI 1
+#define CLRMUX_OTLP_PB_ABI 2
 #define CLRMUX_OTLP_PB_LIB "libclrmux_otlp.so"
 #define CLRMUX_OTLP_PB_SYMBOL "clrmux_otlp_pb"
 
@@ -30,6 +30,12 @@ struct clrmux_otlp_pb_api {
                    const struct clrmux_method_metrics *m, uint32_t nmethods, const double *bounds, size_t nbounds,
                    const struct clrmux_otlp_names *names, const struct clrmux_otlp_counter *counters, size_t ncounters,
                    uint8_t **out, size_t *len);
+    /* Activity span records recs[0..len) (tracer/xspan.h, as clrmux_xq_drain gives them) as
+     * an ExportTraceServiceRequest: one ScopeSpans per instrumentation scope, the fields of
+     * clrmux_otlp_render_xspans. *nout: spans in it; *nbad: malformed records skipped. Returns
+     * 0 (with *out NULL when no span), or -1 when out of memory. */
+    int (*xtraces)(const struct clrmux_resource *res, const uint8_t *recs, size_t len, uint8_t **out, size_t *outlen,
+                   size_t *nout, size_t *nbad);
 };
 
 /* Exported by libclrmux_otlp.so: its API table (static, never freed). */

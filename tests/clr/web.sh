@@ -329,6 +329,92 @@ else
     stop sdk front back
 fi
 
+# ---- OTLP/HTTP protobuf: the Activity spans decoded with the protobuf library ---------------
+PYPB=
+for py in python3 /usr/bin/python3; do # Debian's python3-protobuf is for the system python
+    if "$py" -c 'import google.protobuf' 2>/dev/null; then PYPB=$py; break; fi
+done
+if [ -z "$PYPB" ] || ! command -v protoc >/dev/null; then
+    bad "python3-protobuf and protoc (protobuf-compiler) are needed to decode the protobuf bodies"
+else
+    mkdir -p "$WORK/pb/py"
+    protoc --python_out="$WORK/pb/py" -I src/tracer/proto $(cd src/tracer/proto && find opentelemetry -name '*.proto')
+    cat >"$WORK/pb/collector.py" <<'PYEOF'
+import base64, http.server, json, os, sys, threading
+out, portfile = sys.argv[1], sys.argv[2]
+lock = threading.Lock()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with lock, open(out, "a") as f:
+            f.write(json.dumps({"path": self.path, "type": self.headers.get("Content-Type"),
+                                "body": base64.b64encode(body).decode()}) + "\n")
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+srv.daemon_threads = True
+t = threading.Timer(120, os._exit, args=(3,)); t.daemon = True; t.start()
+open(portfile + ".tmp", "w").write(str(srv.server_address[1])); os.rename(portfile + ".tmp", portfile)
+srv.serve_forever()
+PYEOF
+    python3 "$WORK/pb/collector.py" "$WORK/pb/posts.jsonl" "$WORK/pb/port" &
+    CPID=$!
+    PIDS+=($CPID)
+    for _ in $(seq 100); do [ -s "$WORK/pb/port" ] && break; sleep 0.1; done
+    conf pb back
+    conf pb front "endpoint = http://127.0.0.1:$(cat "$WORK/pb/port")/v1/traces"
+    start pb back back "$P3" "$P4"
+    start pb front front "$P1" "$P2" no_proxy=127.0.0.1 NO_PROXY=127.0.0.1
+    if ready "$BACK" && ready "$FRONT"; then
+        curl -s -o /dev/null "$FRONT/order/6"; curl -s -o /dev/null "$FRONT/fail"
+        stop pb front back
+        kill "$CPID" 2>/dev/null
+        out=$(PYTHONPATH="$WORK/pb/py" "$PYPB" - "$WORK/pb/posts.jsonl" "$WORK/pb/front.jsonl" <<'PYEOF' 2>&1
+import base64, json, sys
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+def check(cond, msg, detail=""):
+    print(("ok   - " if cond else "FAIL - ") + msg)
+    if not cond and detail:
+        print("       " + str(detail)[:1500])
+def norm(d):
+    d = dict(d)
+    for k in ("traceId", "spanId", "parentSpanId"):
+        if k in d:
+            d[k] = base64.b64decode(d[k]).hex()
+    d.pop("flags", None)
+    return d
+posts = [json.loads(l) for l in open(sys.argv[1])]
+pb = {}
+for p in posts:
+    if p["path"] == "/v1/traces":
+        for rs in trace_service_pb2.ExportTraceServiceRequest.FromString(base64.b64decode(p["body"])).resource_spans:
+            for ss in rs.scope_spans:
+                for s in ss.spans:
+                    pb[(ss.scope.name, s.span_id.hex())] = norm(MessageToDict(s, use_integers_for_enums=True))
+js = {}
+for line in open(sys.argv[2]):
+    for rs in json.loads(line)["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                if ss["scope"]["name"] != "clrmux":
+                    js[(ss["scope"]["name"], s["spanId"])] = s
+def canon(s):  # the two mappings alike: an unset status as {}
+    s = json.loads(json.dumps(s))
+    if s and s.get("status") in ({}, {"code": 0}):
+        s["status"] = {}
+    return s
+diff = [(k, canon(pb.get(k)), canon(js[k])) for k in js if canon(pb.get(k)) != canon(js[k])]
+check(len(js) >= 4 and not diff and set(pb) >= set(js),
+      "OTLP/HTTP protobuf: every Activity span (%d: SERVER, CLIENT, gRPC, the app's own) decodes to the JSON line's fields" % len(js),
+      diff[:1] or (len(pb), len(js)))
+PYEOF
+)
+        count "$out"
+    else bad "front and back start with an OTLP/HTTP endpoint" "$(tail -5 "$WORK"/pb/*.out)"; stop pb front back; fi
+fi
+
 # ---- the keys ---------------------------------------------------------------------------------
 conf keys back 'instrument = none' 'activity_sources = Shop.*'
 conf keys front 'instrument = httpclient' 'activity_sources = none'

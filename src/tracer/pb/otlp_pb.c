@@ -8,6 +8,7 @@
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
+#include "tracer/xspan.h"
 
 typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
 typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
@@ -361,6 +362,221 @@ static int metrics(const struct clrmux_resource *res, int64_t start_ns, int64_t 
     return rc;
 }
 
-static const struct clrmux_otlp_pb_api api = {CLRMUX_OTLP_PB_ABI, traces, metrics};
+/* ---- Activity spans (tracer/xspan.h) ----------------------------------------------------- */
+
+typedef Opentelemetry__Proto__Trace__V1__Span__Link Link;
+
+/* s as a NUL-terminated string in the arena, any byte that is not part of well-formed UTF-8
+ * replaced with U+FFFD (protobuf strings must be UTF-8) */
+static char *xs(struct arena *a, struct clrmux_xstr s)
+{
+    char *out = alloc(a, (size_t)s.len * 3 + 1);
+    if (!out)
+        return NULL;
+    const unsigned char *q = (const unsigned char *)s.p, *end = q + s.len;
+    size_t n = 0;
+    while (q < end) {
+        unsigned c = *q;
+        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        int ok = len && (size_t)(end - q) >= len;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = (q[k] & 0xC0) == 0x80;
+        if (ok && len == 3)
+            ok = !(c == 0xE0 && q[1] < 0xA0) && !(c == 0xED && q[1] >= 0xA0);
+        if (ok && len == 4)
+            ok = !(c == 0xF0 && q[1] < 0x90) && !(c == 0xF4 && q[1] >= 0x90);
+        if (ok && c) {
+            memcpy(out + n, q, len);
+            n += len, q += len;
+        } else {
+            memcpy(out + n, "\xEF\xBF\xBD", 3);
+            n += 3, q++;
+        }
+    }
+    out[n] = 0;
+    return out;
+}
+
+static KeyValue **xattrs(struct arena *a, struct clrmux_xattrs l, size_t *n)
+{
+    KeyValue **v = alloc(a, ((size_t)l.n + 1) * sizeof *v);
+    struct clrmux_xattr x;
+    *n = 0;
+    while (v && clrmux_xattr_next(&l, &x)) {
+        KeyValue *k = kv(a, xs(a, x.key));
+        if (!k)
+            return NULL;
+        switch (x.type) {
+        case CLRMUX_XATTR_STRING:
+            k->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+            k->value->string_value = xs(a, x.s);
+            break;
+        case CLRMUX_XATTR_BOOL:
+            k->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE;
+            k->value->bool_value = x.i != 0;
+            break;
+        case CLRMUX_XATTR_INT:
+            k->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
+            k->value->int_value = x.i;
+            break;
+        default:
+            k->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE;
+            k->value->double_value = x.d;
+        }
+        v[(*n)++] = k;
+    }
+    return v;
+}
+
+static Span *xspan(struct arena *a, const struct clrmux_xspan *x)
+{
+    Span *sp = alloc(a, sizeof *sp);
+    Status *st = alloc(a, sizeof *st);
+    uint8_t *tid = alloc(a, 16);
+    if (!sp || !st || !tid)
+        return NULL;
+    opentelemetry__proto__trace__v1__span__init(sp);
+    opentelemetry__proto__trace__v1__status__init(st);
+    memcpy(tid, x->trace_id, 16);
+    sp->trace_id = (ProtobufCBinaryData){16, tid};
+    sp->span_id = (ProtobufCBinaryData){8, be64(a, x->span_id)};
+    if (x->parent_id)
+        sp->parent_span_id = (ProtobufCBinaryData){8, be64(a, x->parent_id)};
+    if (x->trace_state.len)
+        sp->trace_state = xs(a, x->trace_state);
+    sp->name = xs(a, x->name);
+    sp->kind = (Opentelemetry__Proto__Trace__V1__Span__SpanKind)x->kind;
+    sp->start_time_unix_nano = (uint64_t)x->start_ns;
+    sp->end_time_unix_nano = (uint64_t)x->end_ns;
+    sp->attributes = xattrs(a, x->attrs, &sp->n_attributes);
+    if (x->nevents) {
+        sp->events = alloc(a, x->nevents * sizeof *sp->events);
+        const uint8_t *c = x->events;
+        uint16_t left = x->nevents;
+        struct clrmux_xevent e;
+        while (sp->events && clrmux_xevent_next(&c, &left, &e)) {
+            Event *ev = alloc(a, sizeof *ev);
+            if (!ev)
+                return NULL;
+            opentelemetry__proto__trace__v1__span__event__init(ev);
+            ev->time_unix_nano = (uint64_t)e.time_ns;
+            ev->name = xs(a, e.name);
+            ev->attributes = xattrs(a, e.attrs, &ev->n_attributes);
+            sp->events[sp->n_events++] = ev;
+        }
+    }
+    if (x->nlinks) {
+        sp->links = alloc(a, x->nlinks * sizeof *sp->links);
+        const uint8_t *c = x->links;
+        uint16_t left = x->nlinks;
+        struct clrmux_xlink l;
+        while (sp->links && clrmux_xlink_next(&c, &left, &l)) {
+            Link *lk = alloc(a, sizeof *lk);
+            uint8_t *lt = alloc(a, 16);
+            if (!lk || !lt)
+                return NULL;
+            opentelemetry__proto__trace__v1__span__link__init(lk);
+            memcpy(lt, l.trace_id, 16);
+            lk->trace_id = (ProtobufCBinaryData){16, lt};
+            lk->span_id = (ProtobufCBinaryData){8, be64(a, l.span_id)};
+            if (l.trace_state.len)
+                lk->trace_state = xs(a, l.trace_state);
+            lk->attributes = xattrs(a, l.attrs, &lk->n_attributes);
+            sp->links[sp->n_links++] = lk;
+        }
+    }
+    st->code = (Opentelemetry__Proto__Trace__V1__Status__StatusCode)x->status;
+    if (x->status == 2 && x->status_message.len)
+        st->message = xs(a, x->status_message);
+    sp->status = st;
+    return sp;
+}
+
+static int same_scope(const struct clrmux_xspan *a, const struct clrmux_xspan *b)
+{
+    return a->scope_name.len == b->scope_name.len && a->scope_version.len == b->scope_version.len &&
+           !memcmp(a->scope_name.p, b->scope_name.p, a->scope_name.len) &&
+           !memcmp(a->scope_version.p, b->scope_version.p, a->scope_version.len);
+}
+
+static int xtraces(const struct clrmux_resource *res, const uint8_t *recs, size_t len, uint8_t **out, size_t *outlen,
+                   size_t *nout, size_t *nbad)
+{
+    *out = NULL;
+    *outlen = *nout = *nbad = 0;
+    size_t cap = 0;
+    for (size_t off = 0; off + 4 <= len;) {
+        uint32_t l;
+        memcpy(&l, recs + off, 4);
+        off += 4 + ((l + 3u) & ~3u);
+        cap++;
+    }
+    if (!cap)
+        return 0;
+    struct arena a = {0};
+    struct clrmux_xspan *xs_ = alloc(&a, cap * sizeof *xs_);
+    char *done = alloc(&a, cap);
+    size_t n = 0;
+    for (size_t off = 0; xs_ && done && off + 4 <= len && n < cap;) {
+        uint32_t l;
+        memcpy(&l, recs + off, 4);
+        if (l > len - off - 4)
+            break;
+        if (clrmux_xspan_parse(recs + off + 4, l, &xs_[n]) == 0)
+            n++;
+        else
+            (*nbad)++;
+        off += 4 + ((l + 3u) & ~3u);
+    }
+    int rc = 0;
+    if (n) {
+        Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest req;
+        Opentelemetry__Proto__Trace__V1__ResourceSpans rs;
+        opentelemetry__proto__collector__trace__v1__export_trace_service_request__init(&req);
+        opentelemetry__proto__trace__v1__resource_spans__init(&rs);
+        Opentelemetry__Proto__Trace__V1__ResourceSpans *rsp = &rs;
+        req.n_resource_spans = 1;
+        req.resource_spans = &rsp;
+        rs.resource = resource(&a, res);
+        rs.scope_spans = alloc(&a, n * sizeof *rs.scope_spans);
+        for (size_t i = 0; rs.scope_spans && i < n; i++) {
+            if (done[i])
+                continue;
+            Opentelemetry__Proto__Trace__V1__ScopeSpans *ss = alloc(&a, sizeof *ss);
+            Scope *sc = alloc(&a, sizeof *sc);
+            Span **sps = alloc(&a, (n - i) * sizeof *sps);
+            if (!ss || !sc || !sps)
+                break;
+            opentelemetry__proto__trace__v1__scope_spans__init(ss);
+            opentelemetry__proto__common__v1__instrumentation_scope__init(sc);
+            sc->name = xs(&a, xs_[i].scope_name);
+            if (xs_[i].scope_version.len)
+                sc->version = xs(&a, xs_[i].scope_version);
+            ss->scope = sc;
+            ss->spans = sps;
+            for (size_t j = i; j < n; j++) {
+                if (done[j] || !same_scope(&xs_[i], &xs_[j]))
+                    continue;
+                done[j] = 1;
+                if (!(sps[ss->n_spans] = xspan(&a, &xs_[j]))) {
+                    a.failed = 1;
+                    break;
+                }
+                ss->n_spans++;
+                (*nout)++;
+            }
+            rs.scope_spans[rs.n_scope_spans++] = ss;
+        }
+        if (!rs.scope_spans)
+            a.failed = 1;
+        rc = pack(&a, &req.base, out, outlen);
+    }
+    if (a.failed)
+        rc = -1;
+    arena_free(&a);
+    return rc;
+}
+
+static const struct clrmux_otlp_pb_api api = {CLRMUX_OTLP_PB_ABI, traces, metrics, xtraces};
 
 __attribute__((visibility("default"))) const struct clrmux_otlp_pb_api *clrmux_otlp_pb(void) { return &api; }
