@@ -80,10 +80,15 @@ for want in "$B:2: error: log_level 'loud'" \
             "$B:21: error: [child d]: $ROOT/build/fake/libnoexport.so exports no DllGetClassObject" \
             "$B:24: error: child 'e': a tracer is already loaded (child 't'); only one tracer per process" \
             "$B:28: note: [child ok]: $ROOT/build/fake/librecorder.so answers DllGetClassObject" \
-            "$B:9: warning: child 't': no valid 'trace =' target" \
-            "$B: 10 errors, 3 warnings, 3 children would load"; do
+            "$B: 10 errors, 2 warnings, 3 children would load"; do
     has "$out" "$want" && ok "check says: ${want#"$WORK/"}" || bad "check does not say: $want" "$out"
 done
+# a tracer with no target records the process's Activities (its agent); with those off too, nothing
+printf '[child t]\nbuiltin = tracer\ninstrument = none\nactivity_sources = none\n' >"$WORK/idle.conf"
+out=$("$CLRMUX" check --config "$WORK/idle.conf" 2>&1)
+has "$out" "warning: child 't': no valid 'trace =' target and no Activity recorded; the tracer records nothing" \
+    && ok "check warns of a tracer that records nothing (no target, instrument = none, activity_sources = none)" \
+    || bad "check warns of a tracer that records nothing" "$out"
 # the library's own rules for child libraries: ownership and permissions, loader loops
 mkdir -p "$WORK/open" && chmod 0777 "$WORK/open" && cp build/fake/librecorder.so "$WORK/open/"
 cat >"$WORK/rules.conf" <<EOF
