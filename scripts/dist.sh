@@ -71,6 +71,7 @@ if command -v "${ARM64_CC:-aarch64-linux-gnu-gcc}" >/dev/null 2>&1 && make -s NO
     ARM64_NATIVE="$ROOT/$STAGE/native-arm64"
     mkdir -p "$ARM64_NATIVE"
     cp build/arm64/libclrmux.so build/arm64/libclrmux_profiler.so build/arm64/libclrmux_otlp.so "$ARM64_NATIVE/"
+    [ -f build/Clrmux.Agent.dll ] && cp build/Clrmux.Agent.dll "$ARM64_NATIVE/" # IL: the same for every platform
     cp packaging/loader.conf "$ARM64_NATIVE/loader.conf"
 else
     platform_missing "$STAGE/arm64.log" \
@@ -85,12 +86,14 @@ if command -v "${WIN_CC:-x86_64-w64-mingw32-gcc}" >/dev/null 2>&1 && command -v 
     W="$STAGE/win-x64/clrmux-$VERSION"
     mkdir -p "$W"
     cp build/win-x64/libclrmux.dll README.md loader.conf.example THIRD_PARTY_NOTICES.md "$W/"
+    [ -f build/Clrmux.Agent.dll ] && cp build/Clrmux.Agent.dll "$W/"
     cp packaging/loader-win.conf "$W/loader.conf"
     (cd "$STAGE/win-x64" && find "clrmux-$VERSION" -exec touch -d 2020-01-01T00:00:00Z {} + && zip -q -X -r "$ROOT/$DIST/clrmux-$VERSION-win-x64.zip" "clrmux-$VERSION")
     echo "dist: $DIST/clrmux-$VERSION-win-x64.zip"
     WIN_NATIVE="$ROOT/$STAGE/native-win-x64"
     mkdir -p "$WIN_NATIVE"
     cp build/win-x64/libclrmux.dll "$WIN_NATIVE/"
+    [ -f build/Clrmux.Agent.dll ] && cp build/Clrmux.Agent.dll "$WIN_NATIVE/"
     cp packaging/loader-win.conf "$WIN_NATIVE/loader.conf"
 else
     platform_missing "$STAGE/win-x64.log" \
@@ -102,7 +105,7 @@ fi
 if command -v dotnet >/dev/null 2>&1; then
     NATIVE="$ROOT/$STAGE/native"
     mkdir -p "$NATIVE"
-    cp build/libclrmux.so build/libclrmux_profiler.so build/libclrmux_otlp.so "$NATIVE/"
+    cp build/libclrmux.so build/libclrmux_profiler.so build/libclrmux_otlp.so build/Clrmux.Agent.dll "$NATIVE/"
     cp packaging/loader.conf "$NATIVE/loader.conf"
     tfm=net$(dotnet --version | cut -d. -f1).0
     if ! dotnet pack packaging/nuget/Clrmux.Bundle.csproj -c Release -o "$DIST" -p:Version="$VERSION" -p:TargetFramework="$tfm" \

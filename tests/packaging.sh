@@ -138,6 +138,7 @@ mkdir -p "$WORK/tar"
 tar -C "$WORK/tar" -xzf "$TAR"
 T="$WORK/tar/clrmux-$VERSION"
 check "tarball unpacks to clrmux-$VERSION/{bin,lib,etc,share}" test -x "$T/bin/clrmux" -a -f "$T/lib/libclrmux.so" -a -f "$T/etc/loader.conf" -a -f "$T/share/clrmux/instrument.sh"
+[ $have_dotnet = 1 ] && check "tarball has lib/Clrmux.Agent.dll (the tracer's managed agent) beside libclrmux.so" test -f "$T/lib/Clrmux.Agent.dll"
 check "tarball's clrmux --version says $VERSION" grep -qx "clrmux $VERSION" <("$T/bin/clrmux" --version)
 check "tarball has share/doc/clrmux/THIRD_PARTY_NOTICES.md" notices "$T/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
 if [ $have_dotnet = 1 ]; then
@@ -200,7 +201,7 @@ check "after dpkg -r: the libraries are gone, the edited conffile stays" test ! 
 if [ $have_dotnet = 1 ]; then
     check "NuGet package $NUPKG" test -s "$NUPKG"
     listing=$(python3 -c "import sys, zipfile; print('\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))" "$NUPKG" 2>&1)
-    for f in libclrmux.so libclrmux_profiler.so libclrmux_otlp.so loader.conf; do
+    for f in libclrmux.so libclrmux_profiler.so libclrmux_otlp.so loader.conf Clrmux.Agent.dll; do
         grep -qx "runtimes/linux-x64/native/$f" <<<"$listing" && ok "nupkg holds runtimes/linux-x64/native/$f" \
             || bad "nupkg lacks runtimes/linux-x64/native/$f" "$listing"
     done
@@ -208,7 +209,7 @@ if [ $have_dotnet = 1 ]; then
         || bad "nupkg lacks THIRD_PARTY_NOTICES.md" "$listing"
     grep -q '^lib/' <<<"$listing" && bad "nupkg has a lib/ folder (no assembly expected)" || ok "nupkg has no assembly (no lib/)"
     if [ -s "build/dist/clrmux-$VERSION-linux-arm64.tar.gz" ]; then
-        for f in libclrmux.so libclrmux_profiler.so libclrmux_otlp.so loader.conf; do
+        for f in libclrmux.so libclrmux_profiler.so libclrmux_otlp.so loader.conf Clrmux.Agent.dll; do
             grep -qx "runtimes/linux-arm64/native/$f" <<<"$listing" && ok "nupkg holds runtimes/linux-arm64/native/$f" \
                 || bad "nupkg lacks runtimes/linux-arm64/native/$f" "$listing"
         done
