@@ -188,7 +188,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_QUICK_SECONDS ?= 15
 FUZZ_CFLAGS  := $(CSTD) -Wall -Wextra -Werror -Iinclude -Isrc -I$(BUILD)/gen -g -O1 \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DCLRMUX_TESTING
-FUZZ_NAMES   := config target il utf16 framename events mdtables
+FUZZ_NAMES   := config target il utf16 framename events mdtables xspan
 fuzz_config_SRCS    := src/loader/config.c src/common/guid.c src/common/log.c src/common/trust.c src/common/platform_posix.c
 fuzz_config_LIBS    := -linih
 IL_SRCS             := src/tracer/il.c src/tracer/il_builder.c src/tracer/il_sig.c src/tracer/il_wrap.c
@@ -198,6 +198,10 @@ fuzz_utf16_SRCS     := src/common/utf16.c src/profiler/framename.c
 fuzz_framename_SRCS := src/profiler/framename.c
 fuzz_events_SRCS    := src/profiler/events.c src/profiler/framename.c
 fuzz_mdtables_SRCS  := src/common/mdtables.c
+fuzz_xspan_SRCS     := src/tracer/xspan.c src/tracer/otlp_xspan.c src/tracer/otlp.c src/tracer/otlp_http.c src/tracer/spans.c \
+                       src/tracer/spans_clock.c src/tracer/spans_ctx.c src/tracer/spans_queue.c src/common/platform_posix.c \
+                       src/common/log.c src/common/utf16.c
+fuzz_xspan_LIBS     := -lm
 define FUZZ_RULE
 $(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(fuzz_$(1)_SRCS) $(HDRS)
 	@mkdir -p $$(dir $$@)

@@ -141,13 +141,6 @@ struct item {
     int done;
 };
 
-static int same_scope(const struct clrmux_xspan *a, const struct clrmux_xspan *b)
-{
-    return a->scope_name.len == b->scope_name.len && a->scope_version.len == b->scope_version.len &&
-           !memcmp(a->scope_name.p, b->scope_name.p, a->scope_name.len) &&
-           !memcmp(a->scope_version.p, b->scope_version.p, a->scope_version.len);
-}
-
 /* an escaped string can take 6 bytes per input byte (a control character as \u00XX) */
 static size_t room_of(const struct item *it) { return 512 + 6 * it->len; }
 
@@ -155,32 +148,22 @@ int clrmux_otlp_render_xspans(struct clrmux_otlp_mem *m, const struct clrmux_res
                               size_t len, size_t *nout, size_t *nbad)
 {
     *nout = *nbad = 0;
-    size_t cap = 0, n = 0;
-    for (size_t off = 0; off + 4 <= len;) { /* count the entries */
-        uint32_t l;
-        memcpy(&l, recs + off, 4);
-        off += 4 + ((l + 3u) & ~3u);
-        cap++;
-    }
+    size_t cap = clrmux_xspan_count_run(recs, len);
     if (!cap)
         return 0;
     struct item *items = malloc(cap * sizeof *items);
-    if (!items)
+    struct clrmux_xspan *xs = malloc(cap * sizeof *xs);
+    if (!items || !xs) {
+        free(items), free(xs);
         return -1;
-    for (size_t off = 0; off + 4 <= len && n < cap;) {
-        uint32_t l;
-        memcpy(&l, recs + off, 4);
-        if (l > len - off - 4)
-            break;
-        if (clrmux_xspan_parse(recs + off + 4, l, &items[n].x) == 0) {
-            items[n].len = l;
-            items[n].done = 0;
-            n++;
-        } else {
-            (*nbad)++;
-        }
-        off += 4 + ((l + 3u) & ~3u);
     }
+    size_t n = clrmux_xspan_parse_run(recs, len, xs, cap, nbad);
+    for (size_t i = 0; i < n; i++) {
+        items[i].x = xs[i];
+        items[i].len = xs[i].size;
+        items[i].done = 0;
+    }
+    free(xs);
     int rc = 0;
     if (!n)
         goto out;
@@ -210,7 +193,7 @@ int clrmux_otlp_render_xspans(struct clrmux_otlp_mem *m, const struct clrmux_res
         PUTS(&b, "},\"spans\":[");
         m->len = (size_t)(b.p - m->p);
         for (size_t j = i, first = 1; j < n; j++) {
-            if (items[j].done || !same_scope(sc, &items[j].x))
+            if (items[j].done || !clrmux_xspan_same_scope(sc, &items[j].x))
                 continue;
             if ((rc = mem_reserve(m, room_of(&items[j]))))
                 goto out;

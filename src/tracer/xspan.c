@@ -144,6 +144,7 @@ int clrmux_xspan_parse(const uint8_t *rec, size_t len, struct clrmux_xspan *x)
     for (uint16_t i = 0; i < x->nlinks && !r.bad; i++)
         link_read(&r, &l);
     x->end = r.p;
+    x->size = (size_t)(r.p - rec);
     if (r.bad || x->kind < 1 || x->kind > 5 || x->status > 2 || !x->span_id)
         return -1;
     return 0;
@@ -169,4 +170,41 @@ int clrmux_xlink_next(const uint8_t **cursor, uint16_t *left, struct clrmux_xlin
     *cursor = r.p;
     (*left)--;
     return 1;
+}
+
+size_t clrmux_xspan_count_run(const uint8_t *recs, size_t len)
+{
+    size_t n = 0;
+    for (size_t off = 0; off + 4 <= len; n++) {
+        uint32_t l;
+        memcpy(&l, recs + off, 4);
+        off += 4 + (((size_t)l + 3) & ~(size_t)3); /* size_t: a length near 2^32 must not wrap to 0 */
+    }
+    return n;
+}
+
+size_t clrmux_xspan_parse_run(const uint8_t *recs, size_t len, struct clrmux_xspan *out, size_t cap, size_t *nbad)
+{
+    size_t n = 0;
+    for (size_t off = 0; off + 4 <= len && n < cap;) {
+        uint32_t l;
+        memcpy(&l, recs + off, 4);
+        if (l > len - off - 4) {
+            (*nbad)++;
+            break;
+        }
+        if (clrmux_xspan_parse(recs + off + 4, l, &out[n]) == 0)
+            n++;
+        else
+            (*nbad)++;
+        off += 4 + (((size_t)l + 3) & ~(size_t)3);
+    }
+    return n;
+}
+
+int clrmux_xspan_same_scope(const struct clrmux_xspan *a, const struct clrmux_xspan *b)
+{
+    return a->scope_name.len == b->scope_name.len && a->scope_version.len == b->scope_version.len &&
+           !memcmp(a->scope_name.p, b->scope_name.p, a->scope_name.len) &&
+           !memcmp(a->scope_version.p, b->scope_version.p, a->scope_version.len);
 }

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define CLRMUX_XSPAN_VERSION 1
-#define CLRMUX_XSPAN_HEADER 64
+#define CLRMUX_XSPAN_HEADER 60
 #define CLRMUX_XSPAN_MAX (256 * 1024) /* bytes in one record */
 #define CLRMUX_XSPAN_F_REMOTE_PARENT 1u /* the parent came from another process (traceparent) */
 
@@ -62,6 +62,7 @@ struct clrmux_xspan {
     struct clrmux_xattrs attrs;
     uint16_t nevents, nlinks;
     const uint8_t *events, *links, *end; /* read with clrmux_xevent_next / clrmux_xlink_next */
+    size_t size;                         /* the record's bytes the parse read */
 };
 
 struct clrmux_xevent {
@@ -86,6 +87,15 @@ int clrmux_xattr_next(struct clrmux_xattrs *l, struct clrmux_xattr *a);
  * x->nevents / x->nlinks. Returns 1, or 0 at the end. */
 int clrmux_xevent_next(const uint8_t **cursor, uint16_t *left, struct clrmux_xevent *e);
 int clrmux_xlink_next(const uint8_t **cursor, uint16_t *left, struct clrmux_xlink *l);
+
+/* The records of a drained run recs[0..len) (as clrmux_xq_drain gives them: a u32 length and
+ * the record, 4-byte aligned): the number of entries (an upper bound of the records) and, with
+ * out, up to cap of them parsed into out[] (malformed ones skipped and counted in *nbad).
+ * Returns how many were parsed. */
+size_t clrmux_xspan_count_run(const uint8_t *recs, size_t len);
+size_t clrmux_xspan_parse_run(const uint8_t *recs, size_t len, struct clrmux_xspan *out, size_t cap, size_t *nbad);
+/* Whether a and b have the same instrumentation scope (name and version). */
+int clrmux_xspan_same_scope(const struct clrmux_xspan *a, const struct clrmux_xspan *b);
 
 /* ---- the queue (one per process) ---------------------------------------------------------
  * A ring of `bytes` (lazily mapped: nothing is touched until a record comes) under a mutex:

@@ -10,7 +10,7 @@ namespace Clrmux.Agent
 {
     internal unsafe ref struct SpanWriter
     {
-        public const int Version = 1, Header = 64;
+        public const int Version = 1, Header = 60;
         public const byte AttrString = 1, AttrBool = 2, AttrInt = 3, AttrDouble = 4;
         private const int MaxRecord = 256 * 1024;
 

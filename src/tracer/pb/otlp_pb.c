@@ -492,42 +492,18 @@ static Span *xspan(struct arena *a, const struct clrmux_xspan *x)
     return sp;
 }
 
-static int same_scope(const struct clrmux_xspan *a, const struct clrmux_xspan *b)
-{
-    return a->scope_name.len == b->scope_name.len && a->scope_version.len == b->scope_version.len &&
-           !memcmp(a->scope_name.p, b->scope_name.p, a->scope_name.len) &&
-           !memcmp(a->scope_version.p, b->scope_version.p, a->scope_version.len);
-}
-
 static int xtraces(const struct clrmux_resource *res, const uint8_t *recs, size_t len, uint8_t **out, size_t *outlen,
                    size_t *nout, size_t *nbad)
 {
     *out = NULL;
     *outlen = *nout = *nbad = 0;
-    size_t cap = 0;
-    for (size_t off = 0; off + 4 <= len;) {
-        uint32_t l;
-        memcpy(&l, recs + off, 4);
-        off += 4 + ((l + 3u) & ~3u);
-        cap++;
-    }
+    size_t cap = clrmux_xspan_count_run(recs, len);
     if (!cap)
         return 0;
     struct arena a = {0};
     struct clrmux_xspan *xs_ = alloc(&a, cap * sizeof *xs_);
     char *done = alloc(&a, cap);
-    size_t n = 0;
-    for (size_t off = 0; xs_ && done && off + 4 <= len && n < cap;) {
-        uint32_t l;
-        memcpy(&l, recs + off, 4);
-        if (l > len - off - 4)
-            break;
-        if (clrmux_xspan_parse(recs + off + 4, l, &xs_[n]) == 0)
-            n++;
-        else
-            (*nbad)++;
-        off += 4 + ((l + 3u) & ~3u);
-    }
+    size_t n = xs_ && done ? clrmux_xspan_parse_run(recs, len, xs_, cap, nbad) : 0;
     int rc = 0;
     if (n) {
         Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest req;
@@ -555,7 +531,7 @@ static int xtraces(const struct clrmux_resource *res, const uint8_t *recs, size_
             ss->scope = sc;
             ss->spans = sps;
             for (size_t j = i; j < n; j++) {
-                if (done[j] || !same_scope(&xs_[i], &xs_[j]))
+                if (done[j] || !clrmux_xspan_same_scope(&xs_[i], &xs_[j]))
                     continue;
                 done[j] = 1;
                 if (!(sps[ss->n_spans] = xspan(&a, &xs_[j]))) {

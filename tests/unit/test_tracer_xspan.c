@@ -1,0 +1,188 @@
+/* Unit tests for Activity span records: src/tracer/xspan.c (the checking parser),
+ * src/tracer/xqueue.c (the queue) and src/tracer/otlp_xspan.c (their OTLP JSON). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracer/otlp.h"
+#include "tracer/xspan.h"
+#include "xspan_build.h"
+
+static const uint8_t trace[16] = {0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd,
+                                  0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c};
+
+/* a SERVER span of ASP.NET Core with two attributes, an event and a link */
+static void server(struct xb *x, uint64_t span, const char *scope)
+{
+    xb_head(x, trace, span, 0xb7ad6b7169203331ull, 1000, 2000, 2, 2, "GET /order/{id}", "boom", scope, "10.0",
+            "vendor=abc");
+    xb_u(x, 2, 2);
+    xb_attr_str(x, "http.request.method", "GET");
+    xb_attr_int(x, "http.response.status_code", 500);
+    xb_u(x, 1, 2); /* an event */
+    xb_u(x, 1500, 8);
+    xb_str(x, "exception");
+    xb_u(x, 1, 2);
+    xb_attr_str(x, "exception.type", "System.InvalidOperationException");
+    xb_u(x, 1, 2); /* a link */
+    memcpy(x->b + x->n, trace, 16);
+    x->n += 16;
+    xb_u(x, 0x1122334455667788ull, 8);
+    xb_str(x, "");
+    xb_u(x, 0, 2);
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    struct xb x;
+    server(&x, 0x0102030405060708ull, "Microsoft.AspNetCore");
+    struct clrmux_xspan s;
+    assert_int_equal(clrmux_xspan_parse(x.b, x.n, &s), 0);
+    assert_memory_equal(s.trace_id, trace, 16);
+    assert_true(s.span_id == 0x0102030405060708ull && s.parent_id == 0xb7ad6b7169203331ull);
+    assert_int_equal(s.kind, 2);
+    assert_int_equal(s.status, 2);
+    assert_int_equal(s.name.len, strlen("GET /order/{id}"));
+    struct clrmux_xattr a;
+    struct clrmux_xattrs l = s.attrs;
+    assert_int_equal(clrmux_xattr_next(&l, &a), 1);
+    assert_int_equal(a.type, CLRMUX_XATTR_STRING);
+    assert_int_equal(clrmux_xattr_next(&l, &a), 1);
+    assert_true(a.type == CLRMUX_XATTR_INT && a.i == 500);
+    assert_int_equal(clrmux_xattr_next(&l, &a), 0);
+    assert_int_equal(s.nevents, 1);
+    assert_int_equal(s.nlinks, 1);
+    /* every truncation of the record is refused, never read past */
+    for (size_t n = 0; n < x.n; n++)
+        assert_int_equal(clrmux_xspan_parse(x.b, n, &s), -1);
+    /* a bad kind, status, version, attribute type; a zero span id */
+    x.b[CLRMUX_XSPAN_HEADER - 8] = 9;
+    assert_int_equal(clrmux_xspan_parse(x.b, x.n, &s), -1);
+    server(&x, 0, "s");
+    assert_int_equal(clrmux_xspan_parse(x.b, x.n, &s), -1);
+    server(&x, 1, "s");
+    x.b[0] = 2;
+    assert_int_equal(clrmux_xspan_parse(x.b, x.n, &s), -1);
+}
+
+static void test_queue(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_xq_init(4096), 0);
+    struct xb x;
+    server(&x, 1, "a");
+    size_t entry = 4 + ((x.n + 3) & ~(size_t)3);
+    int pushed = 0;
+    while (clrmux_xq_push(x.b, x.n) == 0)
+        pushed++;
+    assert_int_equal(pushed, (int)(4096 / entry));
+    struct clrmux_xq_stats st;
+    clrmux_xq_stats(&st);
+    assert_int_equal(st.dropped, 1);
+    assert_int_equal(clrmux_xq_push(x.b, 3), -1); /* not a record */
+    static uint8_t out[65536];
+    /* drained and refilled across the ring's end, the records come back whole and in order */
+    for (int round = 0; round < 5; round++) {
+        size_t got = clrmux_xq_drain(out, sizeof out);
+        assert_true(got > 0 && got % entry == 0);
+        for (size_t off = 0; off < got; off += entry) {
+            uint32_t len;
+            memcpy(&len, out + off, 4);
+            assert_int_equal(len, x.n);
+            assert_memory_equal(out + off + 4, x.b, x.n);
+        }
+        for (int i = 0; i < 3 + round; i++)
+            assert_int_equal(clrmux_xq_push(x.b, x.n), 0);
+    }
+    clrmux_xq_stats(&st);
+    assert_int_equal(st.malformed, 1);
+    assert_int_equal(clrmux_xq_init(4096), 0);
+}
+
+static void test_json(void **state)
+{
+    (void)state;
+    static uint8_t recs[16384];
+    size_t len = 0;
+    struct xb x;
+    const char *scopes[] = {"Microsoft.AspNetCore", "System.Net.Http", "Microsoft.AspNetCore"};
+    for (int i = 0; i < 3; i++) {
+        server(&x, (uint64_t)i + 1, scopes[i]);
+        uint32_t n = (uint32_t)x.n;
+        memcpy(recs + len, &n, 4);
+        memcpy(recs + len + 4, x.b, x.n);
+        len += 4 + ((x.n + 3) & ~(size_t)3);
+    }
+    uint32_t junk = 5; /* a malformed record: skipped, counted */
+    memcpy(recs + len, &junk, 4);
+    memcpy(recs + len + 4, "junk!", 5);
+    len += 12;
+    struct clrmux_resource res = {0};
+    clrmux_resource_set(&res, "service.name", "shop", 0);
+    struct clrmux_otlp_mem m = {0};
+    size_t nout = 0, nbad = 0;
+    assert_int_equal(clrmux_otlp_render_xspans(&m, &res, recs, len, &nout, &nbad), 0);
+    assert_int_equal(nout, 3);
+    assert_int_equal(nbad, 1);
+    char *line = strndup(m.p, m.len);
+    assert_non_null(strstr(line, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\""));
+    /* one scopeSpans per source, its spans together */
+    const char *a = strstr(line, "{\"scope\":{\"name\":\"Microsoft.AspNetCore\",\"version\":\"10.0\"},\"spans\":[");
+    const char *b = strstr(line, "{\"scope\":{\"name\":\"System.Net.Http\"");
+    assert_non_null(a), assert_non_null(b);
+    assert_null(strstr(a + 20, "\"name\":\"Microsoft.AspNetCore\"")); /* not a second time */
+    assert_non_null(strstr(line, "{\"traceId\":\"0af7651916cd43dd8448eb211c80319c\",\"spanId\":\"0000000000000001\","
+                                 "\"parentSpanId\":\"b7ad6b7169203331\",\"traceState\":\"vendor=abc\","
+                                 "\"name\":\"GET /order/{id}\",\"kind\":2,\"startTimeUnixNano\":\"1000\","
+                                 "\"endTimeUnixNano\":\"2000\",\"attributes\":[{\"key\":\"http.request.method\","
+                                 "\"value\":{\"stringValue\":\"GET\"}},{\"key\":\"http.response.status_code\","
+                                 "\"value\":{\"intValue\":\"500\"}}],\"events\":[{\"timeUnixNano\":\"1500\","
+                                 "\"name\":\"exception\",\"attributes\":[{\"key\":\"exception.type\",\"value\":"
+                                 "{\"stringValue\":\"System.InvalidOperationException\"}}]}],\"links\":[{\"traceId\":"
+                                 "\"0af7651916cd43dd8448eb211c80319c\",\"spanId\":\"1122334455667788\","
+                                 "\"attributes\":[]}],\"status\":{\"code\":2,\"message\":\"boom\"}}"));
+    assert_true(m.len > 0 && m.p[m.len - 1] == '\n');
+    free(line);
+    free(m.p);
+}
+
+/* strings from the app: escaped, invalid UTF-8 replaced, so the line stays JSON */
+static void test_json_strings(void **state)
+{
+    (void)state;
+    struct xb x;
+    xb_head(&x, trace, 7, 0, 1, 2, 1, 0, "a\"b\\c\n\x01\xff\xc3\xa9", "", "s", "", "");
+    xb_u(&x, 0, 2), xb_u(&x, 0, 2), xb_u(&x, 0, 2);
+    static uint8_t recs[1024];
+    uint32_t n = (uint32_t)x.n;
+    memcpy(recs, &n, 4);
+    memcpy(recs + 4, x.b, x.n);
+    struct clrmux_resource res = {0};
+    struct clrmux_otlp_mem m = {0};
+    size_t nout, nbad;
+    assert_int_equal(clrmux_otlp_render_xspans(&m, &res, recs, 4 + ((x.n + 3) & ~(size_t)3), &nout, &nbad), 0);
+    assert_int_equal(nout, 1);
+    char *line = strndup(m.p, m.len);
+    assert_non_null(strstr(line, "\"name\":\"a\\\"b\\\\c\\n\\u0001\xef\xbf\xbd\xc3\xa9\""));
+    assert_non_null(strstr(line, "\"status\":{}"));
+    free(line);
+    free(m.p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_queue),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_json_strings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
