@@ -25,7 +25,7 @@ TEST_PKGS="$BUILD_PKGS libcmocka-dev python3 golang-go:go clang clang-14 libclan
 DEMO_PKGS="$BUILD_PKGS python3 golang-go:go nodejs:node npm:npm"
 DIST_PKGS="$BUILD_PKGS dpkg-dev zip"
 # make bench: instruction counts (valgrind's callgrind), pprof
-BENCH_PKGS="$BUILD_PKGS python3 golang-go:go valgrind"
+BENCH_PKGS="$BUILD_PKGS python3 golang-go:go valgrind wrk"
 
 # Cross builds (tests/cross.sh in make test, make dist): optional outside CI, where a package
 # that cannot be installed is reported and the platform skipped; under CI (CI=true) required.

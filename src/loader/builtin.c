@@ -68,8 +68,10 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
         LOG_ERROR("child '%s': %s %s; child skipped", cc->name, path,
                   create ? "did not create the profiler (a library from another clrmux build?)"
                          : "exports no " CLRMUX_PROFILER_CREATE_SYMBOL);
-    if (cb)
+    if (cb) {
         LOG_INFO("child '%s': builtin profiler from %s", cc->name, real[0] ? real : path);
+        clrmux_spans_want_labels(); /* the tracer's agent keeps async contexts current for it */
+    }
     return cb; /* the library stays loaded, as children are never unloaded */
 }
 #endif

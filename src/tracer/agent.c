@@ -16,7 +16,8 @@ static _Atomic(const struct clrmux_agent_managed *) managed_ptr;
 
 static int32_t api_register(const struct clrmux_agent_managed *m)
 {
-    if (!m || m->size < sizeof *m || !m->async_enter || !m->async_restore || !m->on_task || !m->on_value_task) {
+    if (!m || m->size < sizeof *m || !m->async_enter || !m->async_restore || !m->on_task || !m->on_value_task ||
+        !m->join_root) {
         LOG_ERROR("tracer: the agent registered an incomplete table of entry points (size %u); async spans are off",
                   m ? (unsigned)m->size : 0u);
         return -1;
@@ -74,6 +75,8 @@ static struct clrmux_agent_api api = {
     .span_finish = api_finish,
     .ctx_set = clrmux_span_ctx_set,
     .ctx_current = api_current,
+    .join = clrmux_span_join_ctx,
+    .ctx_top = clrmux_span_ctx_top,
     .exc_intern = api_exc_intern,
     .record = api_record,
     .log = api_log,
@@ -96,6 +99,8 @@ __attribute__((visibility("default"))) const struct clrmux_agent_api *clrmux_age
                  CLRMUX_AGENT_ABI, atomic_load(&host_ready) ? "" : ", and no tracer set it up");
         return NULL;
     }
+    if (clrmux_spans_labels_wanted()) /* the profiler is loaded by now (children are made first) */
+        api.flags |= CLRMUX_AGENT_F_PUSH;
     return &api;
 }
 

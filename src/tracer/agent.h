@@ -39,14 +39,21 @@ struct clrmux_agent_managed {
                             boxed ValueTask or ValueTask<T> that has not completed successfully;
                             returns the boxed ValueTask the method returns instead (it wraps
                             the task the span waits for: the original may be consumed once) */
+    void *join_root;     /* void JoinRoot(): a root span just opened on this thread; the agent
+                            joins it to the flow's innermost context (an async span's or an
+                            Activity's) through `join` */
 };
 
 /* Flags of struct clrmux_agent_api. */
 #define CLRMUX_AGENT_F_ACTIVITIES 1u /* record Activities (some instrumentation or source is on) */
+#define CLRMUX_AGENT_F_PUSH 2u       /* keep each thread's async context current at every
+                                        ExecutionContext change (ctx_set): the profiler's labels
+                                        want it; else contexts are read when a root span opens */
 
 /* What the agent gets from clrmux_agent_api. Strings are UTF-8, owned by the tracer, valid
- * for the process's life. Calls are cdecl; none blocks for long; `ctx_set`, `span_peek` and
- * `ctx_current` neither lock nor allocate once the thread has its span state. */
+ * for the process's life. Calls are cdecl; none blocks for long; `span_peek`, `span_detach`,
+ * `ctx_current`, `ctx_top` and `join` neither block, lock nor allocate (the agent calls them without a
+ * GC transition); `ctx_set` allocates a thread's span state once. */
 struct clrmux_agent_api {
     uint32_t abi, size;
     const char *instrument;       /* built-in instrumentations on: "aspnetcore,httpclient,grpc" */
@@ -62,6 +69,8 @@ struct clrmux_agent_api {
     void (*span_finish)(const struct clrmux_async_span *s, uint32_t exc, int32_t error);
     void (*ctx_set)(const struct clrmux_span_ctx *c);                          /* spans.h */
     int32_t (*ctx_current)(struct clrmux_span_ctx *out);                       /* spans.h */
+    void (*join)(const struct clrmux_span_ctx *c);                             /* spans.h */
+    int32_t (*ctx_top)(struct clrmux_span_ctx *out);                           /* spans.h */
     /* an exception name id for (type, message) (UTF-16, lengths in code units; msg may be
      * NULL), 0 when the table is full */
     uint32_t (*exc_intern)(const uint16_t *type, int32_t type_len, const uint16_t *msg, int32_t msg_len);

@@ -42,10 +42,12 @@ int clrmux_probe_sigs_get(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, int suppr
  *     async_enter    object(int64)
  *     async_restore  void(object)
  *     on_task        void(object, int64)
- *     on_value_task  object(object, int64) */
+ *     on_value_task  object(object, int64)
+ *     join_root      void() */
 struct clrmux_agent_sigs {
     mdSignature async_enter, async_restore, on_task;
     mdSignature on_value_task; /* object(object, int64) */
+    mdSignature join_root;     /* void() */
 };
 /* The tokens in the module of emit. Returns 0, or -1 with why. */
 int clrmux_agent_sigs_get(IMetaDataEmit2 *emit, struct clrmux_agent_sigs *out, char *why, size_t whylen);

@@ -181,6 +181,20 @@ void clrmux_span_ctx_set(const struct clrmux_span_ctx *c);
 /* The calling thread's current context: its innermost open span, or its async context when no
  * span is open or the innermost opened in another context. Returns 1, or 0 (none). */
 int clrmux_span_ctx_current(struct clrmux_span_ctx *out);
+/* The calling thread's innermost open span (whatever the async context). Returns 1, or 0 (no
+ * span open). Never blocks or allocates. */
+int clrmux_span_ctx_top(struct clrmux_span_ctx *out);
+/* Joins the calling thread's root span (open, slot 0, nothing above it) to context c: c's
+ * trace, c's span as parent, c's sampling decision (as clrmux_span_join does for a W3C Id).
+ * Anything else (no root span alone on the stack, span_id 0) is ignored. Never blocks or
+ * allocates. */
+void clrmux_span_join_ctx(const struct clrmux_span_ctx *c);
+
+/* The built-in profiler reads the span contexts (its samples carry span labels): the agent
+ * then keeps each thread's async context current as the ExecutionContext changes (a cost per
+ * switch), not only when a span opens. Set by the loader as it creates the profiler. */
+void clrmux_spans_want_labels(void);
+int clrmux_spans_labels_wanted(void);
 
 /* ---- per-method metrics ---------------------------------------------------------------- */
 

@@ -3,6 +3,7 @@
  * the managed agent's AsyncLocal hands each thread as its ExecutionContext changes. */
 #include "tracer/spans_int.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 static void ctx_of(const struct tstate *t, const struct open_span *o, struct clrmux_span_ctx *out)
@@ -96,5 +97,32 @@ int clrmux_span_ctx_current(struct clrmux_span_ctx *out)
     out->local_root = a->local_root;
     out->sampled = a->sampled;
     out->reserved = 0;
+    return 1;
+}
+
+void clrmux_span_join_ctx(const struct clrmux_span_ctx *c)
+{
+    struct tstate *t = spans_tls;
+    if (!t || t->depth != 1 || !c || !c->span_id)
+        return;
+    struct seg *s = &t->seg[0];
+    memcpy(s->trace_id, c->trace_id, 16);
+    s->root_parent = c->span_id;
+    s->local_root = c->local_root ? c->local_root : c->span_id;
+    s->sampled = (uint8_t)(c->sampled & 1);
+    s->joined = 1;
+    spans_ctx_update(t);
+}
+
+static _Atomic int labels_wanted;
+void clrmux_spans_want_labels(void) { atomic_store(&labels_wanted, 1); }
+int clrmux_spans_labels_wanted(void) { return atomic_load(&labels_wanted); }
+
+int clrmux_span_ctx_top(struct clrmux_span_ctx *out)
+{
+    struct tstate *t = spans_tls;
+    if (!t || !t->depth || !out)
+        return 0;
+    ctx_of(t, &t->stack[t->depth - 1], out);
     return 1;
 }

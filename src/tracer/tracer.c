@@ -358,9 +358,9 @@ static void rejit_where(struct tracer *t, int (*stale)(struct traced_method *), 
 /* DiagnosticSource was loaded: the methods already rewritten without the Activity join are
  * rewritten again so that their root spans join the Activities that can exist from now on. */
 static int no_join(struct traced_method *m) { return !atomic_load(&m->joins) && m->target >= 0; }
-/* before the agent: a task's span ends at its return, and root spans join Activity.Current
- * themselves (the agent's context carries it) */
-static int before_agent(struct traced_method *m) { return atomic_load(&m->async_pending) || atomic_load(&m->joins); }
+/* rewritten before the agent: its root spans join only Activity.Current (if that), a task's
+ * span ends at its return */
+static int before_agent(struct traced_method *m) { return atomic_load(&m->agent_pending) || atomic_load(&m->joins); }
 
 /* The managed agent registered its entry points (tracer/agent.h; on the thread that runs the
  * startup hooks): methods that return a task get async spans from now on, those rewritten

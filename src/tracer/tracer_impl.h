@@ -74,7 +74,7 @@ struct traced_method {
     mdMethodDef token;
     int target;
     _Atomic int joins; /* rewritten with the Activity join */
-    _Atomic int async_pending; /* returns a task but was rewritten before the agent was ready */
+    _Atomic int agent_pending; /* rewritten before the agent was ready (no JoinRoot, no async span) */
     char name[CLRMUX_TARGET_NAME_MAX + 130];
 };
 

@@ -133,14 +133,24 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         else
             LOG_WARN("tracer: %s: spans are not joined to Activity.Current: %s", t->methods[idx].name, jwhy);
     }
-    /* a task's span lasts until the task completes, through the agent (tracer/agent.h) */
-    enum ret_kind rk = ms.returns_void ? RET_OTHER : return_kind(imp, msig + ms.ret_offset, ms.ret_len);
-    const struct clrmux_agent_managed *am = rk != RET_OTHER ? clrmux_agent_managed_get() : NULL;
+    /* with the agent (tracer/agent.h): a root span joins the flow's context (JoinRoot), and a
+     * task's span lasts until the task completes */
+    const struct clrmux_agent_managed *mg = clrmux_agent_managed_get();
     struct clrmux_agent_sigs as;
+    if (mg) {
+        char awhy[256];
+        if (clrmux_agent_sigs_get(emit, &as, awhy, sizeof awhy) != 0) {
+            LOG_WARN("tracer: %s: the agent's calls cannot be made from it: %s", t->methods[idx].name, awhy);
+            mg = NULL;
+        } else {
+            join = 0; /* JoinRoot carries Activity.Current's context */
+        }
+    }
+    enum ret_kind rk = ms.returns_void ? RET_OTHER : return_kind(imp, msig + ms.ret_offset, ms.ret_len);
+    const struct clrmux_agent_managed *am = rk != RET_OTHER ? mg : NULL;
     mdTypeSpec vt_spec = 0;     /* ValueTask: its type and IsCompletedSuccessfully */
     mdMemberRef vt_done = 0;
     if (am) {
-        char awhy[256];
         static const uint8_t done_sig[] = {CLRMUX_SIG_HASTHIS, 0x00, CLRMUX_ELEMENT_TYPE_BOOLEAN};
         WCHAR wdone[32];
         clrmux_utf8_to_utf16("get_IsCompletedSuccessfully", wdone, 32);
@@ -150,14 +160,9 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
             LOG_WARN("tracer: %s: its span ends when it returns its ValueTask: a reference to it failed with HRESULT %s",
                      t->methods[idx].name, HR_STR(hr));
             am = NULL;
-        } else if (clrmux_agent_sigs_get(emit, &as, awhy, sizeof awhy) != 0) {
-            LOG_WARN("tracer: %s: its span ends when it returns its task: %s", t->methods[idx].name, awhy);
-            am = NULL;
-        } else {
-            join = 0; /* the agent's context carries Activity.Current's */
         }
     }
-    atomic_store(&t->methods[idx].async_pending, rk != RET_OTHER && !am && t->agent_path[0]);
+    atomic_store(&t->methods[idx].agent_pending, !mg && t->agent_path[0]);
     atomic_store(&t->methods[idx].joins, 0);
     /* new locals: int64 span slot, then the return value, then (join) a pinned string, then
      * (async) the previous async context */
@@ -243,6 +248,15 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         clrmux_il_b_op(&be, CLRMUX_IL_OP_POP);
         clrmux_il_b_mark(&be, end);
         atomic_store(&t->methods[idx].joins, 1);
+    }
+    if (mg) {
+        /* if (slot == 0) JoinRoot(): a root span continues the flow's innermost context */
+        uint32_t nested = clrmux_il_b_label(&be);
+        clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRTRUE_S, nested);
+        b_fnptr(&be, mg->join_root);
+        clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)as.join_root);
+        clrmux_il_b_mark(&be, nested);
     }
     if (am) {
         /* prev = AsyncEnter(slot): the span is the flow's context from here on */

@@ -44,6 +44,10 @@ namespace Clrmux.Agent
                 Instrument.Add(i);
             s_patterns = Native.Utf8(Native.Api->ActivitySources).Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
             s_ratio = Native.Api->SampleRatio;
+            AsyncSpans.ContextOf = ContextOf;
+            AsyncSpans.ActivityCurrent = () => Activity.Current;
+            if (AsyncSpans.Push) // the thread's context follows Activity.Current too
+                Activity.CurrentChanged += (_, _) => AsyncSpans.PushCurrent();
             Func<ActivityTraceId>? previous = Activity.TraceIdGenerator;
             Activity.TraceIdGenerator = () => TraceIdInside(previous);
             s_listener = new ActivityListener
@@ -123,7 +127,7 @@ namespace Clrmux.Agent
                 return (parent.TraceFlags & ActivityTraceFlags.Recorded) != 0 ? ActivitySamplingResult.AllDataAndRecorded
                                                                               : ActivitySamplingResult.PropagationData;
             SpanCtx c;
-            if (Native.Api->CtxCurrent(&c) != 0) // inside a method span: its trace, its decision
+            if (InnerSpan(null, null, &c)) // inside a method span: its trace, its decision
                 return c.Sampled != 0 ? ActivitySamplingResult.AllDataAndRecorded : ActivitySamplingResult.PropagationData;
             return s_ratio >= 1 || Random.Shared.NextDouble() < s_ratio ? ActivitySamplingResult.AllDataAndRecorded
                                                                         : ActivitySamplingResult.PropagationData;
@@ -145,52 +149,76 @@ namespace Clrmux.Agent
         private static ActivityTraceId TraceIdInside(Func<ActivityTraceId>? previous)
         {
             SpanCtx c;
-            if (Native.Api->CtxCurrent(&c) != 0)
+            if (InnerSpan(null, null, &c))
                 return ActivityTraceId.CreateFromBytes(new ReadOnlySpan<byte>(c.TraceId, 16));
             return previous != null ? previous() : ActivityTraceId.CreateRandom();
         }
 
+        /// <summary>The clrmux span a new Activity `a` (null: not made yet) starts in, when it is
+        /// newer than the Activity's parent `parent` (null: a root): the innermost traced method on
+        /// this thread, unless the parent started inside it; else the flow's async span, when it
+        /// started inside the parent (Activity.Current at its start is the parent).</summary>
+        private static bool InnerSpan(Activity? a, Activity? parent, SpanCtx* c)
+        {
+            if (Native.Api->CtxTop(c) != 0)
+            {
+                if (parent == null)
+                    return true;
+                // the parent was made inside this span (it was given this span as parent), or is
+                // this thread's context itself: the parent is newer
+                return !(parent.GetCustomProperty(ParentProperty) is ulong p && p == c->SpanId);
+            }
+            SpanContextBox? box = AsyncSpans.Current.Value;
+            if (box == null || !ReferenceEquals(box.Activity, parent))
+                return false;
+            *c = box.Ctx;
+            return true;
+        }
+
+        /// <summary>An Activity's context for the native side: its trace, span, sampling, and the
+        /// process-local root (its outermost in-process ancestor).</summary>
+        private static bool ContextOf(object o, SpanCtx* c)
+        {
+            if (o is not Activity a || a.IdFormat != ActivityIdFormat.W3C)
+                return false;
+            a.TraceId.CopyTo(new Span<byte>(c->TraceId, 16));
+            c->SpanId = SpanWriter.SpanIdValue(a.SpanId);
+            c->Sampled = a.Recorded ? 1u : 0u;
+            Activity root = a;
+            for (int i = 0; i < 64 && root.Parent != null; i++)
+                root = root.Parent;
+            c->LocalRoot = root.GetCustomProperty(LocalRootProperty) is ulong r ? r : SpanWriter.SpanIdValue(root.SpanId);
+            c->Reserved = 0;
+            return true;
+        }
+
+        private const string LocalRootProperty = "clrmux.local_root";
+
         private static void OnStarted(Activity a)
         {
-            if (a.IdFormat != ActivityIdFormat.W3C)
+            if (a.IdFormat != ActivityIdFormat.W3C || a.HasRemoteParent)
                 return;
             SpanCtx c;
             ulong parent = a.ParentSpanId == default ? 0 : SpanWriter.SpanIdValue(a.ParentSpanId);
-            ulong local = 0;
-            if (!a.HasRemoteParent && Native.Api->CtxCurrent(&c) != 0 && c.SpanId != parent &&
+            if (InnerSpan(a, a.Parent, &c) && c.SpanId != parent &&
                 a.TraceId == ActivityTraceId.CreateFromBytes(new ReadOnlySpan<byte>(c.TraceId, 16)))
             {
-                // a method span (or another Activity of the flow) opened after this Activity's
-                // parent, in the same trace: it is the parent (exported so; the Activity keeps
-                // its own ids, which are what propagates)
+                // a method span opened after this Activity's parent, in the same trace: it is the
+                // parent (exported so; the Activity keeps its own ids, which are what propagates)
                 a.SetCustomProperty(ParentProperty, c.SpanId);
-                local = c.LocalRoot;
+                if (a.Parent == null)
+                    a.SetCustomProperty(LocalRootProperty, c.LocalRoot != 0 ? c.LocalRoot : c.SpanId);
             }
-            else if (parent != 0 && !a.HasRemoteParent && AsyncSpans.Current.Value is { } cur && cur.Ctx.SpanId == parent)
-            {
-                local = cur.Ctx.LocalRoot;
-            }
-            SpanCtx mine = default;
-            a.TraceId.CopyTo(new Span<byte>(mine.TraceId, 16));
-            mine.SpanId = SpanWriter.SpanIdValue(a.SpanId);
-            mine.LocalRoot = local != 0 ? local : mine.SpanId;
-            mine.Sampled = a.Recorded ? 1u : 0u;
-            AsyncSpans.Current.Value = new SpanContextBox(mine, AsyncSpans.Current.Value);
         }
 
         private static void OnStopped(Activity a)
         {
-            SpanContextBox? cur = AsyncSpans.Current.Value;
-            if (a.IdFormat != ActivityIdFormat.W3C)
-                return;
-            ulong id = SpanWriter.SpanIdValue(a.SpanId);
-            if (cur != null && cur.Ctx.SpanId == id)
-                AsyncSpans.Current.Value = cur.Previous;
-            if (!a.Recorded || !a.IsAllDataRequested || !Recording(a.Source, a.OperationName))
+            if (a.IdFormat != ActivityIdFormat.W3C || !a.Recorded || !a.IsAllDataRequested ||
+                !Recording(a.Source, a.OperationName))
                 return;
             try
             {
-                Write(a, id);
+                Write(a, SpanWriter.SpanIdValue(a.SpanId));
             }
             catch (Exception e)
             {

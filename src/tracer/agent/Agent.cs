@@ -22,6 +22,7 @@ namespace Clrmux.Agent
             delegate*<object?, void> restore = &AsyncSpans.AsyncRestore;
             delegate*<object?, long, void> onTask = &AsyncSpans.OnTask;
             delegate*<object?, long, object?> onValueTask = &AsyncSpans.OnValueTask;
+            delegate*<void> joinRoot = &AsyncSpans.JoinRoot;
             ManagedTable m = new()
             {
                 Size = (uint)sizeof(ManagedTable),
@@ -29,7 +30,9 @@ namespace Clrmux.Agent
                 AsyncRestore = (IntPtr)restore,
                 OnTask = (IntPtr)onTask,
                 OnValueTask = (IntPtr)onValueTask,
+                JoinRoot = (IntPtr)joinRoot,
             };
+            AsyncSpans.Init();
             if ((Native.Api->Flags & Native.FlagActivities) != 0)
             {
                 AppDomain.CurrentDomain.AssemblyLoad += OnAssemblyLoad;

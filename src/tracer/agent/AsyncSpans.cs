@@ -1,7 +1,10 @@
-// Async spans (src/tracer/spans.h): a traced method that returns a task keeps its span open
-// until the task completes, and the span's context flows with the ExecutionContext, as
-// Activity.Current does. The rewritten IL calls AsyncEnter after the entry probe,
-// AsyncRestore when the method returns or throws, and OnTask with the task it returns.
+// Async spans (src/tracer/spans.h) and the flow's span context. A traced method that returns a
+// task keeps its span open until the task completes, and its context flows with the
+// ExecutionContext as Activity.Current does: the rewritten IL calls AsyncEnter after the entry
+// probe, AsyncRestore when the method returns or throws, OnTask / OnValueTask with what it
+// returns, and JoinRoot when a span opens with no traced method under it on its thread (a
+// continuation, a request's handler): that span continues the flow's innermost context, the
+// async span's or Activity.Current's, whichever is newer.
 using System;
 using System.Collections.Generic;
 using System.Reflection;
@@ -11,35 +14,75 @@ using System.Threading.Tasks;
 
 namespace Clrmux.Agent
 {
-    /// <summary>A span's context as it flows (immutable once made).</summary>
+    /// <summary>An async span's context as it flows (immutable once made), with the
+    /// Activity.Current of its start: an Activity other than that one, current in the flow
+    /// later, started inside the span (it is newer).</summary>
     internal sealed class SpanContextBox
     {
-        public SpanCtx Ctx;
-        public SpanContextBox? Previous; // an Activity's: the context to go back to at its stop
-        public SpanContextBox(in SpanCtx c, SpanContextBox? previous = null)
+        public readonly SpanCtx Ctx;
+        public readonly object? Activity;
+        public SpanContextBox(in SpanCtx c, object? activity)
         {
             Ctx = c;
-            Previous = previous;
+            Activity = activity;
         }
     }
 
     public static unsafe class AsyncSpans
     {
-        /// <summary>The context of the flow: an async method's span or an Activity's. Its change
-        /// handler tells each thread the context it runs in whenever it changes, ExecutionContext
-        /// switches included, so that a span opened there continues it.</summary>
-        internal static readonly AsyncLocal<SpanContextBox?> Current = new(OnChanged);
+        /// <summary>The flow's async span. With the profiler's labels wanted (Native.FlagPush),
+        /// its change handler (and Activity.CurrentChanged's) tells each thread the context it
+        /// runs in at every ExecutionContext switch; else the context is read when a root span
+        /// opens (JoinRoot), which costs nothing per switch.</summary>
+        internal static AsyncLocal<SpanContextBox?> Current = new();
+        internal static bool Push;
 
-        private static void OnChanged(AsyncLocalValueChangedArgs<SpanContextBox?> a)
+        /// <summary>Activity.Current (null before DiagnosticSource is loaded: no Activity exists
+        /// then), and an Activity's context; set by Activities.Start, so that this class does not
+        /// load DiagnosticSource itself.</summary>
+        internal static Func<object?>? ActivityCurrent;
+        internal static ActivityContextOf? ContextOf;
+        internal delegate bool ActivityContextOf(object activity, SpanCtx* c);
+
+        internal static void Init()
         {
-            SpanContextBox? b = a.CurrentValue;
-            if (b == null)
+            Push = (Native.Api->Flags & Native.FlagPush) != 0;
+            if (Push)
+                Current = new AsyncLocal<SpanContextBox?>(_ => PushCurrent());
+        }
+
+        /// <summary>The flow's innermost context: the async span, unless an Activity newer than
+        /// it is current; then that Activity's.</summary>
+        internal static bool FlowContext(SpanCtx* c)
+        {
+            SpanContextBox? box = Current.Value;
+            object? act = ActivityCurrent?.Invoke();
+            if (box != null && (act == null || ReferenceEquals(box.Activity, act)))
             {
-                Native.Api->CtxSet(null);
-                return;
+                *c = box.Ctx;
+                return true;
             }
-            SpanCtx c = b.Ctx;
-            Native.Api->CtxSet(&c);
+            return act != null && ContextOf != null && ContextOf(act, c);
+        }
+
+        /// <summary>The thread's context follows the flow's (push mode).</summary>
+        internal static void PushCurrent()
+        {
+            SpanCtx c;
+            if (FlowContext(&c))
+                Native.Api->CtxSet(&c);
+            else
+                Native.Api->CtxSet(null);
+        }
+
+        /// <summary>A root span just opened on this thread: it continues the flow's context.</summary>
+        public static void JoinRoot()
+        {
+            if (Push)
+                return; // the thread's context is current already
+            SpanCtx c;
+            if (FlowContext(&c))
+                Native.Api->Join(&c);
         }
 
         /// <summary>Span `slot` (the entry probe's) becomes the flow's context; the previous one
@@ -49,7 +92,7 @@ namespace Clrmux.Agent
             SpanContextBox? prev = Current.Value;
             SpanCtx c;
             if (Native.Api->SpanPeek(slot, &c) != 0)
-                Current.Value = new SpanContextBox(c);
+                Current.Value = new SpanContextBox(c, ActivityCurrent?.Invoke());
             return prev;
         }
 

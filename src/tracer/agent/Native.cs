@@ -35,7 +35,7 @@ namespace Clrmux.Agent
     internal struct ManagedTable
     {
         public uint Size, Reserved;
-        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask;
+        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot;
     }
 
     /// <summary>struct clrmux_agent_api.</summary>
@@ -46,12 +46,15 @@ namespace Clrmux.Agent
         public byte* Instrument, ActivitySources;
         public double SampleRatio;
         public uint Flags, Reserved;
+        // the ones that never block, lock or allocate are called without a GC transition
         public delegate* unmanaged[Cdecl]<ManagedTable*, int> RegisterManaged;
-        public delegate* unmanaged[Cdecl]<long, SpanCtx*, int> SpanPeek;
-        public delegate* unmanaged[Cdecl]<long, AsyncSpan*, int> SpanDetach;
+        public delegate* unmanaged[Cdecl, SuppressGCTransition]<long, SpanCtx*, int> SpanPeek;
+        public delegate* unmanaged[Cdecl, SuppressGCTransition]<long, AsyncSpan*, int> SpanDetach;
         public delegate* unmanaged[Cdecl]<AsyncSpan*, uint, int, void> SpanFinish;
         public delegate* unmanaged[Cdecl]<SpanCtx*, void> CtxSet;
-        public delegate* unmanaged[Cdecl]<SpanCtx*, int> CtxCurrent;
+        public delegate* unmanaged[Cdecl, SuppressGCTransition]<SpanCtx*, int> CtxCurrent;
+        public delegate* unmanaged[Cdecl, SuppressGCTransition]<SpanCtx*, void> Join;
+        public delegate* unmanaged[Cdecl, SuppressGCTransition]<SpanCtx*, int> CtxTop;
         public delegate* unmanaged[Cdecl]<char*, int, char*, int, uint> ExcIntern;
         public delegate* unmanaged[Cdecl]<byte*, int, int> Record;
         public delegate* unmanaged[Cdecl]<int, char*, int, void> Log;
@@ -60,7 +63,7 @@ namespace Clrmux.Agent
     internal static unsafe class Native
     {
         public const int Abi = 1;
-        public const uint FlagActivities = 1;
+        public const uint FlagActivities = 1, FlagPush = 2;
         public const int LogError = 0, LogWarn = 1, LogInfo = 2, LogDebug = 3;
 
         /// <summary>The table, or null when the agent runs without clrmux's tracer.</summary>

@@ -1,7 +1,8 @@
 // A shop service for the tracer's web tests (tests/clr/web.sh) and bench/web.sh. Roles by
 // SHOP_ROLE: `front` serves /order/{id} (an async method that calls `back` over HTTP and gRPC),
-// /fail (500), /faulted, /cancelled, /work/{ms} (CPU in a continuation), /hello (the bench's
-// endpoint) and the gRPC Inventory service (which asks `back`'s); `back` serves /stock/{id}
+// /fail (500), /faulted, /cancelled, /work/{ms} (CPU in a continuation), /hello (readiness),
+// /bench (bench/web.sh: an async method that calls back's /hello) and the gRPC
+// Inventory service (which asks `back`'s); `back` serves /stock/{id}
 // and Inventory. Ports: SHOP_HTTP (HTTP/1.1), SHOP_GRPC (HTTP/2 cleartext). SHOP_DOWN_HTTP,
 // SHOP_DOWN_GRPC: back's. SHOP_OTEL=memory|otlp: the OpenTelemetry SDK configured by hand.
 using System.Diagnostics;
@@ -33,6 +34,9 @@ public static class Store
             a?.SetTag("shop.id", id);
         return $"{s} rpc={r.Count} n={n}";
     }
+
+    // bench/web.sh's endpoint: an async method that calls back over HTTP
+    public static async Task<string> BenchAsync() => await Http.GetStringAsync($"{DownHttp}/hello");
 
     public static int Compute(int id)
     {
@@ -133,6 +137,7 @@ public static class Program
         app.MapGet("/cancelled", async () => Results.Text("cancelled " + await Store.CancelledAsync()));
         app.MapGet("/work/{ms}", async (int ms) => Results.Text("work " + await Store.WorkAsync(ms)));
         app.MapGet("/hello", () => "hello");
+        app.MapGet("/bench", async () => Results.Text(await Store.BenchAsync()));
         app.Lifetime.ApplicationStopped.Register(() =>
         {
             if (otel != "memory")

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# bench/web.sh: what tracing a real service costs (issue 22), measured side by side in one run.
+#   1. requests/s of the shop's /bench endpoint (tests/clr/otelapps/shop: an async method that
+#      calls the back service over HTTP; front and back), under wrk on loopback, for:
+#        none    no profiler, no SDK
+#        clrmux  both under clrmux's tracer (its agent: ASP.NET Core and HttpClient spans, the
+#                async method's span), OTLP/HTTP protobuf to a local sink
+#        sdk     no profiler; the OpenTelemetry SDK 1.20 configured by hand in the app (ASP.NET
+#                Core and HttpClient instrumentation, batch processor, OTLP exporter to the same
+#                local sink)
+#      rounds interleaved; medians of requests/s and of the CPU time front and back used per
+#      request (/proc/PID/stat over the timed run: independent of what else the machine runs);
+#      each config's cost = its CPU per request / none's - 1.
+#   2. ns per call in-process (tests/clr/apps/asyncbench): a synchronous method, an async method
+#      that completes at once, one that awaits Task.Yield(), each untraced and traced.
+# Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_CONNS (16), ASYNC_CALLS (200000).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+ROUNDS=${WEB_ROUNDS:-3} SECS=${WEB_SECONDS:-8} CONNS=${WEB_CONNS:-16}
+command -v wrk >/dev/null || { echo "bench/web.sh: wrk is not installed (scripts/setup.sh bench)"; exit 1; }
+command -v dotnet >/dev/null || { echo "bench/web.sh: dotnet is not on PATH"; exit 1; }
+for a in shop; do tests/clr/build-otelapp.sh $a; done
+tests/clr/build-apps.sh >/dev/null
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-webbench.XXXXXX")
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+read -r P1 P2 P3 P4 < <(python3 -c '
+import socket
+ss=[socket.socket() for _ in range(4)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(*[s.getsockname()[1] for s in ss])')
+cat >"$WORK/sink.py" <<'PYEOF'
+import http.server, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1] + ".tmp", "w").write(str(srv.server_address[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+srv.serve_forever()
+PYEOF
+python3 "$WORK/sink.py" "$WORK/sinkport" &
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$WORK/sinkport" ] && break; sleep 0.1; done
+SINK=http://127.0.0.1:$(cat "$WORK/sinkport")
+CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+for svc in front back; do
+    cat >"$WORK/$svc.conf" <<EOF
+[child tracer]
+builtin = tracer
+service_name = $svc
+endpoint = $SINK/v1/traces
+metrics_endpoint = $SINK/v1/metrics
+trace = shop!Shop.Store::BenchAsync
+EOF
+done
+
+start() { # start CONFIG ROLE HTTP GRPC
+    local cfg=$1 role=$2 env=()
+    case $cfg in
+    clrmux) env=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so"
+                 CLRMUX_CONFIG="$WORK/$role.conf" CLRMUX_LOG_FILE="$WORK/$cfg-$role.log") ;;
+    sdk) env=(SHOP_OTEL=otlp OTEL_EXPORTER_OTLP_ENDPOINT="$SINK" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_SERVICE_NAME="$role") ;;
+    esac
+    env "${env[@]}" no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 SHOP_ROLE="$role" SHOP_HTTP="$3" SHOP_GRPC="$4" \
+        SHOP_DOWN_HTTP="http://127.0.0.1:$P3" SHOP_DOWN_GRPC="http://127.0.0.1:$P4" \
+        dotnet build/clr/shop/shop.dll >"$WORK/$cfg-$role.out" 2>&1 &
+    PIDS+=($!)
+    LAST=$!
+}
+ready() { for _ in $(seq 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.2; done; return 1; }
+cpu_ms() { # cpu_ms PID...: user + system CPU time of the processes, in ms
+    local t=0 p
+    for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
+    echo $((t * 1000 / $(getconf CLK_TCK)))
+}
+
+echo "== 1. requests/s of GET /bench (front -> back over HTTP), wrk -c$CONNS ${SECS}s, $ROUNDS interleaved rounds"
+declare -A RPS CPU
+for r in $(seq "$ROUNDS"); do
+    for cfg in none clrmux sdk; do
+        start "$cfg" back "$P3" "$P4"; bp=$LAST
+        start "$cfg" front "$P1" "$P2"; fp=$LAST
+        ready "http://127.0.0.1:$P3/hello" && ready "http://127.0.0.1:$P1/bench" || { echo "$cfg did not start"; tail "$WORK/$cfg-front.out"; exit 1; }
+        wrk -t1 -c"$CONNS" -d5s "http://127.0.0.1:$P1/bench" >/dev/null # warm-up: JIT, tiering, pools
+        c0=$(cpu_ms "$fp" "$bp")
+        out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$P1/bench")
+        c1=$(cpu_ms "$fp" "$bp")
+        rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+        n=$(awk '/requests in/ {print $1}' <<<"$out")
+        kill -TERM "$fp" "$bp"; wait "$fp" "$bp" 2>/dev/null || true
+        us=$(( (c1 - c0) * 1000 / (n > 0 ? n : 1) ))
+        RPS[$cfg]+="$rps "
+        CPU[$cfg]+="$us "
+        printf '   round %d %-7s %8.0f req/s  %5d us CPU per request (front + back)\n' "$r" "$cfg" "$rps" "$us"
+    done
+done
+python3 - "${RPS[none]}" "${RPS[clrmux]}" "${RPS[sdk]}" "${CPU[none]}" "${CPU[clrmux]}" "${CPU[sdk]}" <<'PYEOF'
+import statistics, sys
+k3 = ("none", "clrmux", "sdk")
+r = {k: statistics.median(map(float, v.split())) for k, v in zip(k3, sys.argv[1:4])}
+c = {k: statistics.median(map(float, v.split())) for k, v in zip(k3, sys.argv[4:7])}
+for k in k3:
+    print("   %-7s median %8.0f req/s (x%.3f of none)  %6.0f us CPU/request (x%.3f of none)" % (k, r[k], r[k] / r["none"], c[k], c[k] / c["none"]))
+tc, ts = c["clrmux"] / c["none"] - 1, c["sdk"] / c["none"] - 1
+rc, rs = 1 - r["clrmux"] / r["none"], 1 - r["sdk"] / r["none"]
+print("   CPU per request: clrmux +%.1f%%, the SDK +%.1f%%: clrmux's cost / the SDK's %.2f (goal: <= 0.5)" % (100 * tc, 100 * ts, tc / ts if ts > 0 else float("nan")))
+print("   requests/s lost: clrmux %.1f%%, the SDK %.1f%%: ratio %.2f" % (100 * rc, 100 * rs, rc / rs if rs > 0 else float("nan")))
+PYEOF
+for f in "$WORK"/clrmux-*.log; do grep -hE "ERROR|dropped \(" "$f" | head -3 || true; done
+
+echo "== 2. ns per call in-process (asyncbench, ${ASYNC_CALLS:-200000} calls x 5 rounds; medians)"
+cat >"$WORK/async.conf" <<EOF
+[child tracer]
+builtin = tracer
+output = /dev/null
+trace = asyncbench!AsyncBench.Calls::TracedSync
+trace = asyncbench!AsyncBench.Calls::TracedAsync
+trace = asyncbench!AsyncBench.Calls::TracedYield
+EOF
+env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+    CLRMUX_CONFIG="$WORK/async.conf" dotnet build/clr/asyncbench/asyncbench.dll "${ASYNC_CALLS:-200000}" 5 >"$WORK/async.out"
+python3 - "$WORK/async.out" <<'PYEOF'
+import statistics, sys
+v = {}
+for line in open(sys.argv[1]):
+    k, ns, _ = line.split()
+    v.setdefault(k, []).append(float(ns))
+m = {k: statistics.median(x[1:] or x) for k, x in v.items()}  # the first round warms up
+for kind in ("sync", "async", "yield"):
+    u, t = m[kind + "-untraced"], m[kind + "-traced"]
+    print("   %-28s untraced %8.1f ns  traced %8.1f ns  (+%.1f ns, x%.2f)" % (
+        {"sync": "synchronous method", "async": "async, completes at once", "yield": "async, awaits Task.Yield()"}[kind],
+        u, t, t - u, t / u))
+print("   an async traced call costs %.1f ns more than a synchronous traced call's span (%.1f vs %.1f ns of tracing)" % (
+    (m["async-traced"] - m["async-untraced"]) - (m["sync-traced"] - m["sync-untraced"]),
+    m["async-traced"] - m["async-untraced"], m["sync-traced"] - m["sync-untraced"]))
+PYEOF
