@@ -16,7 +16,7 @@ SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 # libclrmux.so: the loader and the built-in tracer. The built-in profiler is a companion
 # library (below); every src file is also compiled with ASan/UBSan for the unit tests.
 # src/tracer/pb: the OTLP protobuf encoder, a companion library (below), not in libclrmux.so
-LIB_SRCS  := $(shell find src/common src/loader src/tracer -path src/tracer/pb -prune -o -name '*.c' -print | sort)
+LIB_SRCS  := $(shell find src/common src/loader src/control src/tracer -path src/tracer/pb -prune -o -name '*.c' -print | sort)
 # assembly (the fast-path enter/leave stubs), in libclrmux.so and in the unit tests
 ASM_SRCS  := $(shell find src/loader -name '*.S' | sort)
 ALL_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
@@ -146,9 +146,11 @@ $(BUILD)/tools/attach/clrmux-attach.dll: tools/attach/Program.cs tools/attach/cl
 	    || { cat $(BUILD)/tools/attach-build.log; exit 1; }
 
 # the launcher: validates and runs through libclrmux.so's exported clrmux_check_config
-$(BUILD)/clrmux: src/cli/clrmux.c include/clrmux/clrmux.h | setup
+# (and `clrmux ctl`: the control channel's protocol and names, src/control/ctl_proto.c, ctl_path.c)
+CLI_SRCS := $(wildcard src/cli/*.c) src/control/ctl_proto.c src/control/ctl_path.c
+$(BUILD)/clrmux: $(CLI_SRCS) $(wildcard src/cli/*.h) src/control/ctl_proto.h src/control/ctl_path.h include/clrmux/clrmux.h | setup
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DCLRMUX_VERSION='"$(VERSION)"' -o $@ $< -ldl
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DCLRMUX_VERSION='"$(VERSION)"' -o $@ $(CLI_SRCS) -ldl
 
 $(BUILD)/fake/lib%.so: fake_profilers/%.c $(wildcard fake_profilers/*.h) $(HDRS)
 	@mkdir -p $(dir $@)

@@ -3,7 +3,7 @@
  * exception names: tracer_exc.c; configuration: config.c; export: export.c. */
 #include "tracer/tracer_impl.h"
 
-static _Atomic(struct tracer *) the_tracer;
+_Atomic(struct tracer *) the_tracer;
 
 static inline struct tracer *impl(ICorProfilerCallback11 *i) { return (struct tracer *)i; }
 
@@ -383,12 +383,13 @@ static void rejit_for_join(struct tracer *t)
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (done[i] || atomic_load(&t->methods[i].joins))
+        if (done[i] || atomic_load(&t->methods[i].joins) || atomic_load(&t->target_off[t->methods[i].target]))
             continue;
         ModuleID mod = t->methods[i].module;
         ULONG k = 0;
         for (uint32_t j = i; j < n; j++)
-            if (!done[j] && t->methods[j].module == mod && !atomic_load(&t->methods[j].joins)) {
+            if (!done[j] && t->methods[j].module == mod && !atomic_load(&t->methods[j].joins) &&
+                !atomic_load(&t->target_off[t->methods[j].target])) {
                 done[j] = 1;
                 toks[k++] = t->methods[j].token;
             }
@@ -435,7 +436,7 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     mdMethodDef toks[512];
     ULONG n = 0;
     for (int i = 0; i < t->ntargets; i++)
-        if (strcasecmp(t->targets[i].assembly, assembly) == 0)
+        if (strcasecmp(t->targets[i].assembly, assembly) == 0 && !atomic_load(&t->target_off[i]))
             match_target(t, i, imp, mod, toks, &n, 512);
     IMetaDataImport2_Release(imp);
     if (n) {
@@ -683,7 +684,7 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         t->mout = NULL;
     }
     for (int i = 0; i < t->ntargets; i++)
-        if (!atomic_load(&t->target_hits[i]))
+        if (!atomic_load(&t->target_hits[i]) && t->targets[i].line) /* added at run time: answered then */
             LOG_WARN("tracer: %s:%d: target %s!%s::%s%s matched no method", t->conf, t->targets[i].line,
                      t->targets[i].assembly, t->targets[i].type, t->targets[i].method,
                      t->targets[i].has_params ? "(...)" : "");
