@@ -2,6 +2,7 @@
  * spans.h). The tick clock: spans_clock.c; the profiler's view, thread names and the W3C
  * trace context a span joins: spans_ctx.c. */
 #include "tracer/spans_int.h"
+#include "tracer/usdt.h"
 #include "common/lazymem.h"
 #include "common/platform.h"
 
@@ -649,6 +650,8 @@ static inline int64_t span_open(struct tstate *t, int32_t method)
     o->start = ticks();
     t->depth++;
     spans_ctx_update(t);
+    if (CLRMUX_USDT_ON(span_start)) /* USDT clrmux:span_start, when a tool attached (usdt.h) */
+        clrmux_usdt_span_start((uint32_t)method, o->span_id, t->trace_id);
     return t->depth - 1;
 }
 
@@ -685,6 +688,9 @@ void clrmux_span_exit(int64_t slot)
     while ((int64_t)t->depth > slot) {
         uint32_t d = --t->depth;
         struct open_span *o = &t->stack[d];
+        if (CLRMUX_USDT_ON(span_end)) /* USDT clrmux:span_end, when a tool attached (usdt.h) */
+            clrmux_usdt_span_end(o->method, o->span_id, t->trace_id, (uint64_t)((double)(end - o->start) * ns_per_tick()),
+                                 o->flags & CLRMUX_SPAN_ERROR);
         if (!t->sampled) {
             bump(&t->unsampled, 1);
             account_local(t, o->method, end - o->start, o->flags & CLRMUX_SPAN_ERROR);

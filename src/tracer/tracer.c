@@ -2,6 +2,7 @@
  * method registry, metadata names and target matching. The ReJIT thread: rejit.c; IL rewriting: tracer_rewrite.c;
  * exception names: tracer_exc.c; configuration: config.c; export: export.c. */
 #include "tracer/tracer_impl.h"
+#include "tracer/usdt.h"
 
 _Atomic(struct tracer *) the_tracer;
 
@@ -289,6 +290,7 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     if (clrmux_spans_init(t->buffer_spans) != 0)
         return E_OUTOFMEMORY;
     clrmux_spans_set_sample_ratio(t->sample_ratio);
+    clrmux_usdt_set_names(tracer_method_name, t); /* the USDT probes' method names (tracer/usdt.h) */
     t->start_ns = clrmux_now_ns();
     if (!strcmp(t->protocol, "http/protobuf") && (t->endpoint[0] || t->metrics_endpoint[0]) && !(t->pb = tracer_load_pb())) {
         LOG_ERROR("tracer: OTLP protocol http/protobuf needs %s beside libclrmux.so; http/json is used",
