@@ -170,7 +170,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_QUICK_SECONDS ?= 15
 FUZZ_CFLAGS  := $(CSTD) -Wall -Wextra -Werror -Iinclude -Isrc -I$(BUILD)/gen -g -O1 \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DCLRMUX_TESTING
-FUZZ_NAMES   := config target il utf16 framename events mdtables
+FUZZ_NAMES   := config target il utf16 framename events mdtables ctl
 fuzz_config_SRCS    := src/loader/config.c src/common/guid.c src/common/log.c src/common/trust.c src/common/platform_posix.c
 fuzz_config_LIBS    := -linih
 IL_SRCS             := src/tracer/il.c src/tracer/il_builder.c src/tracer/il_sig.c src/tracer/il_wrap.c
@@ -180,6 +180,7 @@ fuzz_utf16_SRCS     := src/common/utf16.c src/profiler/framename.c
 fuzz_framename_SRCS := src/profiler/framename.c
 fuzz_events_SRCS    := src/profiler/events.c src/profiler/framename.c
 fuzz_mdtables_SRCS  := src/common/mdtables.c
+fuzz_ctl_SRCS       := src/control/ctl_proto.c
 define FUZZ_RULE
 $(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(fuzz_$(1)_SRCS) $(HDRS)
 	@mkdir -p $$(dir $$@)
