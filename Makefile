@@ -255,7 +255,8 @@ $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 # cmocka.h declares its printf-like functions with the MS printf format, while everything here
 # uses mingw's C99 printf (__USE_MINGW_ANSI_STDIO): -D__printf__=__gnu_printf__ makes the
 # compile-time checks match what runs.
-WIN_UNIT_NAMES := config common compose unhandled mdtables detach dispatch abi il tracer_target tracer_spanfile tracer_spans
+WIN_UNIT_NAMES := config common compose unhandled mdtables detach dispatch abi il tracer_target tracer_spanfile tracer_spans \
+                  control
 WIN_UNIT_BINS := $(WIN_UNIT_NAMES:%=$(BUILD)/win-x64/unit/test_%.exe)
 WIN_TEST_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/tobj/%.o) $(WIN_DEPS)/obj/ini.o $(WIN_DEPS)/obj/cmocka.o \
                  $(BUILD)/win-x64/tobj/src/loader/elt_amd64.o
@@ -292,7 +293,8 @@ $(BUILD)/win-x64/unit/test_%.exe: tests/unit/test_%.c tests/win/posix_compat.h $
 # mux tests), and the loader's tests that load them
 WIN_FAKES := $(patsubst fake_profilers/%.c,$(BUILD)/win-x64/fake/lib%.dll,$(wildcard fake_profilers/*.c))
 WIN_UNIT_MUX := mux_com mux_masks mux_route mux_elt mux_eventpipe mux_initialize mux_hostile check runtime_version
-windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD)/win-x64/unit/test_lastgasp_win.exe
+windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD)/win-x64/unit/test_lastgasp_win.exe \
+         $(BUILD)/win-x64/unit/test_ctl_win.exe
 # Windows-only unit tests (tests/win/test_*.c with the loader's objects)
 $(BUILD)/win-x64/unit/test_%.exe: tests/win/test_%.c $(WIN_TEST_OBJS)
 	@mkdir -p $(dir $@)

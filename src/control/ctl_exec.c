@@ -257,7 +257,7 @@ static int status(struct clrmux_mux *m, int json, struct clrmux_out *o)
 
 /* ---- the commands -------------------------------------------------------------------- */
 
-static void err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void err_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(CLRMUX_CTL_PRINTF, 3, 4)));
 static void err_set(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
@@ -383,3 +383,22 @@ void clrmux_ctl_serve(const char *buf, size_t len, struct clrmux_out *reply, int
     *ok = 1;
     free(req);
 }
+
+#ifdef CLRMUX_TESTING
+void clrmux_ctl_test_mux(const char *runtime, const char *config)
+{
+    static struct clrmux_mux *fake;
+    if (!runtime) {
+        clrmux_the_mux = NULL;
+        free(fake);
+        fake = NULL;
+        return;
+    }
+    if (!fake && !(fake = calloc(1, sizeof *fake)))
+        return;
+    fake->info_version = 11;
+    snprintf(fake->runtime_version.text, sizeof fake->runtime_version.text, "%s", runtime);
+    snprintf(fake->cfg.path, sizeof fake->cfg.path, "%s", config);
+    clrmux_the_mux = fake;
+}
+#endif

@@ -26,4 +26,11 @@ int clrmux_ctl_exec(const struct clrmux_ctl_req *req, struct clrmux_out *body, c
  * body, or "error: reason\n". *ok: 1 for an ok reply. For the server and the tests. */
 void clrmux_ctl_serve(const char *buf, size_t len, struct clrmux_out *reply, int *ok);
 
+#ifdef CLRMUX_TESTING
+/* Tests without windows.h's clash with clrmux/com.h: clrmux_the_mux becomes a mux of no
+ * children (Initialize done, this runtime text and configuration path), or NULL again when
+ * runtime is NULL. */
+void clrmux_ctl_test_mux(const char *runtime, const char *config);
+#endif
+
 #endif

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(CLRMUX_CTL_PRINTF, 3, 4)));
 static void fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || !errlen)

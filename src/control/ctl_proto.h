@@ -23,6 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(__MINGW32__)
+#define CLRMUX_CTL_PRINTF gnu_printf /* mingw-w64 with __USE_MINGW_ANSI_STDIO: C99 printf (%zu) */
+#else
+#define CLRMUX_CTL_PRINTF printf
+#endif
+
 #define CLRMUX_CTL_MAX_REQUEST 4096 /* bytes, the LF included */
 #define CLRMUX_CTL_MAX_ARG 1024     /* a TARGET or LEVEL */
 
@@ -63,7 +69,7 @@ struct clrmux_out {
     int truncated;
 };
 void clrmux_out_init(struct clrmux_out *o, char *buf, size_t cap);
-void clrmux_out_printf(struct clrmux_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void clrmux_out_printf(struct clrmux_out *o, const char *fmt, ...) __attribute__((format(CLRMUX_CTL_PRINTF, 2, 3)));
 /* Appends s as a JSON string literal (quotes included): ", \ and control characters escaped,
  * bytes that are not UTF-8 replaced by U+FFFD. */
 void clrmux_out_json_str(struct clrmux_out *o, const char *s);

@@ -30,17 +30,26 @@
 #define CLRMUX_CTL_LOG_BURST 10
 #define CLRMUX_CTL_REPLY_MAX (512u << 10)
 
-struct clrmux_mux;
 struct clrmux_out;
 
-/* Initialize (mux.c), before the children's Initialize: the channel's thread is started once
- * the barrier registration is made, unless loader.conf says enable_control = false (and
- * perf_map is not set). */
-void clrmux_ctl_arrange(struct clrmux_mux *m);
+/* Initialize (mux.c), before the children's Initialize: what the channel's thread will do
+ * (control: listen, from loader.conf's enable_control; perf_map: ctl_perfmap.h). Returns 1 when
+ * the thread is wanted: the caller then has clrmux_ctl_start run off the app's main thread
+ * (loader/detach.h's clrmux_barrier_then). */
+int clrmux_ctl_configure(int control, int perf_map);
+/* Starts the channel's thread (arg unused; a clrmux_barrier_then function). */
+void clrmux_ctl_start(void *arg);
 
 /* Shutdown (mux.c): the channel stops accepting and its socket is removed. A command under
  * way finishes on its own (the thread is not waited for). */
 void clrmux_ctl_shutdown(void);
+
+#ifdef CLRMUX_TESTING
+/* Tests: starts the channel's thread now, without a mux (commands then answer that clrmux has
+ * not started, unless the test set clrmux_the_mux), and waits until it listens (2 s at most).
+ * 0, or -1. clrmux_ctl_shutdown stops it. */
+int clrmux_ctl_test_start(void);
+#endif
 
 /* ---- shared by the transports (ctl_unix.c, ctl_win.c) ---------------------------------- */
 

@@ -24,8 +24,6 @@
 #include "control/ctl_path.h"
 #include "control/ctl_perfmap.h"
 #include "control/ctl_proto.h"
-#include "loader/detach.h"
-#include "loader/mux.h"
 
 static struct {
     int perf_map, control;
@@ -304,8 +302,7 @@ static void *ctl_main(void *arg)
     return NULL;
 }
 
-/* clrmux_barrier_then's work: the thread, started on the thread that made the registration */
-static void start(void *arg)
+void clrmux_ctl_start(void *arg)
 {
     (void)arg;
     if (atomic_load(&g.stop))
@@ -326,15 +323,27 @@ static void start(void *arg)
         LOG_ERROR("control: cannot start its thread; no control channel");
 }
 
-void clrmux_ctl_arrange(struct clrmux_mux *m)
+int clrmux_ctl_configure(int control, int perf_map)
 {
-    g.control = !m->cfg.control_disabled;
-    g.perf_map = m->cfg.perf_map;
-    if (!g.control)
+    g.control = control;
+    g.perf_map = perf_map;
+    if (!control)
         LOG_INFO("control: off (enable_control = false)");
-    if (g.control || g.perf_map)
-        clrmux_barrier_then(start, m);
+    return control || perf_map;
 }
+
+#ifdef CLRMUX_TESTING
+int clrmux_ctl_test_start(void)
+{
+    g.control = 1;
+    clrmux_ctl_start(NULL);
+    for (int i = 0; i < 400 && !atomic_load(&g.listening); i++) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&g.listening) ? 0 : -1;
+}
+#endif
 
 void clrmux_ctl_shutdown(void)
 {

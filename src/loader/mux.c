@@ -347,7 +347,9 @@ static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *p
     LOG_INFO("runtime: .NET %s, ICorProfilerInfo%d", m->runtime_version.text, m->info_version);
     clrmux_pin_self(m); /* children may detach one by one; clrmux's code stays mapped */
     atomic_store(&m->initializing, 1);
-    clrmux_ctl_arrange(m); /* the control channel: started off this thread, after the children */
+    /* the control channel (src/control): its thread started off this one, after the children */
+    if (clrmux_ctl_configure(!m->cfg.control_disabled, m->cfg.perf_map))
+        clrmux_barrier_then(clrmux_ctl_start, NULL);
     clrmux_loop_enter();
     int n = clrmux_load_children(m);
     clrmux_elt_install(m); /* the runtime takes ELT hooks only during Initialize */
