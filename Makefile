@@ -324,6 +324,7 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/elt.sh
 	@tests/clr/eventpipe.sh
 	@tests/clr/attach.sh
+	@tests/clr/control.sh
 
 demo: all
 	@scripts/demo.sh

@@ -261,6 +261,31 @@ static void serve(int fd, char *reply, size_t reply_cap)
         LOG_DEBUG("control: %s did not take its reply (gone, or not reading within 2 s)", who);
 }
 
+/* The connection's end: what the client still sends is read and dropped (200 ms, 8 MB at
+ * most) until it closes its end, then ours is closed. Closing with unread input would reset
+ * the connection, and the client would lose the reply it has not read yet (an oversize or
+ * refused request's error). */
+static void finish(int fd)
+{
+    shutdown(fd, SHUT_WR);
+    char sink[16384];
+    size_t dropped = 0;
+    const int64_t deadline = now_ns() + 200000000;
+    while (dropped < (8u << 20)) {
+        int64_t left = (deadline - now_ns()) / 1000000;
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+            break;
+        ssize_t k = recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (k <= 0)
+            break;
+        dropped += (size_t)k;
+    }
+    close(fd);
+}
+
 static void *ctl_main(void *arg)
 {
     (void)arg;
@@ -294,7 +319,7 @@ static void *ctl_main(void *arg)
         if (cfd < 0)
             continue;
         serve(cfd, reply, CLRMUX_CTL_REPLY_MAX);
-        close(cfd);
+        finish(cfd);
     }
     close(lfd);
     unlink_socket();
