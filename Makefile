@@ -325,6 +325,7 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/eventpipe.sh
 	@tests/clr/attach.sh
 	@tests/clr/control.sh
+	@tests/clr/usdt.sh
 
 demo: all
 	@scripts/demo.sh
