@@ -10,7 +10,7 @@
 /* one control operation at a time (the targets' array is appended to under it) */
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void say(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(CLRMUX_PRINTF_FORMAT, 3, 4)));
 static void say(char *msg, size_t msglen, const char *fmt, ...)
 {
     if (!msg || !msglen)
