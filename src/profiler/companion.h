@@ -4,7 +4,8 @@
  * needs protobuf-c and zlib, whose Debian static archives are not PIC. So the profiler is
  * built as a companion shared library beside libclrmux.so, linked with -lprotobuf-c -lz
  * dynamically, and `builtin = profiler` (src/loader/builtin.c) dlopens it from the folder
- * of libclrmux.so and calls its one export, CLRMUX_PROFILER_CREATE_SYMBOL.
+ * of libclrmux.so and calls its export CLRMUX_PROFILER_CREATE_SYMBOL (and looks up
+ * CLRMUX_PROFILER_CTL_SYMBOL, its control operations: below).
  *
  * The companion logs through the host's logger (one log file, one level): it does not
  * link src/common/log.c but forwards clrmux_log() to the functions given in `host`; and it
