@@ -31,6 +31,7 @@ static struct {
     int wake[2]; /* a pipe: a byte written wakes the thread's poll */
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     _Atomic int listening;
+    long owner;  /* the process that made the socket: a child forked from it does not remove it */
     struct clrmux_ctl_rate rate;
 } g = {.wake = {-1, -1}};
 
@@ -104,7 +105,7 @@ static void remove_stale(const char *dir)
 
 static void unlink_socket(void)
 {
-    if (atomic_exchange(&g.listening, 0) && g.path[0])
+    if (g.owner == (long)getpid() && atomic_exchange(&g.listening, 0) && g.path[0])
         unlink(g.path);
 }
 
@@ -141,6 +142,7 @@ static int listen_socket(void)
         unlink(g.path);
         return -1;
     }
+    g.owner = (long)getpid();
     atomic_store(&g.listening, 1);
     atexit(unlink_socket); /* an exit without Shutdown; a kill leaves it (the next process removes it) */
     LOG_INFO("control: listening on %s (clrmux ctl %ld status)", g.path, (long)getpid());
@@ -341,7 +343,7 @@ void clrmux_ctl_start(void *arg)
     sigset_t saved;
     clrmux_block_termination_signals_saving(&saved); /* born with them blocked */
     int ok = pthread_attr_init(&attr) == 0 && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-             pthread_attr_setstacksize(&attr, 256u << 10) == 0 && pthread_create(&tid, &attr, ctl_main, NULL) == 0;
+             pthread_attr_setstacksize(&attr, 1u << 20) == 0 && pthread_create(&tid, &attr, ctl_main, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     pthread_attr_destroy(&attr);
     if (!ok)

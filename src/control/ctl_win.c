@@ -293,7 +293,7 @@ void clrmux_ctl_start(void *arg)
     if (atomic_load(&g.stop))
         return;
     g.stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
-    HANDLE t = g.stop_event ? CreateThread(NULL, 256u << 10, ctl_main, NULL, 0, NULL) : NULL;
+    HANDLE t = g.stop_event ? CreateThread(NULL, 1u << 20, ctl_main, NULL, 0, NULL) : NULL;
     if (!t)
         LOG_ERROR("control: cannot start its thread; no control channel");
     else
