@@ -221,7 +221,9 @@ static int status(struct clrmux_mux *m, int json, struct clrmux_out *o)
                           m->cfg.path, log[0] ? log : "stderr", level, (unsigned)m->applied_low,
                           (unsigned)m->applied_high);
     }
-    for (int i = 0; i < m->nchildren; i++) {
+    unsigned owned[CLRMUX_MAX_CHILDREN];
+    clrmux_compose_owned_counts(m, owned, m->nchildren < CLRMUX_MAX_CHILDREN ? m->nchildren : CLRMUX_MAX_CHILDREN);
+    for (int i = 0; i < m->nchildren && i < CLRMUX_MAX_CHILDREN; i++) {
         const struct clrmux_child *c = &m->children[i];
         char lib[PATH_MAX + 16];
         const char *builtin;
@@ -234,11 +236,12 @@ static int status(struct clrmux_mux *m, int json, struct clrmux_out *o)
             clrmux_out_json_str(o, lib);
             clrmux_out_printf(o, ",\"builtin\":");
             clrmux_out_json_str(o, builtin);
-            clrmux_out_printf(o, ",\"state\":\"%s\",\"interface\":%d,\"mask_low\":%u,\"mask_high\":%u}",
-                              child_state(c), c->version, lo, hi);
+            clrmux_out_printf(o, ",\"state\":\"%s\",\"interface\":%d,\"mask_low\":%u,\"mask_high\":%u,"
+                                 "\"rejit_methods\":%u}",
+                              child_state(c), c->version, lo, hi, owned[i]);
         } else {
-            clrmux_out_printf(o, "  %-12s %-9s ICorProfilerCallback%-2d mask low=0x%08X high=0x%08X  %s\n", c->name,
-                              child_state(c), c->version, lo, hi, lib);
+            clrmux_out_printf(o, "  %-12s %-9s ICorProfilerCallback%-2d mask low=0x%08X high=0x%08X  ReJIT of %u method(s)  %s\n",
+                              c->name, child_state(c), c->version, lo, hi, owned[i], lib);
         }
     }
     if (json) {

@@ -245,6 +245,9 @@ print("status: written %d lines %d calls %d dropped %d; file: %d spans in %d lin
     t["spans"]["written"], t["spans"]["lines"], tg["calls"], t["spans"]["dropped"], spans, lines))
 assert t["spans"]["written"] == spans and t["spans"]["lines"] == lines
 assert tg["calls"] == spans + t["spans"]["dropped"] + t["spans"]["unsampled"] and spans >= 201
+owned = {c["name"]: c["rejit_methods"] for c in s["children"]}
+print("ReJIT owners: %s" % owned)
+assert owned == {"A": 1, "tracer": 1, "profiler": 0}
 EOF
 done
 if [ $agree = 1 ]; then ok "status numbers match the span file: $(cat "$WORK/agree")"
@@ -269,6 +272,13 @@ else bad "profile stop/start" "$o1 / $o2 / $o3"; fi
 out=$(ctl trace remove 'compose!Compose.Work::Compute')
 if [ $? = 0 ] && grep -q "removed: the tracer's rewrite of 1 method(s) reverted" <<<"$out"; then ok "trace remove: $out"
 else bad "trace remove" "$out"; fi
+ctl status --json >"$WORK/status4.json"
+if "$PY" -c "
+import json, sys
+c = {c['name']: c['rejit_methods'] for c in json.load(open(sys.argv[1]))['children']}
+assert c == {'A': 1, 'tracer': 0, 'profiler': 0}, c
+" "$WORK/status4.json" 2>"$WORK/own.err"; then ok "status after the remove: the tracer owns no ReJIT, A still owns Compute's"
+else bad "ReJIT owners after the remove" "$(cat "$WORK/own.err")"; fi
 out=$(ctl log-level info)
 if [ "$out" = "log level INFO (was DEBUG)" ]; then ok "log-level: $out"; else bad "log-level" "$out"; fi
 touch "$SYNC/ack2.script"
