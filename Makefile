@@ -16,7 +16,7 @@ SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 # libclrmux.so: the loader and the built-in tracer. The built-in profiler is a companion
 # library (below); every src file is also compiled with ASan/UBSan for the unit tests.
 # src/tracer/pb: the OTLP protobuf encoder, a companion library (below), not in libclrmux.so
-LIB_SRCS  := $(shell find src/common src/loader src/tracer -path src/tracer/pb -prune -o -name '*.c' -print | sort)
+LIB_SRCS  := $(shell find src/common src/loader src/control src/tracer -path src/tracer/pb -prune -o -name '*.c' -print | sort)
 # assembly (the fast-path enter/leave stubs), in libclrmux.so and in the unit tests
 ASM_SRCS  := $(shell find src/loader -name '*.S' | sort)
 ALL_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
@@ -166,9 +166,11 @@ $(BUILD)/tools/attach/clrmux-attach.dll: tools/attach/Program.cs tools/attach/cl
 	    || { cat $(BUILD)/tools/attach-build.log; exit 1; }
 
 # the launcher: validates and runs through libclrmux.so's exported clrmux_check_config
-$(BUILD)/clrmux: src/cli/clrmux.c include/clrmux/clrmux.h | setup
+# (and `clrmux ctl`: the control channel's protocol and names, src/control/ctl_proto.c, ctl_path.c)
+CLI_SRCS := $(wildcard src/cli/*.c) src/control/ctl_proto.c src/control/ctl_path.c
+$(BUILD)/clrmux: $(CLI_SRCS) $(wildcard src/cli/*.h) src/control/ctl_proto.h src/control/ctl_path.h include/clrmux/clrmux.h | setup
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DCLRMUX_VERSION='"$(VERSION)"' -o $@ $< -ldl
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DCLRMUX_VERSION='"$(VERSION)"' -o $@ $(CLI_SRCS) -ldl
 
 $(BUILD)/fake/lib%.so: fake_profilers/%.c $(wildcard fake_profilers/*.h) $(HDRS)
 	@mkdir -p $(dir $@)
@@ -188,7 +190,7 @@ FUZZ_SECONDS ?= 300
 FUZZ_QUICK_SECONDS ?= 15
 FUZZ_CFLAGS  := $(CSTD) -Wall -Wextra -Werror -Iinclude -Isrc -I$(BUILD)/gen -g -O1 \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DCLRMUX_TESTING
-FUZZ_NAMES   := config target il utf16 framename events mdtables xspan
+FUZZ_NAMES   := config target il utf16 framename events mdtables xspan ctl
 fuzz_config_SRCS    := src/loader/config.c src/common/guid.c src/common/log.c src/common/trust.c src/common/platform_posix.c
 fuzz_config_LIBS    := -linih
 IL_SRCS             := src/tracer/il.c src/tracer/il_builder.c src/tracer/il_sig.c src/tracer/il_wrap.c
@@ -202,6 +204,7 @@ fuzz_xspan_SRCS     := src/tracer/xspan.c src/tracer/otlp_xspan.c src/tracer/otl
                        src/tracer/spans_clock.c src/tracer/spans_ctx.c src/tracer/spans_queue.c src/common/platform_posix.c \
                        src/common/log.c src/common/utf16.c
 fuzz_xspan_LIBS     := -lm
+fuzz_ctl_SRCS       := src/control/ctl_proto.c
 define FUZZ_RULE
 $(BUILD)/fuzz/fuzz_$(1): tests/fuzz/fuzz_$(1).c $$(fuzz_$(1)_SRCS) $(HDRS)
 	@mkdir -p $$(dir $$@)
@@ -276,7 +279,8 @@ $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 # cmocka.h declares its printf-like functions with the MS printf format, while everything here
 # uses mingw's C99 printf (__USE_MINGW_ANSI_STDIO): -D__printf__=__gnu_printf__ makes the
 # compile-time checks match what runs.
-WIN_UNIT_NAMES := config common compose unhandled mdtables detach dispatch abi il tracer_target tracer_spanfile tracer_spans
+WIN_UNIT_NAMES := config common compose unhandled mdtables detach dispatch abi il tracer_target tracer_spanfile tracer_spans \
+                  control
 WIN_UNIT_BINS := $(WIN_UNIT_NAMES:%=$(BUILD)/win-x64/unit/test_%.exe)
 WIN_TEST_OBJS := $(WIN_LIB_SRCS:%.c=$(BUILD)/win-x64/tobj/%.o) $(WIN_DEPS)/obj/ini.o $(WIN_DEPS)/obj/cmocka.o \
                  $(BUILD)/win-x64/tobj/src/loader/elt_amd64.o
@@ -313,7 +317,8 @@ $(BUILD)/win-x64/unit/test_%.exe: tests/unit/test_%.c tests/win/posix_compat.h $
 # mux tests), and the loader's tests that load them
 WIN_FAKES := $(patsubst fake_profilers/%.c,$(BUILD)/win-x64/fake/lib%.dll,$(wildcard fake_profilers/*.c))
 WIN_UNIT_MUX := mux_com mux_masks mux_route mux_elt mux_eventpipe mux_initialize mux_hostile check runtime_version
-windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD)/win-x64/unit/test_lastgasp_win.exe
+windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD)/win-x64/unit/test_lastgasp_win.exe \
+         $(BUILD)/win-x64/unit/test_ctl_win.exe
 # Windows-only unit tests (tests/win/test_*.c with the loader's objects)
 $(BUILD)/win-x64/unit/test_%.exe: tests/win/test_%.c $(WIN_TEST_OBJS)
 	@mkdir -p $(dir $@)
@@ -344,6 +349,8 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/elt.sh
 	@tests/clr/eventpipe.sh
 	@tests/clr/attach.sh
+	@tests/clr/control.sh
+	@tests/clr/usdt.sh
 
 demo: all
 	@scripts/demo.sh

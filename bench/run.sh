@@ -17,6 +17,8 @@
 #      (bench/exceptions.sh)
 #  11. spans: a span beside a hand-made OpenTelemetry SDK span; the exporter's spans/s and drops
 #      at 1 M/s and full speed beside the SDK's batch processor (bench/spans.sh)
+#  12. usdt: a span with the USDT probes' semaphores off beside the span without USDT sites
+#      (bench/usdt.sh)
 #
 # Knobs (environment): BENCH_N (millions of calls per timing, default 10), BENCH_ROUNDS (5),
 # BENCH_CG_N (calls per callgrind run, 200000), BENCH_STARTUP_RUNS (10), BENCH_STARTUP_MASK,
@@ -113,6 +115,9 @@ echo
 echo "== 11. clrmux's spans beside OpenTelemetry's: cost, export, drops (bench/spans.sh)"
 bench/spans.sh --summary "$WORK/spans.sum"
 echo
+echo "== 12. the USDT probes while no tool is attached (bench/usdt.sh)"
+bench/usdt.sh --summary "$WORK/usdt.sum"
+echo
 
 # ---- summary ----------------------------------------------------------------------------------
 get() { awk -v a="$2" -v b="$3" -v f="$4" '$1 == a && $2 == b {print $f}' "$1" 2>/dev/null; }
@@ -155,6 +160,9 @@ if [ -f "$WORK/spans.sum" ]; then
         "$(sp export_file_1000000 4)" "$(sp export_devnull_0 4)" "$(sp export_file_0 4)"
     printf 'OpenTelemetry batch processor: exported/s %s (queue = all), dropped at 1 M/s %s, at full speed %s (queue 2048)\n' \
         "$(sp "otel_${BENCH_SPANS_LOAD:-2000000}_0" 5)" "$(sp otel_2048_1000000 4)" "$(sp otel_2048_0 4)"
+fi
+if [ -f "$WORK/usdt.sum" ]; then
+    sed -n 's/^usdt_summary plain=\([^ ]*\) off=\([^ ]*\) set=\([^ ]*\) diff=\([^ ]*\) q1=\([^ ]*\) q3=\([^ ]*\)/span with USDT sites, no tool: \2 ns vs \1 ns without (paired difference \4 ns, quartiles \5 .. \6); semaphores set: \3 ns/p' "$WORK/usdt.sum"
 fi
 if [ -f "$WORK/elt.sum" ]; then
     cat "$WORK/elt.sum"

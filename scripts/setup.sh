@@ -13,12 +13,14 @@ set -euo pipefail
 
 # package[:command] — a package whose command is already on PATH (installed another way, e.g.
 # Node.js from its own repository) counts as present.
-BUILD_PKGS="build-essential libinih-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev"
+# systemtap-sdt-dev: <sys/sdt.h>, the USDT probes of libclrmux.so (src/tracer/usdt.h)
+BUILD_PKGS="build-essential libinih-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev systemtap-sdt-dev"
 # unit tests (cmocka), pprof checks (go tool pprof), libFuzzer (clang + its runtime), the
 # OTLP/HTTP export (libcurl), the report's test (npm for its JS libraries, headless Chromium, OCR
 # of the screenshot with tesseract), the packaging tests (dpkg-deb), the OTLP protobuf and
-# Pyroscope tests (protoc and python3-protobuf decode what clrmux sends)
-TEST_PKGS="$BUILD_PKGS libcmocka-dev python3 golang-go:go clang clang-14 libclang-rt-14-dev libcurl4 file
+# Pyroscope tests (protoc and python3-protobuf decode what clrmux sends), the USDT probes' test
+# (bpftrace: tests/clr/usdt.sh)
+TEST_PKGS="$BUILD_PKGS libcmocka-dev python3 golang-go:go clang clang-14 libclang-rt-14-dev libcurl4 file bpftrace
            python3-protobuf protobuf-compiler
            chromium:chromium fonts-dejavu-core tesseract-ocr tesseract-ocr-eng dpkg-dev zip nodejs:node npm:npm"
 # the demo's report: go tool pprof reads the profile, npm fetches d3-flame-graph
@@ -31,7 +33,7 @@ BENCH_PKGS="$BUILD_PKGS python3 golang-go:go valgrind wrk"
 # that cannot be installed is reported and the platform skipped; under CI (CI=true) required.
 # The arm64 libraries come from Debian's multiarch archive (dpkg --add-architecture arm64).
 ARM64_PKGS="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libinih-dev:arm64 libcmocka-dev:arm64
-            libprotobuf-c-dev:arm64 zlib1g-dev:arm64"
+            libprotobuf-c-dev:arm64 zlib1g-dev:arm64 systemtap-sdt-dev:arm64"
 # Windows x64: mingw-w64 and Wine (tests/cross.sh windows)
 WIN_PKGS="gcc-mingw-w64-x86-64 wine64"
 CROSS_PKGS="$ARM64_PKGS $WIN_PKGS"

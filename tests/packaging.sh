@@ -69,12 +69,13 @@ notices() { # notices FILE: the notices file, with each statically linked projec
 check "installed tree has share/doc/clrmux/THIRD_PARTY_NOTICES.md (inih, zlib, protobuf-c, opentelemetry-proto)" \
     notices "$P/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
 # the profiler's companion: zlib and protobuf-c linked in and hidden, so it needs only libc (the
-# .deb's Depends and the READMEs say so) and exports only its entry point
+# .deb's Depends and the READMEs say so) and exports only its entry point and its control
+# operations (profiler/companion.h)
 needed=$(readelf -d "$P/lib/libclrmux_profiler.so" 2>&1 | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-exported=$(nm -D --defined-only "$P/lib/libclrmux_profiler.so" 2>&1 | awk '{print $NF}' | tr '\n' ' ')
-[ "$needed" = "libc.so.6 " ] && [ "$exported" = "clrmux_profiler_create " ] \
-    && ok "lib/libclrmux_profiler.so needs only libc.so.6 and exports only clrmux_profiler_create" \
-    || bad "lib/libclrmux_profiler.so needs only libc.so.6 and exports only clrmux_profiler_create" "NEEDED: $needed; exported: $exported"
+exported=$(nm -D --defined-only "$P/lib/libclrmux_profiler.so" 2>&1 | awk '{print $NF}' | sort | tr '\n' ' ')
+[ "$needed" = "libc.so.6 " ] && [ "$exported" = "clrmux_profiler_create clrmux_profiler_ctl " ] \
+    && ok "lib/libclrmux_profiler.so needs only libc.so.6 and exports only clrmux_profiler_create and clrmux_profiler_ctl" \
+    || bad "lib/libclrmux_profiler.so needs only libc.so.6 and exports only clrmux_profiler_create and clrmux_profiler_ctl" "NEEDED: $needed; exported: $exported"
 check "instrument.sh names the install prefix" grep -q '"/usr/lib/clrmux-test"' "$P/share/clrmux/instrument.sh"
 check "lib/loader.conf (the library's default) is etc/loader.conf" test "$(readlink "$P/lib/loader.conf")" = ../etc/loader.conf
 # etc/loader.conf documents every key that loader.conf.example documents

@@ -3,6 +3,8 @@
  *   clrmux run [--config FILE] [--trace 'Asm!Ns.Type::Method']... [--profile]
  *              [--child PATH=CLSID]... [--output-dir DIR] -- COMMAND [ARGS...]
  *   clrmux check [--config FILE]
+ *   clrmux attach PID --config FILE [--timeout-ms N]
+ *   clrmux ctl PID COMMAND [ARGS...]          (ctl.c)
  *
  * `run` sets the CORECLR_* variables that register libclrmux.so as the process's profiler,
  * writes a loader.conf into the output folder when --config is not given, runs the command,
@@ -28,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/ctl.h"
 #include "clrmux/clrmux.h"
 
 #define MAX_ITEMS 256
@@ -35,23 +38,31 @@
 static const char *const usage_text =
     "usage:\n"
     "  clrmux run [--config FILE] [--trace 'Asm!Ns.Type::Method']... [--profile]\n"
-    "             [--child PATH=CLSID]... [--output-dir DIR] -- COMMAND [ARGS...]\n"
+    "             [--child PATH=CLSID]... [--output-dir DIR] [--perf-map] -- COMMAND [ARGS...]\n"
     "  clrmux check [--config FILE]\n"
     "  clrmux attach PID --config FILE [--timeout-ms N]\n"
+    "  clrmux ctl PID status [--json] | trace add|remove TARGET | trace list [--json]\n"
+    "                 | profile flush|start|stop | log-level LEVEL\n"
     "\n"
     "run    runs COMMAND with clrmux as its .NET profiler. Without --config it writes\n"
     "       DIR/loader.conf (DIR: --output-dir, default ./clrmux-output) from the options:\n"
     "       --trace adds a span for each call of that method (built-in tracer), --profile\n"
     "       the built-in CPU/wall/exception/allocation/lock profiler, --child another\n"
     "       profiler library with the CLSID it answers. With none of these, --profile.\n"
-    "       Exits with COMMAND's exit status.\n"
+    "       --perf-map: the runtime writes /tmp/perf-PID.map (DOTNET_PerfMapEnabled=1), so\n"
+    "       that perf and bpftrace name JIT-compiled methods. Exits with COMMAND's exit status.\n"
     "check  validates a loader.conf (default: $CLRMUX_CONFIG, else the installed\n"
     "       etc/loader.conf, else loader.conf beside libclrmux.so): every problem as\n"
     "       FILE:LINE: error|warning: message; exit status 1 when there are errors.\n"
     "attach loads clrmux into the running .NET process PID (its diagnostics port,\n"
     "       DiagnosticsClient.AttachProfiler): clrmux reads FILE as its loader.conf and\n"
     "       attaches every child that implements ICorProfilerCallback3. Needs dotnet and\n"
-    "       the tool of tools/attach (`make attach-tool`; $CLRMUX_ATTACH_TOOL overrides).\n";
+    "       the tool of tools/attach (`make attach-tool`; $CLRMUX_ATTACH_TOOL overrides).\n"
+    "ctl    changes and reads a process running under clrmux, through its control channel:\n"
+    "       status (children, tracer targets and counts, profiler, log; --json), trace add\n"
+    "       'Asm!Ns.Type::Method' (traced from its next call, through ReJIT), trace remove,\n"
+    "       trace list, profile flush (write the current period now), profile stop|start (the\n"
+    "       sampler), log-level. Only the process's user or root may; see `clrmux ctl --help`.\n";
 
 static char lib_dir[PATH_MAX];   /* folder of libclrmux.so */
 static char lib_path[PATH_MAX];  /* libclrmux.so */
@@ -353,7 +364,7 @@ static int cmd_run(int argc, char **argv)
 {
     char config[PATH_MAX] = "", outdir[PATH_MAX] = "clrmux-output";
     static char *traces[MAX_ITEMS], *children[MAX_ITEMS];
-    int ntraces = 0, nchildren = 0, profile = 0, i = 0;
+    int ntraces = 0, nchildren = 0, profile = 0, perf_map = 0, i = 0;
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -365,6 +376,8 @@ static int cmd_run(int argc, char **argv)
             return 0;
         } else if (strcmp(a, "--profile") == 0) {
             profile = 1;
+        } else if (strcmp(a, "--perf-map") == 0) {
+            perf_map = 1;
         } else if ((strcmp(a, "--config") == 0 || strcmp(a, "--trace") == 0 || strcmp(a, "--child") == 0 ||
                     strcmp(a, "--output-dir") == 0) && !v) {
             fprintf(stderr, "clrmux run: %s needs a value\n", a);
@@ -477,6 +490,15 @@ static int cmd_run(int argc, char **argv)
     setenv("CORECLR_PROFILER_PATH_64", lib_path, 1); /* wins over _PATH on 64-bit runtimes */
     unsetenv("CORECLR_PROFILER_PATH_32");
     setenv("CLRMUX_CONFIG", conf, 1);
+    if (perf_map) { /* read by the runtime at its start, before it loads a profiler */
+        const char *pm = getenv("DOTNET_PerfMapEnabled");
+        if (pm && *pm && strcmp(pm, "0") != 0)
+            fprintf(stderr, "clrmux: DOTNET_PerfMapEnabled=%s kept\n", pm);
+        else
+            setenv("DOTNET_PerfMapEnabled", "1", 1);
+        fprintf(stderr, "clrmux: the runtime writes its perf map: /tmp/perf-PID.map (perf report names JIT-compiled "
+                        "methods from it)\n");
+    }
     time_t start = time(NULL);
 
     struct sigaction sa;
@@ -574,6 +596,8 @@ int main(int argc, char **argv)
         printf("clrmux %s\n", CLRMUX_VERSION);
         return 0;
     }
+    if (strcmp(argv[1], "ctl") == 0)
+        return clrmux_cmd_ctl(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "check") != 0 && strcmp(argv[1], "attach") != 0) {
         fprintf(stderr, "clrmux: unknown command '%s'\n%s", argv[1], usage_text);
         return 2;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 
 static _Atomic int g_level = CLRMUX_LOG_INFO;
 static _Atomic int g_fd = 2;
+static pthread_mutex_t g_path_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_path[4096]; /* the file g_fd writes to, when it is one */
 static clrmux_log_sink g_sink;
 static void *g_sink_ctx;
 
@@ -101,10 +104,22 @@ int clrmux_log_open(const char *tmpl)
         return -1;
     }
     clrmux_fd_clear_nonblock(fd);
+    pthread_mutex_lock(&g_path_lock);
+    snprintf(g_path, sizeof g_path, "%s", path);
+    pthread_mutex_unlock(&g_path_lock);
     int old = atomic_exchange(&g_fd, fd);
     if (old > 2)
         close(old);
     return 0;
+}
+
+void clrmux_log_path(char *out, size_t outsz)
+{
+    if (!outsz)
+        return;
+    pthread_mutex_lock(&g_path_lock);
+    snprintf(out, outsz, "%s", atomic_load(&g_fd) > 2 ? g_path : "");
+    pthread_mutex_unlock(&g_path_lock);
 }
 
 void clrmux_vlog(int level, const char *fmt, va_list ap)

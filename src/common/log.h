@@ -6,6 +6,7 @@
 #define CLRMUX_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum clrmux_log_level {
     CLRMUX_LOG_ERROR = 0,
@@ -31,6 +32,10 @@ int clrmux_log_get_level(void);
  * for a FIFO/device/folder, EMLINK for a hard-linked file) when it cannot be used, in
  * which case logging stays where it was. */
 int clrmux_log_open(const char *path_template);
+
+/* The file log lines go to (as given to clrmux_log_open, "%p" expanded) into out[outsz], or
+ * "" when they go to stderr. */
+void clrmux_log_path(char *out, size_t outsz);
 
 /* Expands "%p" (pid) and "%%" in `tmpl` into `out` (size `outsz`, always NUL-terminated).
  * Returns 0, or -1 when the result does not fit. */

@@ -1,5 +1,6 @@
 #include "loader/builtin.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,15 @@
 #include "profiler/companion.h"
 #include "tracer/spans.h"
 #include "tracer/tracer.h"
+
+/* The built-in profilers created, with their control operations (the control channel's) */
+#define MAX_PROFILERS 4
+static struct {
+    char name[CLRMUX_NAME_MAX];
+    ICorProfilerCallback11 *cb;
+    const struct clrmux_profiler_ctl *ctl;
+} profilers[MAX_PROFILERS];
+static _Atomic int nprofilers;
 
 #if defined(_WIN32)
 /* ---- builtin = profiler: not on Windows ------------------------------------------------
@@ -71,10 +81,29 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
     if (cb) {
         LOG_INFO("child '%s': builtin profiler from %s", cc->name, real[0] ? real : path);
         clrmux_spans_want_labels(); /* the tracer's agent keeps async contexts current for it */
+        clrmux_profiler_ctl_fn ctl = (clrmux_profiler_ctl_fn)clrmux_lib_sym(lib, CLRMUX_PROFILER_CTL_SYMBOL);
+        const struct clrmux_profiler_ctl *ops = ctl ? ctl() : NULL;
+        int i = atomic_load(&nprofilers);
+        if (ops && ops->abi == CLRMUX_PROFILER_CTL_ABI && i < MAX_PROFILERS) {
+            snprintf(profilers[i].name, sizeof profilers[i].name, "%s", cc->name);
+            profilers[i].cb = cb;
+            profilers[i].ctl = ops;
+            atomic_store(&nprofilers, i + 1);
+        }
     }
     return cb; /* the library stays loaded, as children are never unloaded */
 }
 #endif
+
+int clrmux_builtin_profiler(int i, const char **name, ICorProfilerCallback11 **cb, const struct clrmux_profiler_ctl **ctl)
+{
+    if (i < 0 || i >= atomic_load(&nprofilers))
+        return -1;
+    *name = profilers[i].name;
+    *cb = profilers[i].cb;
+    *ctl = profilers[i].ctl;
+    return 0;
+}
 
 ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc, int *version)
 {

@@ -10,4 +10,10 @@
  * (one reference) and sets *version, or logs why and returns NULL. */
 ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc, int *version);
 
+/* The built-in profiler i (0, 1...; in creation order) for the control channel: its child
+ * name, callback object and control operations (profiler/companion.h). Returns 0, or -1 when
+ * there is no such profiler (or its companion has no control operations). */
+struct clrmux_profiler_ctl;
+int clrmux_builtin_profiler(int i, const char **name, ICorProfilerCallback11 **cb, const struct clrmux_profiler_ctl **ctl);
+
 #endif

@@ -127,6 +127,21 @@ uint64_t clrmux_compose_owners(struct clrmux_mux *m, ModuleID module, mdMethodDe
     return o;
 }
 
+void clrmux_compose_owned_counts(struct clrmux_mux *m, unsigned *counts, int n)
+{
+    struct clrmux_compose *cs = m->compose;
+    for (int i = 0; i < n; i++)
+        counts[i] = 0;
+    if (!cs || !atomic_load_explicit(&cs->nrecs, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&cs->lock);
+    for (int b = 0; b < NBUCKETS; b++)
+        for (const struct rec *r = cs->buckets[b]; r; r = r->next)
+            for (int i = 0; i < n && i < 64; i++)
+                counts[i] += (unsigned)((r->owners >> i) & 1);
+    pthread_mutex_unlock(&cs->lock);
+}
+
 void clrmux_compose_add_owner(struct clrmux_mux *m, ModuleID module, mdMethodDef method, int child)
 {
     struct clrmux_compose *cs = m->compose;

@@ -77,6 +77,10 @@ void clrmux_compose_free(struct clrmux_compose *cs);
 uint64_t clrmux_compose_owners(struct clrmux_mux *mux, ModuleID module, mdMethodDef method);
 /* Adds `child` as an owner of the method without asking the runtime (tests, builtins). */
 void clrmux_compose_add_owner(struct clrmux_mux *mux, ModuleID module, mdMethodDef method, int child);
+/* How many methods each child owns a ReJIT of (a request not reverted), into counts[0..n)
+ * by child index: the control channel's status. One pass over the records under the lock
+ * (microseconds for thousands of methods). */
+void clrmux_compose_owned_counts(struct clrmux_mux *mux, unsigned *counts, int n);
 
 /* A child's RequestReJIT (inliner_flags < 0) or RequestReJITWithInliners(inliner_flags):
  * records the child as owner of each method and asks the runtime now or, for a method not

@@ -199,7 +199,8 @@ static char *reader(char *str, int num, void *stream)
     return s;
 }
 
-enum { K_PATH = 1, K_CLSID = 2, K_ENABLED = 4, K_BUILTIN = 8, K_LEVEL = 16, K_FILE = 32, K_INC = 64, K_EXC = 128, K_INSECURE = 256 };
+enum { K_PATH = 1, K_CLSID = 2, K_ENABLED = 4, K_BUILTIN = 8, K_LEVEL = 16, K_FILE = 32, K_INC = 64, K_EXC = 128, K_INSECURE = 256,
+       K_CONTROL = 512, K_PERFMAP = 1024 };
 
 static int once(struct parser *p, unsigned bit, const char *key)
 {
@@ -272,6 +273,16 @@ static int handler(void *user, const char *section, const char *name, const char
                 diag(cfg, CLRMUX_LOG_ERROR, p->line, "allow_insecure_paths = '%s' is not true or false; ignored", value);
             else
                 cfg->allow_insecure_paths = b;
+        } else if (strcmp(name, "enable_control") == 0 || strcmp(name, "perf_map") == 0) {
+            const int control = name[0] == 'e';
+            if (!once(p, control ? K_CONTROL : K_PERFMAP, name)) return 1;
+            int b = clrmux_parse_bool(value);
+            if (b < 0)
+                diag(cfg, CLRMUX_LOG_ERROR, p->line, "%s = '%s' is not true or false; ignored", name, value);
+            else if (control)
+                cfg->control_disabled = !b;
+            else
+                cfg->perf_map = b;
         } else {
             diag(cfg, CLRMUX_LOG_WARN, p->line, "unknown key '%s' in [loader]; ignored", name);
         }

@@ -1,6 +1,7 @@
 /* loader.conf: the INI file (parsed with inih) that lists clrmux's children.
  *
- *   [loader]                  log_level, log_file, include_processes, exclude_processes
+ *   [loader]                  log_level, log_file, include_processes, exclude_processes,
+ *                             allow_insecure_paths, enable_control, perf_map
  *   [child NAME]              path + clsid (a profiler library), or builtin = tracer|profiler;
  *                             enabled; any other key of a builtin child is passed to it.
  *
@@ -62,6 +63,8 @@ struct clrmux_config {
     char include_processes[1024]; /* ';'- or ','-separated names; "" = every process */
     char exclude_processes[1024];
     int allow_insecure_paths; /* [loader] allow_insecure_paths = true: see common/trust.h */
+    int control_disabled;     /* [loader] enable_control = false: no control channel (src/control) */
+    int perf_map;             /* [loader] perf_map = true: the runtime writes /tmp/perf-PID.map */
     size_t nkvs_total;        /* builtin children's other keys kept, file-wide */
     size_t nchildren; /* every [child] section, valid or not, in file order */
     size_t ndiags;

@@ -74,6 +74,16 @@ void clrmux_barrier_test_reset(void)
 }
 #endif
 
+/* clrmux_barrier_then's work: run once, after the registration, on the thread that made it */
+static void (*_Atomic then_fn)(void *);
+static void *then_arg;
+
+void clrmux_barrier_then(void (*fn)(void *), void *arg)
+{
+    then_arg = arg;
+    atomic_store(&then_fn, fn);
+}
+
 static void *register_membarrier(void *arg)
 {
     struct clrmux_mux *m = arg;
@@ -85,6 +95,9 @@ static void *register_membarrier(void *arg)
             clrmux_dispatch_update(m);
     }
     atomic_store(&membarrier_state, 2);
+    void (*fn)(void *) = atomic_exchange(&then_fn, NULL);
+    if (fn)
+        fn(then_arg);
     return NULL;
 }
 

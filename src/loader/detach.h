@@ -132,6 +132,10 @@ void clrmux_pin_self(struct clrmux_mux *mux);
  * clrmux's own (or on the calling thread when none can be created) unless it was adopted.
  * A thread created there would cost the app's main thread 0.2-0.35 ms. */
 int clrmux_barrier_adopt(void);
+/* Work of clrmux's own that must not cost the app's main thread (the control channel's
+ * start: a thread created there costs it 0.2-0.35 ms): fn(arg) runs once, right after the
+ * registration, on the thread that makes it. Set it before the children's Initialize. */
+void clrmux_barrier_then(void (*fn)(void *), void *arg);
 void clrmux_barrier_disown(void);
 void clrmux_barrier_register_adopted(void);
 void clrmux_barrier_start(struct clrmux_mux *mux);

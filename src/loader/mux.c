@@ -17,6 +17,7 @@
 #include "common/platform.h"
 #include "common/unhandled.h"
 #include "common/utf16.h"
+#include "control/ctl_server.h"
 #include "loader/child_base.h"
 #include "loader/loop.h"
 #include "loader/elt.h"
@@ -346,6 +347,9 @@ static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *p
     LOG_INFO("runtime: .NET %s, ICorProfilerInfo%d", m->runtime_version.text, m->info_version);
     clrmux_pin_self(m); /* children may detach one by one; clrmux's code stays mapped */
     atomic_store(&m->initializing, 1);
+    /* the control channel (src/control): its thread started off this one, after the children */
+    if (clrmux_ctl_configure(!m->cfg.control_disabled, m->cfg.perf_map))
+        clrmux_barrier_then(clrmux_ctl_start, NULL);
     clrmux_loop_enter();
     int n = clrmux_load_children(m);
     clrmux_elt_install(m); /* the runtime takes ELT hooks only during Initialize */
@@ -390,6 +394,7 @@ static HRESULT STDMETHODCALLTYPE mux_Shutdown(ICorProfilerCallback11 *This)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
+    clrmux_ctl_shutdown(); /* no command from now on */
     for (int i = 0; i < m->nchildren; i++)
         if (child_live(&m->children[i], 1))
             m->children[i].cb->lpVtbl->Shutdown(m->children[i].cb);

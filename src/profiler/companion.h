@@ -4,7 +4,8 @@
  * needs protobuf-c and zlib, whose Debian static archives are not PIC. So the profiler is
  * built as a companion shared library beside libclrmux.so, linked with -lprotobuf-c -lz
  * dynamically, and `builtin = profiler` (src/loader/builtin.c) dlopens it from the folder
- * of libclrmux.so and calls its one export, CLRMUX_PROFILER_CREATE_SYMBOL.
+ * of libclrmux.so and calls its export CLRMUX_PROFILER_CREATE_SYMBOL (and looks up
+ * CLRMUX_PROFILER_CTL_SYMBOL, its control operations: below).
  *
  * The companion logs through the host's logger (one log file, one level): it does not
  * link src/common/log.c but forwards clrmux_log() to the functions given in `host`; and it
@@ -13,7 +14,9 @@
 #ifndef CLRMUX_PROFILER_COMPANION_H
 #define CLRMUX_PROFILER_COMPANION_H
 
+#include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "clrmux/corprof.h"
@@ -43,6 +46,41 @@ struct clrmux_profiler_host {
     int (*lastgasp_register_deferred)(clrmux_lastgasp_fn fn, void *ctx);
     int (*lastgasp_start)(void);
 };
+
+/* ---- run-time control (the control channel, src/control) ------------------------------
+ * The companion also exports CLRMUX_PROFILER_CTL_SYMBOL, a function that returns its control
+ * operations; builtin.c keeps them beside the profiler it created. Each takes that profiler's
+ * callback object (what clrmux_profiler_create returned) and is called from the control
+ * channel's thread only: never from a runtime thread, and never in a callback. */
+#define CLRMUX_PROFILER_CTL_SYMBOL "clrmux_profiler_ctl"
+#define CLRMUX_PROFILER_CTL_ABI 1
+
+struct clrmux_profiler_status {
+    int sampling;           /* 1: the sampler takes cpu/wall samples; 0: stopped (profile stop) */
+    int final;              /* Shutdown or the last gasp came: nothing more is written */
+    char sampler[16];       /* "signal", "suspend", or "none" (no cpu/wall sampling) */
+    uint64_t files;         /* profiles written */
+    uint64_t file_failures;
+    char last_file[PATH_MAX]; /* the last one ("" before the first) */
+    char output_dir[PATH_MAX];
+    double period_age_s;    /* seconds since the current period started */
+    int period_s;
+    uint64_t exceptions, allocations, contentions; /* events seen */
+};
+
+struct clrmux_profiler_ctl {
+    int abi; /* CLRMUX_PROFILER_CTL_ABI */
+    /* The state into *out. Returns 0, or -1 when busy (a flush took more than 0.5 s). */
+    int (*status)(ICorProfilerCallback11 *cb, struct clrmux_profiler_status *out);
+    /* Writes the current period now (as at a period's end: the file, the push) and starts the
+     * next. Returns 0 with the file written in msg, or -1 with the reason in msg. */
+    int (*flush)(ICorProfilerCallback11 *cb, char *msg, size_t msglen);
+    /* Stops (on = 0) or starts again (on = 1) the cpu/wall sampler; the events (exceptions,
+     * allocations, lock contention) are still recorded. Returns 0 once the sampler thread has
+     * done it (msg says what changed), or -1 with the reason in msg. */
+    int (*sampling)(ICorProfilerCallback11 *cb, int on, char *msg, size_t msglen);
+};
+typedef const struct clrmux_profiler_ctl *(*clrmux_profiler_ctl_fn)(void);
 
 /* Creates the profiler child for section `cc` (keys in cc->kvs; relative output_dir resolved
  * against config_dir, the folder of loader.conf). Returns its callback object (one

@@ -325,6 +325,10 @@ int prof_sig_check(struct prof_sig *s, char *why, size_t whysz);
 /* Disarms every timer and waits for handlers in progress; the handler stays installed and
  * ignores late signals. s stays valid for prof_sig_get_stats. */
 void prof_sig_stop(struct prof_sig *s);
+/* `profile stop` (sampler thread only): disarms every thread's timer and settles its wall
+ * time into q, forgetting the threads; the next prof_sig_tick with changed = 1 arms the live
+ * ones again (`profile start`). */
+void prof_sig_pause(struct prof_sig *s, struct prof_rawq *q);
 void prof_sig_get_stats(struct prof_sig *s, struct prof_sig_stats *out);
 
 /* ---- output file names ---------------------------------------------------------------- */

@@ -83,6 +83,9 @@ struct profiler {
     pthread_mutex_t work_lock;
     int final;
     _Atomic int stop; /* 1: the sampler thread ends; it sleeps on this word (a futex) */
+    /* `profile stop|start` (profiler_ctl.c): what the control channel wants, and what the
+     * sampler thread has done (it disarms the signal sampler's timers, then skips its ticks) */
+    _Atomic int want_paused, paused;
     _Atomic int shut_down;
 
     int want_session;

@@ -119,9 +119,18 @@ void *prof_sampler_main(void *arg)
             else
                 prof_start_session(p); /* no thread for it: from here, this once */
         }
-        if (sample && atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
+        /* `profile stop|start` (profiler_ctl.c): done here, where the signal sampler's slots live */
+        const int paused = atomic_load(&p->want_paused);
+        if (paused != atomic_load(&p->paused)) {
+            if (paused && p->sig && atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
+                prof_sig_pause(p->sig, &p->q);
+            if (!paused)
+                p->views_gen = UINT64_MAX; /* the threads are copied and armed again at this tick */
+            atomic_store(&p->paused, paused);
+        }
+        if (sample && !paused && atomic_load(&p->mode) == PROF_SAMPLER_SIGNAL)
             prof_signal_tick(p);
-        else if (sample && p->info10)
+        else if (sample && !paused && p->info10)
             prof_suspend_tick(p);
         prof_drain(p);
         int64_t now = mono_ns();

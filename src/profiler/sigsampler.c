@@ -297,6 +297,7 @@ void prof_sig_tick(struct prof_sig *s, const struct prof_thread_view *v, size_t 
 }
 void prof_sig_flush_wall(struct prof_sig *s, struct prof_rawq *q) { (void)s, (void)q; }
 void prof_sig_stop(struct prof_sig *s) { (void)s; }
+void prof_sig_pause(struct prof_sig *s, struct prof_rawq *q) { (void)s, (void)q; }
 void prof_sig_get_stats(struct prof_sig *s, struct prof_sig_stats *out) { (void)s; memset(out, 0, sizeof *out); }
 
 #endif

@@ -471,6 +471,15 @@ void prof_sig_stop(struct prof_sig *s)
     }
 }
 
+void prof_sig_pause(struct prof_sig *s, struct prof_rawq *q)
+{
+    for (size_t idx = 0; idx < s->high; idx++) {
+        struct slot *sl = atomic_load(&s->slots[idx]);
+        if (sl && sl->id)
+            retire(s, sl, q); /* its id cleared: the next tick that copies the threads arms it again */
+    }
+}
+
 void prof_sig_get_stats(struct prof_sig *s, struct prof_sig_stats *out)
 {
     *out = s->st;

@@ -134,7 +134,8 @@ void *tracer_rejit_thread(void *arg)
 #ifdef __linux__
         j->ran_cpu = sched_getcpu();
 #endif
-        j->hr = ICorProfilerInfo5_RequestReJIT(t->info, j->n, j->modules, j->tokens);
+        j->hr = j->revert ? ICorProfilerInfo5_RequestRevert(t->info, j->n, j->modules, j->tokens, NULL)
+                          : ICorProfilerInfo5_RequestReJIT(t->info, j->n, j->modules, j->tokens);
 #ifdef __linux__
         const int moved = j->moved; /* j is the waiting thread's once done is set */
 #endif
@@ -229,17 +230,19 @@ void tracer_queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base)
     pthread_mutex_unlock(&t->rj_lock);
 }
 
-/* Queues a RequestReJIT for the ReJIT thread and waits (bounded) until it has been made. */
+/* Queues a RequestReJIT (or RequestRevert) for the ReJIT thread and waits (bounded) until it
+ * has been made. */
 #define SAME_CPU_WAIT_NS 2000000
-void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
+static HRESULT request(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly, int revert)
 {
+    const char *what = revert ? "RequestRevert" : "RequestReJIT";
     struct rejit_job *j = calloc(1, sizeof *j);
     ModuleID *mods = calloc(n, sizeof *mods);
     mdMethodDef *toks = calloc(n, sizeof *toks);
     if (!j || !mods || !toks) {
         free(j), free(mods), free(toks);
-        LOG_ERROR("tracer: out of memory; %u method(s) of %s not traced", (unsigned)n, assembly);
-        return;
+        LOG_ERROR("tracer: out of memory; %s of %u method(s) of %s not made", what, (unsigned)n, assembly);
+        return E_OUTOFMEMORY;
     }
     for (ULONG i = 0; i < n; i++) {
         mods[i] = mod;
@@ -248,6 +251,7 @@ void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, U
     j->n = n;
     j->modules = mods;
     j->tokens = toks;
+    j->revert = revert;
 #ifdef __linux__
     /* The ReJIT thread runs on this thread's CPU for the job, and this thread yields that CPU
      * to it until the job is done (SAME_CPU_WAIT_NS at most, then it sleeps): waking a thread
@@ -292,11 +296,23 @@ void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, U
     } /* else the ReJIT thread still owns the job: it is leaked rather than freed under it */
     pthread_mutex_unlock(&t->rj_lock);
     if (!done)
-        LOG_WARN("tracer: RequestReJIT for %s not done after %d s; its first calls may not be traced", assembly,
-                 REJIT_WAIT_SECONDS);
+        LOG_WARN("tracer: %s for %s not done after %d s%s", what, assembly, REJIT_WAIT_SECONDS,
+                 revert ? "" : "; its first calls may not be traced");
     else if (FAILED(hr))
-        LOG_ERROR("tracer: RequestReJIT of %u method(s) of %s failed with HRESULT %s", (unsigned)n, assembly,
+        LOG_ERROR("tracer: %s of %u method(s) of %s failed with HRESULT %s", what, (unsigned)n, assembly,
                   HR_STR(hr));
     else
-        LOG_DEBUG("tracer: ReJIT requested for %u method(s) of %s%s", (unsigned)n, assembly, where);
+        LOG_DEBUG("tracer: %s for %u method(s) of %s%s", revert ? "revert requested" : "ReJIT requested", (unsigned)n,
+                  assembly, where);
+    return done ? hr : E_FAIL;
+}
+
+void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
+{
+    request(t, mod, tokens, n, assembly, 0);
+}
+
+HRESULT tracer_request_revert(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
+{
+    return request(t, mod, tokens, n, assembly, 1);
 }

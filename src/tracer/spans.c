@@ -2,6 +2,7 @@
  * spans.h). The tick clock: spans_clock.c; the profiler's view, thread names and the W3C
  * trace context a span joins: spans_ctx.c. */
 #include "tracer/spans_int.h"
+#include "tracer/usdt.h"
 #include "common/lazymem.h"
 #include "common/platform.h"
 
@@ -667,6 +668,8 @@ static inline int64_t span_open(struct tstate *t, int32_t method)
     o->start = ticks();
     t->depth = d + 1;
     spans_ctx_update(t);
+    if (CLRMUX_USDT_ON(span_start)) /* USDT clrmux:span_start, when a tool attached (usdt.h) */
+        clrmux_usdt_span_start((uint32_t)method, o->span_id, t->seg[k].trace_id);
     return d;
 }
 
@@ -697,6 +700,9 @@ int64_t clrmux_span_enter(int32_t method)
 static inline void record(struct tstate *t, const uint8_t *trace, uint64_t span, uint64_t parent, uint64_t start,
                           uint64_t end, uint32_t method, uint32_t tid, uint16_t exc, uint16_t flags, int sampled)
 {
+    if (CLRMUX_USDT_ON(span_end)) /* USDT clrmux:span_end, when a tool attached (usdt.h) */
+        clrmux_usdt_span_end(method, span, trace, (uint64_t)((double)(end - start) * ns_per_tick()),
+                             flags & CLRMUX_SPAN_ERROR);
     if (!sampled) {
         bump(&t->unsampled, 1);
         account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);

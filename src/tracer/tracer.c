@@ -2,8 +2,9 @@
  * method registry, metadata names and target matching. The ReJIT thread: rejit.c; IL rewriting: tracer_rewrite.c;
  * exception names: tracer_exc.c; configuration: config.c; export: export.c. */
 #include "tracer/tracer_impl.h"
+#include "tracer/usdt.h"
 
-static _Atomic(struct tracer *) the_tracer;
+_Atomic(struct tracer *) the_tracer;
 
 static inline struct tracer *impl(ICorProfilerCallback11 *i) { return (struct tracer *)i; }
 
@@ -247,6 +248,7 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     if (t->agent)
         tracer_agent_setup(t, agent_registered);
     clrmux_spans_set_sample_ratio(t->sample_ratio);
+    clrmux_usdt_set_names(tracer_method_name, t); /* the USDT probes' method names (tracer/usdt.h) */
     t->start_ns = clrmux_now_ns();
     if (!strcmp(t->protocol, "http/protobuf") && (t->endpoint[0] || t->metrics_endpoint[0]) && !(t->pb = tracer_load_pb())) {
         LOG_ERROR("tracer: OTLP protocol http/protobuf needs %s beside libclrmux.so; http/json is used",
@@ -330,8 +332,10 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
 
 /* Rewrites again (RequestReJIT, one request per module) the registered methods that `stale`
  * says were rewritten without something they can have now (`what`, for the log). */
-static void rejit_where(struct tracer *t, int (*stale)(struct traced_method *), const char *what)
+static void rejit_where(struct tracer *t, int (*stale_fn)(struct traced_method *), const char *what)
 {
+    /* a removed target's methods are not rewritten again (tracer_ctl.h) */
+#define stale(m) (stale_fn(m) && !((m)->target >= 0 && atomic_load(&t->target_off[(m)->target])))
     uint32_t n = atomic_load_explicit(&t->nmethods, memory_order_acquire);
     mdMethodDef *toks = calloc(n ? n : 1, sizeof *toks);
     char *done = calloc(n ? n : 1, 1);
@@ -352,6 +356,7 @@ static void rejit_where(struct tracer *t, int (*stale)(struct traced_method *), 
         LOG_DEBUG("tracer: %u method(s) rewritten again: %s", (unsigned)k, what);
         tracer_request_rejit(t, mod, toks, k, what);
     }
+#undef stale
     free(toks), free(done);
 }
 
@@ -429,7 +434,7 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     mdMethodDef toks[512];
     ULONG n = 0;
     for (int i = 0; i < t->ntargets; i++)
-        if (strcasecmp(t->targets[i].assembly, assembly) == 0)
+        if (strcasecmp(t->targets[i].assembly, assembly) == 0 && !atomic_load(&t->target_off[i]))
             match_target(t, i, imp, mod, toks, &n, 512);
     IMetaDataImport2_Release(imp);
     if (n) {
@@ -699,7 +704,7 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         t->mout = NULL;
     }
     for (int i = 0; i < t->ntargets; i++)
-        if (!atomic_load(&t->target_hits[i]))
+        if (!atomic_load(&t->target_hits[i]) && t->targets[i].line) /* added at run time: answered then */
             LOG_WARN("tracer: %s:%d: target %s!%s::%s%s matched no method", t->conf, t->targets[i].line,
                      t->targets[i].assembly, t->targets[i].type, t->targets[i].method,
                      t->targets[i].has_params ? "(...)" : "");

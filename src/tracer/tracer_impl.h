@@ -102,6 +102,7 @@ struct rejit_job {
      * nobody waits for it: the ReJIT thread frees it */
     ModuleID hook_module;
     const void *hook_base;
+    int revert; /* RequestRevert instead of RequestReJIT (tracer_request_revert) */
 #ifdef __linux__
     int moved;          /* the ReJIT thread's affinity narrowed for the job (the lookup: the CPUs
                            other than the app thread's; a RequestReJIT: the waiting thread's CPU) */
@@ -237,7 +238,13 @@ struct tracer {
     char metrics_endpoint[2048];
     char headers[4096];  /* OTEL_EXPORTER_OTLP_HEADERS */
     struct { ClassID cls; uint32_t id; } exc_cache[MAX_EXC_CACHE]; /* class -> an id of its type name */
+    /* targets removed at run time (tracer_ctl.h): they match no module and their methods are
+     * not rewritten again for the Activity join; written only by tracer_ctl.c */
+    _Atomic unsigned char target_off[MAX_TARGETS];
 };
+
+/* tracer.c: the process's tracer (NULL until one is created); tracer_ctl.c finds it here */
+extern _Atomic(struct tracer *) the_tracer;
 
 /* tracer.c: names for the exporter (struct clrmux_otlp_names callbacks; ctx: the tracer) */
 const char *tracer_method_name(void *ctx, uint32_t id);
@@ -280,6 +287,9 @@ void tracer_queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base);
 /* queues RequestReJIT of `n` methods (`tokens`) of module `mod` (named `assembly` in the log)
  * and waits until the ReJIT thread has made it, REJIT_WAIT_SECONDS at most; errors are logged */
 void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly);
+/* the same with RequestRevert (the tracer's rewrite of those methods goes; tracer_ctl.c);
+ * returns the HRESULT, or E_FAIL when it was not made within REJIT_WAIT_SECONDS */
+HRESULT tracer_request_revert(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly);
 /* tracer.c: the last gasp (common/lastgasp.h's clrmux_lastgasp_fn), registered by the ReJIT thread */
 void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
 

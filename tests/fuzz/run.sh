@@ -13,7 +13,7 @@ cd "$ROOT"
 SECS=${1:?usage: tests/fuzz/run.sh SECONDS [name...]}
 shift
 NAMES=("$@")
-[ ${#NAMES[@]} -eq 0 ] && NAMES=(config target il utf16 framename events mdtables xspan)
+[ ${#NAMES[@]} -eq 0 ] && NAMES=(config target il utf16 framename events mdtables xspan ctl)
 mkdir -p build/fuzz/artifacts
 status=0
 for n in "${NAMES[@]}"; do

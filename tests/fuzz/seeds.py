@@ -105,3 +105,9 @@ for v in range(0, 5):
 ev.append(bytes([1]) + struct.pack("<BHd", 0, 7, float("nan")))
 ev.append(bytes([1]) + struct.pack("<BHd", 0, 7, -5.0))
 write("events", ev)
+
+
+# control requests (tests/unit/test_control.c), each also as a line with its LF and a CR
+ctl = [b for b in c_literal_groups(read("tests/unit/test_control.c")) if 0 < len(b) < 300]
+ctl += [b + b"\n" for b in ctl[:40]] + [b"status --json\r\n", b"trace add a!B::C\nstatus\n"]
+write("ctl", ctl)

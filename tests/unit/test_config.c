@@ -1082,12 +1082,32 @@ static void test_process_exclude_wins(void **state)
     assert_false(allowed(cfg, "Other", "", "not listed in include_processes"));
 }
 
+/* [loader] enable_control (default true) and perf_map (default false) */
+static void test_control_keys(void **state)
+{
+    struct clrmux_config *cfg = *state;
+    load(cfg, "[loader]\n[child a]\nbuiltin = tracer\n");
+    assert_int_equal(cfg->control_disabled, 0);
+    assert_int_equal(cfg->perf_map, 0);
+    load(cfg, "[loader]\nenable_control = false\nperf_map = yes\n[child a]\nbuiltin = tracer\n");
+    assert_no_diags(cfg);
+    assert_int_equal(cfg->control_disabled, 1);
+    assert_int_equal(cfg->perf_map, 1);
+    load(cfg, "[loader]\nenable_control = sometimes\n[child a]\nbuiltin = tracer\n");
+    assert_one_diag(cfg, CLRMUX_LOG_ERROR, 2, "enable_control = 'sometimes' is not true or false; ignored");
+    assert_int_equal(cfg->control_disabled, 0);
+    load(cfg, "[loader]\nperf_map = true\nperf_map = false\n[child a]\nbuiltin = tracer\n");
+    assert_one_diag(cfg, CLRMUX_LOG_WARN, 3, "duplicate key 'perf_map'");
+    assert_int_equal(cfg->perf_map, 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_valid_config),
+        T(test_control_keys),
         T(test_crlf_line_endings),
         T(test_utf8_bom),
         T(test_comments),

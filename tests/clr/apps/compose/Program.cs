@@ -9,6 +9,13 @@
 //
 // stdout (compared with a run without any profiler) holds only results that do not depend
 // on instrumentation; stderr holds the per-phase call counts and the counters.
+//
+// COMPOSE_MODE=ctl (tests/clr/control.sh): the phases of a process changed while it runs
+// (`clrmux ctl`): phase 0, the children's ReJIT; then a thread calls Work.Compute in a loop
+// ("hot") until the script has acknowledged phase 1 (it adds a trace target meanwhile); then
+// exactly Calls calls between the marks t1 and t2; phase 2 (the script removes the target);
+// Calls calls between t3 and t4; phase 3 (the script's last checks). stderr: "ctl hot N",
+// "ctl marks t1 t2 t3 t4" (Unix ns), the counters.
 using System.Runtime.CompilerServices;
 
 namespace Compose;
@@ -61,7 +68,8 @@ public static class Program
             return;
         int acks = int.Parse(Environment.GetEnvironmentVariable("COMPOSE_ACKS") ?? "0");
         File.WriteAllText(Path.Combine(dir, "phase" + phase), "");
-        var deadline = DateTime.UtcNow.AddSeconds(20);
+        int secs = int.Parse(Environment.GetEnvironmentVariable("COMPOSE_SYNC_S") ?? "20");
+        var deadline = DateTime.UtcNow.AddSeconds(secs);
         while (Directory.GetFiles(dir, "ack" + phase + ".*").Length < acks)
         {
             if (DateTime.UtcNow > deadline)
@@ -73,8 +81,57 @@ public static class Program
         }
     }
 
+    static long UnixNs() => (DateTime.UtcNow - DateTime.UnixEpoch).Ticks * 100;
+
+    static volatile bool hotStop;
+    static long hotCalls, hotSum;
+
+    static int CtlMain()
+    {
+        Sync(0);
+        var hot = new Thread(() =>
+        {
+            long s = 0, n = 0;
+            /* hot (tier 1), yet not so fast that the tracer's buffer overflows once traced */
+            for (int i = 0; !hotStop; i++)
+            {
+                s += Work.Compute(i & 1023);
+                n++;
+                if ((i & 63) == 63)
+                    Thread.Sleep(1);
+            }
+            hotSum = s;
+            hotCalls = n;
+        });
+        hot.Start();
+        Thread.Sleep(200); /* running hot, tiered up (DOTNET_TC_CallCountingDelayMs=0) */
+        Console.Error.WriteLine("ctl hot running");
+        Sync(1);
+        hotStop = true;
+        hot.Join();
+        long sum = 0;
+        long t1 = UnixNs();
+        for (int i = 0; i < Calls; i++)
+            sum += Work.Compute(i);
+        long t2 = UnixNs();
+        Sync(2);
+        long t3 = UnixNs();
+        for (int i = 0; i < Calls; i++)
+            sum += Work.Compute(i);
+        long t4 = UnixNs();
+        Sync(3);
+        Console.WriteLine("sum " + sum);
+        Console.WriteLine("done");
+        Console.Error.WriteLine($"ctl hot {hotCalls}");
+        Console.Error.WriteLine($"ctl marks {t1} {t2} {t3} {t4}");
+        Console.Error.WriteLine($"counter A {Probes.A}");
+        return 0;
+    }
+
     public static int Main()
     {
+        if (Environment.GetEnvironmentVariable("COMPOSE_MODE") == "ctl")
+            return CtlMain();
         long sum = 0;
         for (int p = 0; p < Phases; p++)
         {
