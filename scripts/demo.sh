@@ -82,17 +82,17 @@ demo/shop/build.sh
 RUN="$OUT/shop-run"
 rm -rf "$RUN"
 CMD=(build/clrmux run --output-dir "$RUN" --profile
-     --trace 'shop!Shop.OrderService::HandleRequest' --trace 'shop!Shop.OrderService::ParseOrder'
+     --trace 'shop!Shop.OrderService::HandleRequestAsync' --trace 'shop!Shop.OrderService::ParseOrder'
      --trace 'shop!Shop.OrderService::PriceOrder' --trace 'shop!Shop.OrderService::RenderReceipt'
      --trace 'shop!Shop.Pricing::ComputeTax' --trace 'shop!Shop.Pricing::ApplyDiscounts'
-     --trace 'shop!Shop.Inventory::Reserve' -- dotnet "$SHOP/shop.dll" 3 3)
+     --trace 'shop!Shop.Inventory::ReserveAsync' -- dotnet "$SHOP/shop.dll" 3 3)
 echo "   \$ ${CMD[*]}"
 "${CMD[@]}" 2>&1 | sed 's/^/   /'
 echo
 echo "== the report: a flame graph of the CPU profile and the timeline of one request"
 ASSETS=$(tools/report/install.sh)
 python3 tools/report/report.py --assets "$ASSETS" --profile "$(ls "$RUN"/profiles/*.pb.gz | head -1)" \
-    --traces "$(ls "$RUN"/traces-*.otlp.jsonl | head -1)" --root Shop.OrderService.HandleRequest \
+    --traces "$(ls "$RUN"/traces-*.otlp.jsonl | head -1)" --root Shop.OrderService.HandleRequestAsync \
     --title "clrmux demo: the shop service" --out "$OUT/report.html" | sed 's/^/   /'
 if command -v chromium >/dev/null 2>&1; then
     tools/report/render.sh "$OUT/report.html" "$OUT/report.png" && echo "   screenshot: $ROOT/$OUT/report.png"

@@ -32,9 +32,9 @@ out=$(python3 tools/report/report.py --profile "$WORK/none.pb.gz" --traces "$WOR
 
 demo/shop/build.sh || { echo "building demo/shop failed"; exit 1; }
 RUN="$WORK/run"
-out=$(build/clrmux run --output-dir "$RUN" --profile --trace 'shop!Shop.OrderService::HandleRequest' \
-    --trace 'shop!Shop.OrderService::PriceOrder' --trace 'shop!Shop.Pricing::ComputeTax' \
-    --trace 'shop!Shop.Inventory::Reserve' -- dotnet build/demo/shop/shop.dll 2 2 2>&1)
+out=$(build/clrmux run --output-dir "$RUN" --profile --trace 'shop!Shop.OrderService::HandleRequestAsync' \
+    --trace 'shop!Shop.OrderService::PriceOrder' --trace 'shop!Shop.Pricing::ComputeTax' --trace 'shop!Shop.OrderService::RenderReceipt' \
+    --trace 'shop!Shop.Inventory::ReserveAsync' -- dotnet build/demo/shop/shop.dll 2 2 2>&1)
 PROF=$(ls "$RUN"/profiles/*.pb.gz 2>/dev/null | head -1)
 SPANS=$(ls "$RUN"/traces-*.otlp.jsonl 2>/dev/null | head -1)
 [ -n "$PROF" ] && [ -n "$SPANS" ] && ok "the shop service ran under clrmux run: a profile and spans" || bad "shop under clrmux run" "$out"
@@ -59,16 +59,18 @@ print("   flame %.0f ns, pprof %.0f ns; sample types: %s" % (flame, total, ", ".
 sys.exit(0 if abs(flame - total) <= 0.01 * total + 1e4 and "wall" in data["flames"] else 1)
 PY
 # the timeline is one request: one trace, every span inside its root, children below it
-python3 - "$HTML" <<'PY' && ok "the timeline holds one request: nested spans inside the root's interval" || bad "timeline data"
+python3 - "$HTML" <<'PY' && ok "the timeline holds one async request: nested spans inside the root's interval, RenderReceipt (after its await) among them" || bad "timeline data"
 import json, re, sys
 page = open(sys.argv[1]).read()
 r = json.loads(re.search(r"const DATA = (\{.*?\});\n", page).group(1).replace("<\\/", "</"))["request"]
 spans = r["spans"]
 root = [s for s in spans if s["depth"] == 0]
-ok = (len(root) == 1 and root[0]["name"] == "Shop.OrderService.HandleRequest" and len(spans) >= 3
+ok = (len(root) == 1 and root[0]["name"] == "Shop.OrderService.HandleRequestAsync" and len(spans) >= 3
       and all(r["start"] <= s["start"] <= s["end"] <= r["start"] + r["duration"] for s in spans)
       and {s["name"] for s in spans if s["depth"] == 1} & {"Shop.OrderService.ParseOrder", "Shop.OrderService.PriceOrder",
-                                                             "Shop.Inventory.Reserve", "Shop.OrderService.RenderReceipt"})
+                                                             "Shop.Inventory.ReserveAsync", "Shop.OrderService.RenderReceipt"}
+      # the async request: RenderReceipt runs after the await (a pool thread), inside its span
+      and "Shop.OrderService.RenderReceipt" in {s["name"] for s in spans if s["depth"] == 1})
 print("   %d spans: %s" % (len(spans), ", ".join(sorted({s["name"] for s in spans}))))
 sys.exit(0 if ok else 1)
 PY
@@ -88,22 +90,22 @@ if not m:
     print("   no data-rendered: the page's scripts did not run to the end"); sys.exit(1)
 r = json.loads(html.unescape(m.group(1)))
 # the request handler, and under it at least one of the methods it calls
-callees = {"Shop.OrderService.PriceOrder", "Shop.Pricing.ComputeTax", "Shop.Pricing.ApplyDiscounts", "Shop.Inventory.Reserve"}
-children = {"Shop.OrderService.ParseOrder", "Shop.OrderService.PriceOrder", "Shop.Inventory.Reserve",
+callees = {"Shop.OrderService.PriceOrder", "Shop.Pricing.ComputeTax", "Shop.Pricing.ApplyDiscounts", "Shop.Inventory.ReserveAsync"}
+children = {"Shop.OrderService.ParseOrder", "Shop.OrderService.PriceOrder", "Shop.Inventory.ReserveAsync",
             "Shop.Pricing.ComputeTax", "Shop.Pricing.ApplyDiscounts", "Shop.OrderService.RenderReceipt"}
 print("   flame graph labels: %d, e.g. %s" % (len(r["flame"]), ", ".join(sorted(n for n in r["flame"] if n.startswith("Shop."))[:5])))
 print("   timeline labels: %s" % ", ".join(r["timeline"]))
-sys.exit(0 if "Shop.OrderService.HandleRequest" in r["flame"] and callees & set(r["flame"])
-         and "Shop.OrderService.HandleRequest" in r["timeline"] and children & set(r["timeline"]) else 1)
+sys.exit(0 if "Shop.OrderService.HandleRequestAsync" in r["flame"] and callees & set(r["flame"])
+         and "Shop.OrderService.HandleRequestAsync" in r["timeline"] and children & set(r["timeline"]) else 1)
 PY
 # report.html#pictures,wall opens on the wall-time flame graph
 if tools/report/render.sh "$HTML" "$WORK/wall.png" "$WORK/wall-dom.html" pictures,wall; then
-    python3 - "$WORK/wall-dom.html" <<'PY' && ok "report.html#wall opens the wall-time flame graph (Thread.Sleep under Inventory.Reserve)" || bad "the wall-time view"
+    python3 - "$WORK/wall-dom.html" <<'PY' && ok "report.html#wall opens the wall-time flame graph (Thread.Sleep under Inventory.ReserveAsync)" || bad "the wall-time view"
 import html, json, re, sys
 m = re.search(r'data-rendered="([^"]*)"', open(sys.argv[1]).read())
 r = json.loads(html.unescape(m.group(1))) if m else {}
 print("   sample type %s, %d flame labels" % (r.get("sampleType"), len(r.get("flame", []))))
-sys.exit(0 if r.get("sampleType") == "wall" and {"Shop.Inventory.Reserve", "System.Threading.Thread.Sleep"} <= set(r["flame"]) else 1)
+sys.exit(0 if r.get("sampleType") == "wall" and {"Shop.Inventory.ReserveAsync", "System.Threading.Thread.Sleep"} <= set(r["flame"]) else 1)
 PY
 else
     bad "headless Chromium did not render report.html#pictures,wall"

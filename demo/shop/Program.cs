@@ -1,8 +1,11 @@
-// make demo's service: worker threads handle "orders" for a few seconds. Each request parses
-// its input, prices the order (CPU: tax and discounts), reserves stock (a lock several
-// threads contend for), and renders a receipt (allocations). Some requests fail validation
-// and throw. `clrmux run --trace ... --profile` records spans for these methods and a CPU
-// profile; scripts/demo.sh turns both into build/demo/report.html.
+// make demo's service: worker threads handle "orders" for a few seconds. Each request (async:
+// HandleRequestAsync) parses its input, prices the order (CPU: tax and discounts), reserves
+// stock (a lock several threads contend for, the stock database's answer, then an await for
+// its confirmation: the rest of the request runs on a pool thread), and renders a receipt
+// (allocations). Some
+// requests fail validation and throw. `clrmux run --trace ... --profile` records spans for
+// these methods (the async ones last until their task completes) and a CPU profile;
+// scripts/demo.sh turns both into build/demo/report.html.
 //
 //   dotnet shop.dll [seconds=3] [threads=3]
 using System.Runtime.CompilerServices;
@@ -44,15 +47,15 @@ public static class Inventory
     private static readonly object StockLock = new();
     private static readonly int[] Stock = new int[64];
 
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Reserve(Order order)
+    public static async Task ReserveAsync(Order order)
     {
         lock (StockLock)
         {
             foreach (int q in order.Quantities)
                 Stock[(order.Id + q) % Stock.Length] += q;
         }
-        Thread.Sleep(1); // the stock database's answer
+        Thread.Sleep(1);     // the stock database's answer
+        await Task.Delay(1); // its confirmation: the request goes on on a pool thread
     }
 }
 
@@ -90,15 +93,14 @@ public static class OrderService
         return sb.ToString();
     }
 
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    public static string HandleRequest(int id)
+    public static async Task<string> HandleRequestAsync(int id)
     {
         try
         {
             var order = ParseOrder(id);
             var total = PriceOrder(order);
-            Inventory.Reserve(order);
-            return RenderReceipt(order, total);
+            await Inventory.ReserveAsync(order);
+            return RenderReceipt(order, total); // after the await: on a pool thread
         }
         catch (InvalidOrderException e)
         {
@@ -122,7 +124,7 @@ public static class Program
             {
                 while (DateTime.UtcNow < until)
                 {
-                    string r = OrderService.HandleRequest(Interlocked.Increment(ref next));
+                    string r = OrderService.HandleRequestAsync(Interlocked.Increment(ref next)).GetAwaiter().GetResult();
                     Interlocked.Increment(ref handled);
                     if (r.StartsWith("rejected", StringComparison.Ordinal))
                         Interlocked.Increment(ref rejected);
