@@ -7,6 +7,7 @@
 
 #include "common/lastgasp.h"
 #include "common/log.h"
+#include "loader/detach.h"
 #include "loader/mux.h"
 #include "common/platform.h"
 #include "common/trust.h"
@@ -116,9 +117,12 @@ ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc
         return NULL;
     }
 #else
-    if (strcmp(cc->builtin, "tracer") == 0)
+    if (strcmp(cc->builtin, "tracer") == 0) {
+        static const struct clrmux_tracer_host host = {clrmux_barrier_adopt, clrmux_barrier_register_adopted,
+                                                       clrmux_barrier_disown};
         return clrmux_tracer_create(cc, clrmux_the_mux ? clrmux_the_mux->cfg.path : NULL,
-                                    clrmux_the_mux ? clrmux_the_mux->cfg.dir : ".", version);
+                                    clrmux_the_mux ? clrmux_the_mux->cfg.dir : ".", &host, version);
+    }
 #endif
     LOG_ERROR("child '%s': builtin '%s' is not available in this build of clrmux; child skipped", cc->name,
               cc->builtin);

@@ -108,7 +108,7 @@ void *tracer_rejit_thread(void *arg)
             if (barrier) { /* when there is nothing else to do: it waits for an RCU grace period */
                 barrier = 0;
                 pthread_mutex_unlock(&t->rj_lock);
-                clrmux_barrier_register_adopted();
+                t->host.barrier_register_adopted();
                 pthread_mutex_lock(&t->rj_lock);
                 continue;
             }
@@ -149,7 +149,7 @@ void *tracer_rejit_thread(void *arg)
     }
     pthread_mutex_unlock(&t->rj_lock);
     if (barrier) /* stopped first: the registration is still made (evacuation waits for it) */
-        clrmux_barrier_register_adopted();
+        t->host.barrier_register_adopted();
     return NULL;
 }
 
@@ -160,7 +160,8 @@ void *tracer_rejit_thread(void *arg)
  * started, nothing left registered or adopted). */
 int tracer_start_rejit_thread(struct tracer *t)
 {
-    t->rj_barrier = clrmux_barrier_adopt();
+    t->rj_barrier = t->host.barrier_adopt && t->host.barrier_register_adopted && t->host.barrier_disown &&
+                    t->host.barrier_adopt();
 #ifdef __linux__
     t->rj_affinity_ok = pthread_getaffinity_np(pthread_self(), sizeof t->rj_affinity, &t->rj_affinity) == 0;
 #endif
@@ -187,7 +188,7 @@ int tracer_start_rejit_thread(struct tracer *t)
     if (t->rj_gasp_entry)
         clrmux_lastgasp_unregister(tracer_last_gasp, t);
     if (t->rj_barrier)
-        clrmux_barrier_disown();
+        t->host.barrier_disown();
     return -1;
 }
 

@@ -739,7 +739,7 @@ static const ICorProfilerCallback11Vtbl tracer_vtbl = {
 #pragma GCC diagnostic pop
 
 ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir,
-                                             int *version)
+                                             const struct clrmux_tracer_host *host, int *version)
 {
     /* ~43 KB, mostly path and header buffers and caches used later or never: mapped zeroed
      * (lazymem.h), so that only the pages written fault in (calloc's memset faulted in all
@@ -758,6 +758,8 @@ ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc,
         return NULL;
     }
     tracer_lsan_root(t, sizeof *t);
+    if (host)
+        t->host = *host;
     t->iface.lpVtbl = &tracer_vtbl;
     atomic_store(&t->refs, 1);
     snprintf(t->child, sizeof t->child, "%s", cc->name);

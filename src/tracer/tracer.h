@@ -31,11 +31,23 @@
 #include "clrmux/corprof.h"
 #include "loader/config.h"
 
+/* What the tracer needs of its host (the loader), given at creation: it calls nothing of the
+ * loader directly (rooms call downward only). Functions the loader defines (loader/detach.h):
+ * clrmux's process-wide membarrier registration, which the tracer's ReJIT thread makes when
+ * the tracer adopts it (barrier_adopt: 1 when adopted), before anything that can wait for it
+ * (barrier_register_adopted), or gives back when that thread cannot start (barrier_disown).
+ * NULL members: the tracer adopts nothing. */
+struct clrmux_tracer_host {
+    int (*barrier_adopt)(void);
+    void (*barrier_register_adopted)(void);
+    void (*barrier_disown)(void);
+};
+
 /* Creates the tracer from its section (`cfg_path`: the file, for messages; `cfg_dir`: the
- * folder relative paths resolve from).
+ * folder relative paths resolve from; `host`: copied, NULL for none).
  * Returns its callback object (one reference) and sets *version = 11, or logs why and
  * returns NULL. Only one tracer may exist in a process. */
 ICorProfilerCallback11 *clrmux_tracer_create(const struct clrmux_child_conf *cc, const char *cfg_path, const char *cfg_dir,
-                                             int *version);
+                                             const struct clrmux_tracer_host *host, int *version);
 
 #endif

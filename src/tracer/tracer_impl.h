@@ -29,7 +29,6 @@
 #include "common/unhandled.h"
 #include "common/utf16.h"
 #include "loader/child_base.h"
-#include "loader/detach.h"
 #include "tracer/activity.h"
 #include "tracer/probesig.h"
 #include "tracer/il.h"
@@ -116,6 +115,7 @@ struct tracer {
     _Atomic LONG refs;
     char child[CLRMUX_NAME_MAX];
     ICorProfilerInfo5 *info;
+    struct clrmux_tracer_host host; /* the loader's services (tracer.h) */
     int attaching; /* loaded by InitializeForAttach */
 
     struct clrmux_target *targets;
