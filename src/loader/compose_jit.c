@@ -316,6 +316,8 @@ HRESULT clrmux_compose_jit_set_body(struct clrmux_mux *m, struct clrmux_child *c
         rebase = r && r->base;
         pthread_mutex_unlock(&cs->lock);
     }
+    LOG_TRACE("child '%s': SetILFunctionBody of method 0x%08x (module 0x%lx)%s", child->name, (unsigned)tok,
+              (unsigned long)mod, rebase ? ", composed at JIT time" : "");
     if (!rebase) {
         /* no ReJIT owner's rewrite in the method's IL: the runtime keeps the body as it is */
         HRESULT hr = m->info->lpVtbl->SetILFunctionBody(m->info, mod, tok, header);
