@@ -316,6 +316,7 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/tracer.sh
 	@tests/clr/compose.sh
 	@tests/clr/coverage.sh
+	@tests/clr/diag.sh
 	@tests/clr/detach.sh
 	@tests/clr/otel.sh
 	@tests/clr/profiler.sh
