@@ -8,7 +8,9 @@
 #   seq:     dotnet-trace collect, dotnet-counters collect, dotnet-counters monitor,
 #            dotnet-dump collect, dotnet-trace collect again, one after the other;
 #   overlap: dotnet-trace collect, dotnet-counters collect and dotnet-counters monitor at once,
-#            dotnet-dump collect while they run; then a second dotnet-trace collect.
+#            dotnet-dump collect while they run; then a second dotnet-trace collect;
+#   exit:    DIAG_EXIT_RUNS (10) short runs (3 s) with dotnet-trace and dotnet-counters
+#            attached as the app starts, their sessions live at its exit (the hang of issue 24).
 # Checks: no hang (the app ends by itself in time; each tool ends in time: on a hang the
 # test prints every thread's stack with gdb and kills the app), each tool exits 0 and its
 # output is readable (the trace converts to speedscope, the CSV has System.Runtime rows,
@@ -28,6 +30,9 @@ clr_suite diag "$@"
 # older build to measure the hang rate before a fix; DIAG_ROUNDS: the two runs, that many times
 LIB=${CLRMUX_DIAG_LIB:-$ROOT/build/libclrmux.so}
 ROUNDS=${DIAG_ROUNDS:-1}
+# DIAG_EXIT_RUNS: the short runs with the sessions live at the app's exit, per round
+EXIT_RUNS=${DIAG_EXIT_RUNS:-10}
+EXIT_HANGS=0
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 TOOLS="$ROOT/build/diagtools"
 VERSION=10.0.750501
@@ -70,7 +75,7 @@ start() {
         CLRMUX_CONFIG="$RUN/loader.conf" CLRMUX_LOG_FILE="$RUN/log" \
         "${DOTNET[@]}" "$CLR_APPS/shapes/shapes.dll" "$(($2 * 1000))" >"$RUN/out" 2>"$RUN/err") &
     APP_PID=$!
-    sleep 1.5 # the runtime and its diagnostics port are up
+    sleep "${3:-1.5}" # the runtime and its diagnostics port are up
 }
 
 # finish NAME DEADLINE_S: the app must end by itself within DEADLINE_S; else its threads' stacks
@@ -91,7 +96,7 @@ finish() {
     fi
     wait "$APP_PID"
     rc=$?
-    if [ $rc = 0 ] && grep -q '^shapes done' "$RUN/out"; then ok "$name: the app ends by itself (no hang), exit 0"
+    if [ $rc = 0 ] && grep -q '^shapes done' "$RUN/out"; then [ -n "${quiet:-}" ] || ok "$name: the app ends by itself (no hang), exit 0"
     else bad "$name: the app ends by itself (no hang), exit 0" "exit $rc; $(tail -n 5 "$RUN/err")"; fi
 }
 
@@ -175,5 +180,25 @@ for ((round = 1; round <= ROUNDS; round++)); do
     wait "$t1" "$t2" "$t3"
     tool trace2 60 dotnet-trace collect -p "$APP_PID" --duration 00:00:00:02 -o "$RUN/trace2.nettrace"
     finish overlap$r 60 && outputs overlap$r
+
+    # ---- sessions that start while the app starts, live at its exit ----------------------------
+    # (dotnet-counters' session enable loads DiagnosticSource and holds EventListener's lock
+    # while its command handler first uses ArrayPool: the hang of issue 24 item 2, 5 in 88
+    # such runs on .NET 10 before the fix, when the tracer's Activity join initialized Activity
+    # on a traced thread at that moment)
+    for ((k = 1; k <= EXIT_RUNS; k++)); do
+        start exit$r-$k 3 0.6
+        tool trace 30 dotnet-trace collect -p "$APP_PID" --duration 00:00:00:02 -o "$RUN/trace.nettrace" &
+        t1=$!
+        sleep 0.3
+        tool counters 30 dotnet-counters collect -p "$APP_PID" --refresh-interval 1 --duration 00:00:00:05 \
+            -o "$RUN/counters.csv" &
+        t2=$!
+        quiet=1 finish exit$r-$k 30 || EXIT_HANGS=$((EXIT_HANGS + 1))
+        wait "$t1" "$t2"
+        rm -f "$RUN"/*.nettrace
+    done
 done
+if [ "$EXIT_HANGS" = 0 ]; then ok "exit races: $((ROUNDS * EXIT_RUNS)) runs with dotnet-trace and dotnet-counters attached as the app starts and ends: no hang"
+else bad "exit races: $EXIT_HANGS of $((ROUNDS * EXIT_RUNS)) runs hung (dotnet-trace and dotnet-counters attached as the app starts and ends)"; fi
 clr_done
