@@ -11,6 +11,8 @@
 #            dotnet-dump collect while they run; then a second dotnet-trace collect;
 #   exit:    DIAG_EXIT_RUNS (10) short runs (3 s) with dotnet-trace and dotnet-counters
 #            attached as the app starts, their sessions live at its exit (the hang of issue 24).
+# (dotnet-counters collect runs 6 s at a 1 s refresh: its first rows can take 3-4 s on a loaded
+# machine with three tools starting at once.)
 # Checks: no hang (the app ends by itself in time; each tool ends in time: on a hang the
 # test prints every thread's stack with gdb and kills the app), each tool exits 0 and its
 # output is readable (the trace converts to speedscope, the CSV has System.Runtime rows,
@@ -159,19 +161,19 @@ for ((round = 1; round <= ROUNDS; round++)); do
     r=""
     [ "$ROUNDS" -gt 1 ] && r="-$round"
     # ---- in sequence ------------------------------------------------------------------------------
-    start seq$r 16
+    start seq$r 18
     tool trace1 60 dotnet-trace collect -p "$APP_PID" --duration 00:00:00:02 -o "$RUN/trace1.nettrace"
-    tool counters 60 dotnet-counters collect -p "$APP_PID" --refresh-interval 1 --duration 00:00:00:04 -o "$RUN/counters.csv"
+    tool counters 60 dotnet-counters collect -p "$APP_PID" --refresh-interval 1 --duration 00:00:00:06 -o "$RUN/counters.csv"
     tool monitor 60 dotnet-counters monitor -p "$APP_PID" --duration 00:00:00:02
     tool dump 60 dotnet-dump collect -p "$APP_PID" --type Mini -o "$RUN/app.dmp"
     tool trace2 60 dotnet-trace collect -p "$APP_PID" --duration 00:00:00:02 -o "$RUN/trace2.nettrace"
     finish seq$r 60 && outputs seq$r
 
     # ---- overlapping ------------------------------------------------------------------------------
-    start overlap$r 12
+    start overlap$r 14
     tool trace1 60 dotnet-trace collect -p "$APP_PID" --duration 00:00:00:04 -o "$RUN/trace1.nettrace" &
     t1=$!
-    tool counters 60 dotnet-counters collect -p "$APP_PID" --refresh-interval 1 --duration 00:00:00:04 -o "$RUN/counters.csv" &
+    tool counters 60 dotnet-counters collect -p "$APP_PID" --refresh-interval 1 --duration 00:00:00:06 -o "$RUN/counters.csv" &
     t2=$!
     tool monitor 60 dotnet-counters monitor -p "$APP_PID" --duration 00:00:00:03 &
     t3=$!
