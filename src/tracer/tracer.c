@@ -472,6 +472,13 @@ static HRESULT STDMETHODCALLTYPE tr_ProfilerAttachComplete(ICorProfilerCallback1
         total += got;
     }
     ICorProfilerModuleEnum_Release(en);
+    /* Activity's methods may all be compiled already: no JIT callback will name its ClassID
+     * (note_activity); on this runtime thread, after the attach, the token gives it */
+    ModuleID ds = atomic_load(&t->ds_module);
+    ClassID cls = 0;
+    if (ds && !atomic_load(&t->activity_cls) &&
+        SUCCEEDED(ICorProfilerInfo5_GetClassFromToken(t->info, ds, t->activity.type, &cls)) && cls)
+        atomic_store(&t->activity_cls, cls);
     LOG_INFO("tracer: attached; %u module(s) already loaded were matched against the targets", (unsigned)total);
     return S_OK;
 }
