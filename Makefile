@@ -63,9 +63,14 @@ ifneq ($(NO_SETUP),1)
 	@scripts/setup.sh $(SETUP_PROFILE)
 endif
 
+# -fno-omit-frame-pointer: every function of libclrmux.so keeps a frame record, so that a
+# frame-pointer walk (the built-in profiler's signal sampler, perf, a vendor's sampler) that
+# interrupts the tracer's probes (called by JIT-compiled code through calli, with no
+# transition frame under SuppressGCTransition), the enter/leave dispatch or any callback
+# goes on into the managed frames that called them (issue 24 item 3).
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -fno-omit-frame-pointer -fvisibility=hidden -c $< -o $@
 
 # (two rules: a pattern rule with two targets would make both from one run of its recipe)
 $(BUILD)/obj/%.o: %.S
@@ -340,6 +345,8 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/tracer.sh
 	@tests/clr/web.sh
 	@tests/clr/compose.sh
+	@tests/clr/coverage.sh
+	@tests/clr/diag.sh
 	@tests/clr/detach.sh
 	@tests/clr/otel.sh
 	@tests/clr/profiler.sh

@@ -11,7 +11,11 @@
  * Configuration: environment variables suffixed with _<first 8 hex digits of the CLSID> (so
  * several instances of this library differ), falling back to the unsuffixed name:
  *   ILRW_MODE      jit | rejit | inliners (RequestReJITWithInliners with
- *                  COR_PRF_REJIT_BLOCK_INLINING | COR_PRF_REJIT_INLINING_CALLBACKS)
+ *                  COR_PRF_REJIT_BLOCK_INLINING | COR_PRF_REJIT_INLINING_CALLBACKS) |
+ *                  jit-every (as Microsoft's CLR Instrumentation Engine: at every
+ *                  JITCompilationStarted of a target, each generic instantiation's and tier 1's,
+ *                  SetILFunctionBody with its rewrite of its own copy of the original IL, kept
+ *                  from the first; its counter still counts one per call)
  *   ILRW_COUNTER   the static int field of Compose.Probes to increment (e.g. A)
  *   ILRW_TARGETS   comma-separated method names of Compose.Work (e.g. Compute,Leaf)
  *   ILRW_REJIT_AT  the app's phase at which to request the ReJIT (default 0: before any call)
@@ -55,6 +59,9 @@ struct rw {
     mdMethodDef tokens[MAX_TARGETS];
     mdFieldDef field;
     _Atomic int jit_rewritten[MAX_TARGETS];
+    BYTE *orig[MAX_TARGETS]; /* jit-every: the original IL, copied at the first compilation */
+    ULONG orig_size[MAX_TARGETS];
+    pthread_mutex_t orig_lock;
     _Atomic unsigned long jit_started[MAX_TARGETS], rejit_params[MAX_TARGETS], rejit_started[MAX_TARGETS];
     _Atomic unsigned long jit_finished[MAX_TARGETS], rejit_finished[MAX_TARGETS];
     pthread_mutex_t ids_lock;
@@ -239,7 +246,7 @@ static void *phase_thread(void *arg)
             usleep(1000);
             continue;
         }
-        if (strcmp(r->mode, "jit") != 0 && phase == r->rejit_at)
+        if (strncmp(r->mode, "jit", 3) != 0 && phase == r->rejit_at)
             request_rejit(r);
         if (phase == r->revert_at)
             request_revert(r);
@@ -302,6 +309,7 @@ static HRESULT STDMETHODCALLTYPE rw_Initialize(ICorProfilerCallback11 *This, IUn
     r->report_at = (v = env(r, "ILRW_REPORT_AT")) ? atoi(v) : 3;
     r->rejit_ids = -1;
     pthread_mutex_init(&r->ids_lock, NULL);
+    pthread_mutex_init(&r->orig_lock, NULL);
     char list[512];
     snprintf(list, sizeof list, "%s", (v = env(r, "ILRW_TARGETS")) ? v : "Compute");
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t && r->ntargets < MAX_TARGETS; t = strtok_r(NULL, ",", &save))
@@ -309,7 +317,7 @@ static HRESULT STDMETHODCALLTYPE rw_Initialize(ICorProfilerCallback11 *This, IUn
     if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo10, (void **)&r->info)))
         return E_FAIL;
     DWORD mask = COR_PRF_MONITOR_MODULE_LOADS;
-    mask |= strcmp(r->mode, "jit") == 0 ? COR_PRF_MONITOR_JIT_COMPILATION : COR_PRF_ENABLE_REJIT;
+    mask |= strncmp(r->mode, "jit", 3) == 0 ? COR_PRF_MONITOR_JIT_COMPILATION : COR_PRF_ENABLE_REJIT;
     if (!(v = env(r, "ILRW_JIT_EVENTS")) || strcmp(v, "0") != 0)
         mask |= COR_PRF_MONITOR_JIT_COMPILATION; /* JIT and ReJIT compilation callbacks */
     if (FAILED(ICorProfilerInfo10_SetEventMask(r->info, mask)))
@@ -380,13 +388,30 @@ static HRESULT STDMETHODCALLTYPE rw_JITCompilationStarted(ICorProfilerCallback11
     if (i < 0)
         return S_OK;
     atomic_fetch_add(&r->jit_started[i], 1);
-    if (strcmp(r->mode, "jit") != 0 || atomic_exchange(&r->jit_rewritten[i], 1))
-        return S_OK; /* the runtime keeps the body: rewriting again would instrument twice */
     LPCBYTE body = NULL;
     ULONG size = 0;
+    const int every = strcmp(r->mode, "jit-every") == 0;
+    if (every) {
+        /* from its own copy of the original IL, every time */
+        pthread_mutex_lock(&r->orig_lock);
+        if (!r->orig[i] && SUCCEEDED(ICorProfilerInfo10_GetILFunctionBody(r->info, mod, tok, &body, &size)) && body &&
+            (r->orig[i] = malloc(size))) {
+            memcpy(r->orig[i], body, size);
+            r->orig_size[i] = size;
+        }
+        body = r->orig[i];
+        size = r->orig_size[i];
+        pthread_mutex_unlock(&r->orig_lock);
+        if (!body) {
+            atomic_fetch_add(&r->rewrite_failures, 1);
+            return S_OK;
+        }
+    } else if (strcmp(r->mode, "jit") != 0 || atomic_exchange(&r->jit_rewritten[i], 1)) {
+        return S_OK; /* the runtime keeps the body: rewriting again would instrument twice */
+    }
     IMethodMalloc *mm = NULL;
     BYTE *out = NULL;
-    if (FAILED(ICorProfilerInfo10_GetILFunctionBody(r->info, mod, tok, &body, &size)) ||
+    if ((!every && FAILED(ICorProfilerInfo10_GetILFunctionBody(r->info, mod, tok, &body, &size))) ||
         FAILED(ICorProfilerInfo10_GetILFunctionBodyAllocator(r->info, mod, &mm)) || !mm ||
         !rewrite(body, size, r->field, alloc_method, mm, &out) ||
         FAILED(ICorProfilerInfo10_SetILFunctionBody(r->info, mod, tok, out)))

@@ -1,7 +1,8 @@
 /* Composition of several children's instrumentation of one method: the per-method record
- * (ReJIT owners, held-back requests, JIT-time writers), requests and reverts by one owner,
- * and the JIT events of held-back methods. The chain run in GetReJITParameters is in
- * compose_chain.c, what each child sees of the versions in compose_view.c. See compose.h. */
+ * (ReJIT owners, held-back requests, JIT-time writers), requests and reverts by one owner.
+ * The JIT events (held-back requests, JIT-time rewrites of a method composed at JIT time)
+ * are in compose_jit.c, the chain run in GetReJITParameters in compose_chain.c, what each
+ * child sees of the versions in compose_view.c. See compose.h. */
 #include "loader/compose.h"
 
 #include <pthread.h>
@@ -59,6 +60,7 @@ void clrmux_compose_free(struct clrmux_compose *cs)
             clrmux_compose_free_bodies(r->bodies);
             clrmux_compose_free_links(r->links);
             free(r->base);
+            clrmux_compose_free_bodies(r->old_bases);
             free(r->vers);
             free(r);
             r = n;
@@ -213,8 +215,8 @@ static int has_code(struct clrmux_mux *m, ModuleID module, mdMethodDef method)
 
 /* Asks the runtime for a ReJIT on behalf of `requesters` (whom a ReJITError it raises during
  * the call reaches; 0 for a rebuild nobody asked for). */
-static HRESULT runtime_rejit(struct clrmux_mux *m, uint64_t requesters, int with_inliners, DWORD flags, ULONG n,
-                             ModuleID *mods, mdMethodDef *methods)
+HRESULT clrmux_compose_runtime_rejit(struct clrmux_mux *m, uint64_t requesters, int with_inliners, DWORD flags, ULONG n,
+                                     ModuleID *mods, mdMethodDef *methods)
 {
     uint64_t saved = clrmux_compose_tls_requesters;
     int saved_in = clrmux_compose_tls_in_request;
@@ -245,8 +247,8 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
         return E_INVALIDARG;
     }
     if (n == 0)
-        return runtime_rejit(m, bit_of(child), inliner_flags >= 0, (DWORD)(inliner_flags < 0 ? 0 : inliner_flags), 0,
-                             mods, methods);
+        return clrmux_compose_runtime_rejit(m, bit_of(child), inliner_flags >= 0,
+                                            (DWORD)(inliner_flags < 0 ? 0 : inliner_flags), 0, mods, methods);
     ModuleID *fm = malloc(n * sizeof *fm);
     mdMethodDef *ft = malloc(n * sizeof *ft);
     if (!fm || !ft) {
@@ -300,7 +302,8 @@ HRESULT clrmux_compose_request_rejit(struct clrmux_mux *m, struct clrmux_child *
         clrmux_add_own_mask(m, COR_PRF_MONITOR_CACHE_SEARCHES); /* to refuse precompiled code for them */
     HRESULT hr = S_OK;
     if (nf) {
-        hr = runtime_rejit(m, bit, inliner_flags >= 0, (DWORD)(inliner_flags < 0 ? 0 : inliner_flags), nf, fm, ft);
+        hr = clrmux_compose_runtime_rejit(m, bit, inliner_flags >= 0, (DWORD)(inliner_flags < 0 ? 0 : inliner_flags),
+                                          nf, fm, ft);
         if (FAILED(hr))
             LOG_WARN("child '%s': the runtime refused ReJIT of %u method(s): HRESULT %s", child->name,
                      (unsigned)nf, HR_STR(hr));
@@ -409,7 +412,7 @@ HRESULT clrmux_compose_request_revert(struct clrmux_mux *m, struct clrmux_child 
     }
     if (nrj) {
         /* nobody asked for the rebuilt version: no child sees it (its owners alone would not) */
-        HRESULT h2 = runtime_rejit(m, 0, with_inliners, flags, nrj, rjm, rjt);
+        HRESULT h2 = clrmux_compose_runtime_rejit(m, 0, with_inliners, flags, nrj, rjm, rjt);
         if (FAILED(h2)) {
             LOG_WARN("child '%s': rebuilding %u method(s) for their other owners failed: HRESULT %s", child->name,
                      (unsigned)nrj, HR_STR(h2));
@@ -438,250 +441,6 @@ void clrmux_compose_note_jit_writer(struct clrmux_mux *m, struct clrmux_child *c
         method_name(m, module, method, mname, sizeof mname);
         LOG_DEBUG("JIT-time composition of %s (module 0x%lx): %s", mname, (unsigned long)module, names);
     }
-}
-
-/* ---- JIT events ----------------------------------------------------------------------- */
-
-/* Sets `body` as the method's IL at JIT time (ICorProfilerInfo::SetILFunctionBody with a
- * buffer from the module's IMethodMalloc, which the runtime owns). */
-static HRESULT set_jit_body(struct clrmux_mux *m, ModuleID mod, mdMethodDef tok, const BYTE *body, ULONG size)
-{
-    IMethodMalloc *mm = NULL;
-    HRESULT hr = m->info->lpVtbl->GetILFunctionBodyAllocator(m->info, mod, &mm);
-    if (FAILED(hr) || !mm)
-        return FAILED(hr) ? hr : E_FAIL;
-    BYTE *p = mm->lpVtbl->Alloc(mm, size);
-    if (p) {
-        memcpy(p, body, size);
-        hr = m->info->lpVtbl->SetILFunctionBody(m->info, mod, tok, p);
-    } else {
-        hr = E_OUTOFMEMORY;
-    }
-    mm->lpVtbl->Release(mm);
-    return hr;
-}
-
-uint64_t clrmux_compose_jit_as_rejit(struct clrmux_mux *m, FunctionID fid, ReJITID *id)
-{
-    struct clrmux_compose *cs = m->compose;
-    *id = 0;
-    if (!atomic_load_explicit(&cs->jit_work, memory_order_acquire))
-        return 0;
-    ModuleID mod = 0;
-    mdToken tok = 0;
-    ClassID cls = 0;
-    if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
-        return 0;
-    pthread_mutex_lock(&cs->lock);
-    struct rec *r = find(cs, mod, tok);
-    uint64_t set = 0;
-    if (r) {
-        set = r->jit_as_rejit;
-        if (r->pending && !r->compiled)
-            set |= r->pending; /* about to be composed at this compilation */
-        if (set && !r->fake_id)
-            r->fake_id = cs->next_fake++;
-        *id = r->fake_id;
-    }
-    pthread_mutex_unlock(&cs->lock);
-    return set;
-}
-
-/* Delivers ReJITCompilationStarted (finished = 0) or ReJITCompilationFinished to the children
- * of `set` that monitor JIT compilation (the runtime raises them only for such a profiler). */
-static void as_rejit_callbacks(struct clrmux_mux *m, uint64_t set, int finished, FunctionID fid, ReJITID id,
-                               HRESULT status, BOOL safe)
-{
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if (!(set >> (i & 63) & 1) || !clrmux_child_live(c, 4) ||
-            !(atomic_load(&c->mask_low) & COR_PRF_MONITOR_JIT_COMPILATION))
-            continue;
-        if (finished)
-            c->cb->lpVtbl->ReJITCompilationFinished(c->cb, fid, id, status, safe);
-        else
-            c->cb->lpVtbl->ReJITCompilationStarted(c->cb, fid, id, safe);
-    }
-}
-
-/* The first compilation of a method whose ReJIT owners were held back, after the JIT-time
- * children saw JITCompilationStarted: the owners' chain runs now and its body becomes the
- * method's IL, so that every thread, also one that raced with this compilation, runs the
- * composed code from the first call (a ReJIT requested now would leave such a thread one
- * call on the code without the owners' rewrites). Codegen flags cannot be given at JIT time:
- * an owner that sets them gets a ReJIT on top, built from the same base. The owners then see
- * this compilation (and the method's later JIT compilations) as ReJIT compilations of a
- * version of their own, as alone: GetReJITParameters, ReJITCompilationStarted/Finished with
- * a ReJIT ID clrmux makes up (above the runtime's), which their GetReJITIDs lists. */
-void clrmux_compose_jit_started(struct clrmux_mux *m, FunctionID fid, BOOL safe, uint64_t as_rejit, ReJITID as_id)
-{
-    struct clrmux_compose *cs = m->compose;
-    if (!atomic_load_explicit(&cs->npending, memory_order_acquire)) {
-        if (as_rejit)
-            as_rejit_callbacks(m, as_rejit, 0, fid, as_id, S_OK, safe);
-        return;
-    }
-    ModuleID mod = 0;
-    mdToken tok = 0;
-    ClassID cls = 0;
-    if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
-        return;
-    pthread_mutex_lock(&cs->lock);
-    struct rec *r = find(cs, mod, tok);
-    uint64_t owners = 0;
-    int with_inliners = 0;
-    DWORD flags = 0;
-    if (r && r->pending && !r->compiled) {
-        owners = r->pending;
-        r->pending = 0;
-        clrmux_compose_count(m, &cs->npending, -1);
-        with_inliners = r->with_inliners;
-        flags = r->inliner_flags;
-    }
-    if (r)
-        r->compiled = 1;
-    pthread_mutex_unlock(&cs->lock);
-    if (!owners) {
-        if (as_rejit)
-            as_rejit_callbacks(m, as_rejit, 0, fid, as_id, S_OK, safe);
-        return;
-    }
-    LPCBYTE il = NULL;
-    ULONG il_size = 0;
-    struct body *base = NULL;
-    if (SUCCEEDED(m->info->lpVtbl->GetILFunctionBody(m->info, mod, tok, &il, &il_size)) && il && il_size &&
-        (base = malloc(sizeof *base + il_size))) {
-        base->next = NULL;
-        base->size = il_size;
-        memcpy(base->data, il, il_size);
-    }
-    struct chain ch = {.module = mod, .method = tok};
-    struct chain_result res;
-    memset(&res, 0, sizeof res);
-    HRESULT hr = E_FAIL;
-    if (base) {
-        /* the runtime's IL now (with the JIT-time rewrites): the base later compositions start from */
-        ch.in = base->data;
-        ch.in_size = base->size;
-        clrmux_compose_run_chain(m, r, &ch, owners, owners, &res);
-        hr = res.nbodies ? set_jit_body(m, mod, tok, res.body, res.size) : S_OK;
-    }
-    char names[256], mname[600];
-    names_of(m, owners, names, sizeof names);
-    method_name(m, mod, tok, mname, sizeof mname);
-    if (SUCCEEDED(hr)) {
-        pthread_mutex_lock(&cs->lock);
-        if (res.nbodies) {
-            free(r->base);
-            r->base = base;
-            base = NULL;
-        }
-        /* alone, each owner's request made this first compilation a ReJIT of its own */
-        uint64_t as = owners & r->owners;
-        if (as && !r->jit_as_rejit)
-            clrmux_compose_count(m, &cs->nas_rejit, 1);
-        r->jit_as_rejit |= as;
-        if (!r->fake_id)
-            r->fake_id = cs->next_fake++;
-        as_id = r->fake_id;
-        as_rejit |= as;
-        clrmux_compose_ver_add(r, r->fake_id, as);
-        pthread_mutex_unlock(&cs->lock);
-        if (res.nbodies)
-            LOG_DEBUG("ReJIT composition of %s (module 0x%lx) at its first JIT compilation (held back): %s; "
-                      "%d rewrite(s), final body %u bytes%s", mname, (unsigned long)mod, names, res.nbodies,
-                      (unsigned)res.size, res.map ? "; instrumented-code map not given at JIT time" : "");
-    } else {
-        LOG_WARN("ReJIT composition of %s (module 0x%lx) at its first JIT compilation (held back) for %s: the "
-                 "runtime refused the body: HRESULT %s; a ReJIT follows", mname, (unsigned long)mod, names,
-                 HR_STR(hr));
-    }
-    clrmux_compose_keep_bodies(cs, r, &ch);
-    free(res.map);
-    free(base);
-    if (as_rejit)
-        as_rejit_callbacks(m, as_rejit, 0, fid, as_id, S_OK, safe);
-    if (FAILED(hr) || res.any_flags) {
-        /* the runtime refused the body, or codegen flags: a ReJIT it is, built from the base */
-        pthread_mutex_lock(&cs->lock);
-        r->announce |= owners;
-        pthread_mutex_unlock(&cs->lock);
-        HRESULT h2 = runtime_rejit(m, owners, with_inliners, flags, 1, &mod, &tok);
-        if (FAILED(h2))
-            LOG_WARN("ReJIT of %s for %s requested at its first compilation (%s) refused by the runtime: HRESULT %s",
-                     mname, names, FAILED(hr) ? "the JIT-time body was refused" : "codegen flags", HR_STR(h2));
-        else
-            LOG_DEBUG("ReJIT of %s for %s requested at its first compilation (%s)", mname, names,
-                      FAILED(hr) ? "the JIT-time body was refused" : "codegen flags");
-    }
-}
-
-void clrmux_compose_jit_finished(struct clrmux_mux *m, FunctionID fid, HRESULT status, BOOL safe, uint64_t as_rejit,
-                                 ReJITID as_id)
-{
-    struct clrmux_compose *cs = m->compose;
-    if (as_rejit)
-        as_rejit_callbacks(m, as_rejit, 1, fid, as_id, status, safe);
-    if (!atomic_load_explicit(&cs->npending, memory_order_acquire))
-        return;
-    ModuleID mod = 0;
-    mdToken tok = 0;
-    ClassID cls = 0;
-    if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
-        return;
-    pthread_mutex_lock(&cs->lock);
-    struct rec *r = find(cs, mod, tok);
-    uint64_t pending = 0;
-    int with_inliners = 0;
-    DWORD flags = 0;
-    if (r) {
-        r->compiled = 1;
-        pending = r->pending;
-        if (pending) {
-            r->pending = 0;
-            r->announce |= pending;
-            clrmux_compose_count(m, &cs->npending, -1);
-            with_inliners = r->with_inliners;
-            flags = r->inliner_flags;
-        }
-    }
-    pthread_mutex_unlock(&cs->lock);
-    if (!pending)
-        return;
-    /* on the JIT thread, after JITCompilationFinished: the runtime makes this ReJIT win */
-    HRESULT hr = runtime_rejit(m, pending, with_inliners, flags, 1, &mod, &tok);
-    char names[256];
-    names_of(m, pending, names, sizeof names);
-    if (FAILED(hr))
-        LOG_WARN("held-back ReJIT of method 0x%08x (module 0x%lx) for %s refused by the runtime: HRESULT %s",
-                 (unsigned)tok, (unsigned long)mod, names, HR_STR(hr));
-    else
-        LOG_DEBUG("held-back ReJIT of method 0x%08x (module 0x%lx) for %s requested after its first compilation",
-                  (unsigned)tok, (unsigned long)mod, names);
-}
-
-int clrmux_compose_may_inline(struct clrmux_mux *m, FunctionID callee)
-{
-    /* the runtime does not inline a method with a ReJIT request in force: neither while the
-     * request is held back */
-    return clrmux_compose_cache_search(m, callee);
-}
-
-int clrmux_compose_cache_search(struct clrmux_mux *m, FunctionID fid)
-{
-    struct clrmux_compose *cs = m->compose;
-    if (!atomic_load_explicit(&cs->npending, memory_order_acquire))
-        return 1;
-    ModuleID mod = 0;
-    mdToken tok = 0;
-    ClassID cls = 0;
-    if (FAILED(m->info->lpVtbl->GetFunctionInfo(m->info, fid, &cls, &mod, &tok)))
-        return 1;
-    pthread_mutex_lock(&cs->lock);
-    struct rec *r = find(cs, mod, tok);
-    int refuse = r && r->pending && !r->compiled;
-    pthread_mutex_unlock(&cs->lock);
-    return !refuse;
 }
 
 void clrmux_compose_child_gone(struct clrmux_mux *m, struct clrmux_child *child)

@@ -109,7 +109,18 @@ void clrmux_compose_get_rejit_parameters(struct clrmux_mux *mux, ModuleID module
 int clrmux_compose_il_body(struct clrmux_mux *mux, struct clrmux_child *child, ModuleID module, mdMethodDef method,
                            LPCBYTE *header, ULONG *size);
 
-/* The proxy's SetILFunctionBody (JIT time): records the child as a JIT-time writer. */
+/* The proxy's SetILFunctionBody (JIT time): the runtime keeps the child's body as the
+ * method's IL, except for a method composed at JIT time (held-back owners, above): the body
+ * becomes the method's base (what children read through GetILFunctionBody outside a
+ * composition) and the runtime gets it with the owners' rewrites composed on top (their last
+ * links reused when their input is unchanged, else they are called again), so that a child
+ * that sets the IL again at a later compilation (another generic instantiation, tier 1, a
+ * collectible assembly's, after a revert) does not remove them. The body's size is read
+ * from its ECMA-335 header; one clrmux cannot read is given to the runtime first and read
+ * back. Returns the runtime's HRESULT; records the child as a JIT-time writer on success. */
+HRESULT clrmux_compose_jit_set_body(struct clrmux_mux *mux, struct clrmux_child *child, ModuleID module,
+                                    mdMethodDef method, LPCBYTE header);
+/* Records the child as a JIT-time writer of the method. */
 void clrmux_compose_note_jit_writer(struct clrmux_mux *mux, struct clrmux_child *child, ModuleID module,
                                     mdMethodDef method);
 

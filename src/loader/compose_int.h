@@ -63,6 +63,8 @@ struct rec {
     int inliner;          /* re-JITted because it inlined a requested method */
     struct body *bodies;  /* intermediate bodies of the last composition */
     struct body *base;    /* composed at JIT time: the method's IL before the ReJIT owners' */
+    struct body *old_bases; /* bases a later JIT-time rewrite replaced (a child may still hold one
+                               that GetILFunctionBody gave it): freed with the record */
     struct link *links;   /* each owner's last link */
     struct ver *vers;     /* the method's ReJIT IDs seen so far and their audiences */
     int nvers, capvers;
@@ -107,6 +109,11 @@ static inline void clrmux_compose_count(struct clrmux_mux *m, _Atomic int *count
 }
 
 static inline uint64_t clrmux_bit_of(const struct clrmux_child *c) { return 1ull << (c->index & 63); }
+
+/* Asks the runtime for a ReJIT on behalf of `requesters` (whom a ReJITError it raises during
+ * the call reaches; 0 for a rebuild nobody asked for). */
+HRESULT clrmux_compose_runtime_rejit(struct clrmux_mux *m, uint64_t requesters, int with_inliners, DWORD flags,
+                                     ULONG n, ModuleID *mods, mdMethodDef *methods);
 
 /* Under cs->lock. */
 struct rec *clrmux_compose_find(struct clrmux_compose *cs, ModuleID module, mdMethodDef method);

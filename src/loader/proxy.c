@@ -156,16 +156,15 @@ static HRESULT STDMETHODCALLTYPE pxo_GetILFunctionBody(ICorProfilerInfo15 *This,
     return p->mux->info->lpVtbl->GetILFunctionBody(p->mux->info, moduleId, methodId, ppMethodHeader, pcbMethodSize);
 }
 
-/* JIT time: the runtime keeps the body as the method's IL, so the next child builds on it. */
+/* JIT time: the runtime keeps the body as the method's IL, so the next child builds on it
+ * (with the held-back ReJIT owners' rewrites on top for a method composed at JIT time). */
 static HRESULT STDMETHODCALLTYPE pxo_SetILFunctionBody(ICorProfilerInfo15 *This, ModuleID moduleId, mdMethodDef methodId,
                                                        LPCBYTE pbNewILMethodHeader)
 {
     struct clrmux_proxy *p = px_impl(This);
-    HRESULT hr = p->mux->info->lpVtbl->SetILFunctionBody(p->mux->info, moduleId, methodId, pbNewILMethodHeader);
-    if (SUCCEEDED(hr)) {
+    HRESULT hr = clrmux_compose_jit_set_body(p->mux, p->child, moduleId, methodId, pbNewILMethodHeader);
+    if (SUCCEEDED(hr))
         atomic_store(&p->child->set_il, 1);
-        clrmux_compose_note_jit_writer(p->mux, p->child, moduleId, methodId);
-    }
     return hr;
 }
 

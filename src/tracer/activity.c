@@ -129,3 +129,57 @@ out:
         IMetaDataAssemblyImport_Release(ai);
     return rc;
 }
+
+/* The first static field of `td` that lives in the class's statics (not a literal, not RVA
+ * data, not [ThreadStatic]), or 0. */
+static mdFieldDef first_static_field(IMetaDataImport *imp, mdTypeDef td)
+{
+    static const WCHAR thread_static[] = {'S', 'y', 's', 't', 'e', 'm', '.', 'T', 'h', 'r', 'e', 'a', 'd', 'S',
+                                          't', 'a', 't', 'i', 'c', 'A', 't', 't', 'r', 'i', 'b', 'u', 't', 'e', 0};
+    HCORENUM e = NULL;
+    mdFieldDef f[64];
+    ULONG n = 0;
+    mdFieldDef found = 0;
+    if (SUCCEEDED(IMetaDataImport_EnumFields(imp, &e, td, f, 64, &n)))
+        for (ULONG i = 0; i < n && !found; i++) {
+            DWORD attr = 0;
+            const void *data = NULL;
+            ULONG len = 0;
+            if (SUCCEEDED(IMetaDataImport_GetFieldProps(imp, f[i], NULL, NULL, 0, NULL, &attr, NULL, NULL, NULL, NULL,
+                                                       NULL)) &&
+                (attr & 0x10 /* fdStatic */) && !(attr & (0x40 /* fdLiteral */ | 0x100 /* fdHasFieldRVA */)) &&
+                IMetaDataImport_GetCustomAttributeByName(imp, f[i], thread_static, &data, &len) != S_OK)
+                found = f[i];
+        }
+    IMetaDataImport_CloseEnum(imp, e);
+    return found;
+}
+
+int clrmux_activity_find(ICorProfilerInfo3 *info, ModuleID ds, struct clrmux_activity_class *out)
+{
+    static const WCHAR activity[] = {'S', 'y', 's', 't', 'e', 'm', '.', 'D', 'i', 'a', 'g', 'n', 'o', 's', 't',
+                                     'i', 'c', 's', '.', 'A', 'c', 't', 'i', 'v', 'i', 't', 'y', 0};
+    memset(out, 0, sizeof *out);
+    IUnknown *unk = NULL;
+    if (!info || !ds || FAILED(ICorProfilerInfo3_GetModuleMetaData(info, ds, 0 /* ofRead */, &IID_IMetaDataImport, &unk)) ||
+        !unk)
+        return -1;
+    IMetaDataImport *imp = (IMetaDataImport *)unk;
+    if (SUCCEEDED(IMetaDataImport_FindTypeDefByName(imp, activity, 0, &out->type)))
+        out->field = first_static_field(imp, out->type);
+    IMetaDataImport_Release(imp);
+    AssemblyID as = 0;
+    if (!out->field || FAILED(ICorProfilerInfo3_GetModuleInfo(info, ds, NULL, 0, NULL, NULL, &as)) ||
+        FAILED(ICorProfilerInfo3_GetAssemblyInfo(info, as, 0, NULL, NULL, &out->appdomain, NULL)))
+        return -1;
+    out->module = ds;
+    return 0;
+}
+
+int clrmux_activity_initialized(ICorProfilerInfo3 *info, const struct clrmux_activity_class *a, ClassID cls)
+{
+    void *addr = NULL;
+    /* answers CORPROF_E_DATAINCOMPLETE until the class's static constructor has run */
+    return info && a->field && cls &&
+           ICorProfilerInfo3_GetAppDomainStaticAddress(info, cls, a->field, a->appdomain, &addr) == S_OK && addr;
+}

@@ -439,6 +439,7 @@ void *tracer_export_thread(void *arg)
         int flush = now >= flush_at;
         if (flush)
             flush_at = now + (int64_t)t->flush_ms * 1000000;
+        tracer_activity_poll(t, 1); /* Activity initialized: rewrite again to join (activity.h) */
         if (atomic_load(&t->gasp_waiting)) { /* let the last gasp take wr_lock */
             struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);

@@ -417,9 +417,10 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (base && !atomic_load_explicit(&t->unhandled.state, memory_order_relaxed) &&
         strcmp(assembly, "System.Private.CoreLib") == 0)
         tracer_queue_hook_lookup(t, mod, base);
-    if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_exchange(&t->ds_loaded, 1) &&
-        !atomic_load(&t->agent_ready))
-        rejit_where(t, no_join, "their root spans join Activity.Current");
+    /* the join waits for Activity's initialization (activity.h) */
+    if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_load(&t->ds_module) &&
+        clrmux_activity_find((ICorProfilerInfo3 *)t->info, mod, &t->activity) == 0)
+        atomic_store(&t->ds_module, mod);
     if (t->agent_path[0] && !t->agent_boot && strcmp(assembly, "System.Private.CoreLib") == 0)
         agent_boot(t, mod, base);
     if (!assembly_has_targets(t, assembly))
@@ -469,8 +470,34 @@ static HRESULT STDMETHODCALLTYPE tr_ProfilerAttachComplete(ICorProfilerCallback1
         total += got;
     }
     ICorProfilerModuleEnum_Release(en);
+    /* Activity's methods may all be compiled already: no JIT callback will name its ClassID
+     * (note_activity); on this runtime thread, after the attach, the token gives it */
+    ModuleID ds = atomic_load(&t->ds_module);
+    ClassID cls = 0;
+    if (ds && !atomic_load(&t->activity_cls) &&
+        SUCCEEDED(ICorProfilerInfo5_GetClassFromToken(t->info, ds, t->activity.type, &cls)) && cls)
+        atomic_store(&t->activity_cls, cls);
     LOG_INFO("tracer: attached; %u module(s) already loaded were matched against the targets", (unsigned)total);
     return S_OK;
+}
+
+static void rejit_for_join(struct tracer *t)
+{
+    if (!atomic_load(&t->agent_ready)) /* with the agent, JoinRoot carries Activity.Current */
+        rejit_where(t, no_join, "their root spans join Activity.Current");
+}
+
+void tracer_activity_poll(struct tracer *t, int rejit)
+{
+    ClassID cls = atomic_load_explicit(&t->activity_cls, memory_order_acquire);
+    if (cls && !atomic_load_explicit(&t->ds_loaded, memory_order_relaxed) &&
+        clrmux_activity_initialized((ICorProfilerInfo3 *)t->info, &t->activity, cls) &&
+        !atomic_exchange(&t->ds_loaded, 1)) {
+        LOG_DEBUG("tracer: System.Diagnostics.Activity is initialized: root spans join Activity.Current from now on");
+        atomic_store(&t->join_rejit, 1);
+    }
+    if (rejit && atomic_load_explicit(&t->join_rejit, memory_order_relaxed) && atomic_exchange(&t->join_rejit, 0))
+        rejit_for_join(t);
 }
 
 static HRESULT STDMETHODCALLTYPE tr_GetReJITParameters(ICorProfilerCallback11 *This, ModuleID mod, mdMethodDef tok,
@@ -480,6 +507,7 @@ static HRESULT STDMETHODCALLTYPE tr_GetReJITParameters(ICorProfilerCallback11 *T
     int idx = method_lookup(t, mod, tok);
     if (idx < 0 || !fc)
         return S_OK;
+    tracer_activity_poll(t, 0); /* the join only once Activity is initialized (activity.h) */
     char why[320];
     int64_t t0 = clrmux_now_ns();
     if (idx == t->agent_boot - 1)
@@ -554,10 +582,28 @@ static void agent_boot_jit(struct tracer *t, FunctionID fid)
         LOG_WARN("tracer: %s not rewritten: %s; no managed agent", m->name, why);
 }
 
+/* Once DiagnosticSource is loaded: Activity's ClassID, from the first JIT compilation or
+ * precompiled-code lookup of one of its methods (before the class can be initialized). */
+static void note_activity(struct tracer *t, FunctionID fid)
+{
+    if (!atomic_load_explicit(&t->ds_module, memory_order_acquire) ||
+        atomic_load_explicit(&t->activity_cls, memory_order_relaxed))
+        return;
+    ClassID cls = 0;
+    ModuleID mod = 0, cmod = 0;
+    mdToken tok = 0;
+    mdTypeDef td = 0;
+    if (SUCCEEDED(ICorProfilerInfo5_GetFunctionInfo(t->info, fid, &cls, &mod, &tok)) && cls &&
+        mod == t->activity.module && SUCCEEDED(ICorProfilerInfo5_GetClassIDInfo(t->info, cls, &cmod, &td)) &&
+        cmod == mod && td == t->activity.type)
+        atomic_store_explicit(&t->activity_cls, cls, memory_order_release);
+}
+
 static HRESULT STDMETHODCALLTYPE tr_JITCompilationStarted(ICorProfilerCallback11 *This, FunctionID fid, BOOL safe)
 {
     (void)safe;
     check_unhandled(impl(This), fid);
+    note_activity(impl(This), fid);
     if (impl(This)->agent_boot && !atomic_load_explicit(&impl(This)->agent_ready, memory_order_relaxed))
         agent_boot_jit(impl(This), fid);
     return S_OK;
@@ -567,6 +613,7 @@ static HRESULT STDMETHODCALLTYPE tr_JITCachedFunctionSearchStarted(ICorProfilerC
                                                                    BOOL *pbUseCachedFunction)
 {
     check_unhandled(impl(This), fid);
+    note_activity(impl(This), fid);
     if (pbUseCachedFunction && *pbUseCachedFunction && is_traced_function(impl(This), fid))
         *pbUseCachedFunction = FALSE;
     return S_OK;

@@ -179,8 +179,14 @@ struct tracer {
     ULONG str_len_off, str_buf_off;
     int message_tried;
 
-    /* Activity join: DiagnosticSource is loaded */
+    /* Activity join: the class Activity is initialized (activity.h), in ds_module
+     * (DiagnosticSource, once loaded); join_rejit: methods rewritten before without the
+     * join are to be rewritten again (by the export thread, tracer_activity_poll) */
     _Atomic int ds_loaded;
+    struct clrmux_activity_class activity; /* written before ds_module is published */
+    _Atomic ModuleID ds_module;
+    _Atomic ClassID activity_cls; /* from the first JIT callback for one of Activity's methods */
+    _Atomic int join_rejit;
 
     /* export */
     pthread_mutex_t ex_lock;
@@ -254,6 +260,12 @@ void tracer_to_utf8(const WCHAR *s, size_t len, char *out, size_t n);
 /* The full name of a TypeDef ("Ns.Outer+Inner") or TypeRef into out[outsz] (depth: 0 from
  * outside; bounds the nesting). Returns 0, or -1 when metadata cannot name it. */
 int tracer_type_full_name(IMetaDataImport2 *imp, mdToken tok, char *out, size_t outsz, int depth);
+
+/* tracer.c: once DiagnosticSource is loaded and until the class Activity is initialized,
+ * checks whether it is (activity.h) and then lets rewrites join Activity.Current; with
+ * `rejit`, also rewrites again the methods rewritten before without the join (the export
+ * thread: it may wait for the ReJIT thread). Cheap when there is nothing to do. */
+void tracer_activity_poll(struct tracer *t, int rejit);
 
 /* tracer_rewrite.c: rewrites method idx (module mod, token tok) through fc. Returns 0, or -1
  * with a reason in why[whylen]. */

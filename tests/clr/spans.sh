@@ -7,7 +7,8 @@
 # call's `span id` (Handle's spanId), `local root span id` (Request's) and `trace id`; the
 # samples of BurnOutside (outside every span) carry none; wall samples of WaitInSpan (asleep in
 # the span) carry it; exceptions and allocations raised inside a span carry it, those outside
-# do not. With the profiler alone (no tracer) no sample has a span label.
+# do not. With the profiler alone (no tracer) no sample has a span label. CPU samples inside the
+# tracer's probes (tracebench) keep their managed callers.
 # Prints one line per check and "spans: N passed, N failed"; runs on .NET 8, 9, 10.
 # Without dotnet: a loud skip (a failure under CI=true). Without go: a loud skip (a failure under CI=true).
 set -uo pipefail
@@ -172,5 +173,50 @@ if [ "$(cat "$WORK/alone/rc")" = 0 ] && grep -q 'thread id' <<<"$tags" && ! grep
     ok "the profiler without the tracer: samples carry no span label"
 else
     bad "the profiler without the tracer: samples carry no span label" "$tags"
+fi
+# ---- samples inside the tracer's probes keep their managed callers (issue 24 item 3) ----------
+# tracebench calls the traced Calls.Traced 30 M times from LoopTraced: the probes (called by the
+# JIT-compiled code through calli, with SuppressGCTransition: no transition frame) take a good
+# share of the CPU samples. Each sample whose leaf is libclrmux.so inside a span (a probe) must
+# go on into LoopTraced; nearly all into Calls.Traced itself (a sample before a probe's frame
+# record is set up sees the caller's caller only).
+mkdir -p "$WORK/probes"
+{
+    printf '[loader]\nlog_level = info\n[child tracer]\nbuiltin = tracer\noutput = spans.otlp.jsonl\n'
+    printf 'trace = tracebench!TraceBench.Calls::Traced\n'
+    printf '[child profiler]\nbuiltin = profiler\noutput_dir = profiles\nperiod_s = 60\neventpipe_delay_ms = 0\n'
+    printf 'sampling_interval_ms = 2\nsampler = signal\npause_budget_percent = 0\n'
+} >"$WORK/probes/loader.conf"
+env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so" \
+    CLRMUX_CONFIG="$WORK/probes/loader.conf" CLRMUX_LOG_FILE="$WORK/probes/log" \
+    "${DOTNET[@]}" build/clr/tracebench/tracebench.dll 1000000 30 0 >"$WORK/probes/out" 2>"$WORK/probes/err"
+rc=$?
+pprof -traces -sample_index=cpu "$WORK"/probes/profiles/*.pb.gz >"$WORK/probes/traces" 2>/dev/null
+counts=$(python3 - "$WORK/probes/traces" <<'PYEOF'
+import re, sys
+label = re.compile(r'^\s*[A-Za-z][\w ]*:\s')
+probe = lost = direct = 0
+example = ""
+for block in open(sys.argv[1]).read().split("-----------+-------------------------------------------------------"):
+    lines = [l for l in block.strip().split("\n") if l.strip()]
+    labels = [l.strip() for l in lines if label.match(l)]
+    frames = [re.sub(r'^\s*[0-9.]+[mun]?s\s+', '', l).strip() for l in lines if not label.match(l)]
+    if not frames or "libclrmux.so" not in frames[0] or not any(l.startswith("span id:") for l in labels):
+        continue
+    probe += 1
+    if "TraceBench.Program.LoopTraced" not in frames:
+        lost += 1
+        example = example or " <- ".join(frames)
+    if len(frames) > 1 and frames[1] == "TraceBench.Calls.Traced":
+        direct += 1
+print(probe, lost, direct, example)
+PYEOF
+)
+read -r probe lost direct example <<<"$counts"
+if [ "$rc" = 0 ] && [ "${probe:-0}" -ge 20 ] && [ "$lost" = 0 ] && [ $((direct * 100)) -ge $((probe * 95)) ]; then
+    ok "samples inside the tracer's probes keep their managed callers ($probe samples, $direct directly under Calls.Traced)"
+else
+    bad "samples inside the tracer's probes keep their managed callers" \
+        "exit $rc; $probe probe samples, $lost without LoopTraced, $direct directly under Calls.Traced; e.g. ${example:-none}"
 fi
 clr_done

@@ -9,6 +9,7 @@
 
 #include "clrmux/corprof.h"
 #include "common/hresult.h"
+#include "common/ilsize.h"
 
 static void test_hresult_names(void **state)
 {
@@ -45,10 +46,38 @@ static void test_hresult_str(void **state)
     }
 }
 
+/* ECMA-335 II.25.4: a body's size from its own headers (what SetILFunctionBody's runtime reads). */
+static void test_il_body_size(void **state)
+{
+    (void)state;
+    const uint8_t tiny[] = {(3 << 2) | 2, 0x00, 0x00, 0x2A};
+    assert_int_equal(clrmux_il_body_size(tiny, sizeof tiny), 4);
+    assert_int_equal(clrmux_il_body_size(tiny, 3), 0); /* past the bound */
+    uint8_t fat[64] = {0};
+    fat[0] = 0x03 | 0x10, fat[1] = 0x30; /* fat, InitLocals, 3 dwords */
+    fat[4] = 5;                          /* code size */
+    assert_int_equal(clrmux_il_body_size(fat, sizeof fat), 17);
+    fat[0] |= 0x08;                      /* MoreSects: at 20 (17 rounded up to 4) */
+    fat[20] = 0x01, fat[21] = 4 + 12;    /* small EH table, one clause */
+    assert_int_equal(clrmux_il_body_size(fat, sizeof fat), 36);
+    fat[20] = 0x01 | 0x40 | 0x80, fat[21] = 4 + 24, fat[22] = 0, fat[23] = 0; /* fat EH table, more */
+    fat[48] = 0x01, fat[49] = 4 + 12;
+    assert_int_equal(clrmux_il_body_size(fat, sizeof fat), 64);
+    assert_int_equal(clrmux_il_body_size(fat, 63), 0);
+    fat[49] = 2; /* a section smaller than its own header */
+    assert_int_equal(clrmux_il_body_size(fat, sizeof fat), 0);
+    fat[1] = 0x20; /* fat header of 2 dwords */
+    assert_int_equal(clrmux_il_body_size(fat, sizeof fat), 0);
+    const uint8_t bad[] = {0x50, 0x51};
+    assert_int_equal(clrmux_il_body_size(bad, sizeof bad), 0);
+    assert_int_equal(clrmux_il_body_size(NULL, 10), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hresult_names),
+        cmocka_unit_test(test_il_body_size),
         cmocka_unit_test(test_hresult_str),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,7 +64,8 @@ static void watcher(struct fake_child *fc, ModuleID mod, mdMethodDef method, ICo
     read_body(fc, mod, method);
 }
 
-/* JIT time: appends its tag through Info::SetILFunctionBody (the runtime keeps it). */
+/* JIT time: appends its tag through Info::SetILFunctionBody (the runtime keeps it), once per
+ * method (a later compilation finds its tag in the IL it reads and leaves it). */
 static void jit_rewriter(struct fake_child *fc, FunctionID fid)
 {
     ClassID cls;
@@ -73,6 +74,8 @@ static void jit_rewriter(struct fake_child *fc, FunctionID fid)
     if (FAILED(fc->info->lpVtbl->GetFunctionInfo(fc->info, fid, &cls, &mod, &tok)))
         return;
     read_body(fc, mod, tok);
+    if (strchr(fc->seen, fc->tag))
+        return;
     static char out[300];
     snprintf(out, sizeof out, "%s%c", fc->seen, fc->tag);
     fc->info->lpVtbl->SetILFunctionBody(fc->info, mod, tok, (LPCBYTE)out);
@@ -645,6 +648,143 @@ static void test_il_map_composition(void **state)
     assert_true(out[0].fAccurate);
 }
 
+/* Like Microsoft's CLR Instrumentation Engine: at every JITCompilationStarted (each generic
+ * instantiation, tier 1) it sets its rewrite of the method's original IL, made from its own
+ * copy, never reading the current IL: a tiny-header ECMA-335 body (II.25.4.2) of two code
+ * bytes, 'R' and `orig_variant` (its tag unless a test changes it); or, with orig_raw set,
+ * that string as it is (a body whose header clrmux cannot read). */
+static char orig_variant;
+static const char *orig_raw;
+static int orig_sets;
+static void jit_from_original(struct fake_child *fc, FunctionID fid)
+{
+    ClassID cls;
+    ModuleID mod;
+    mdToken tok;
+    if (FAILED(fc->info->lpVtbl->GetFunctionInfo(fc->info, fid, &cls, &mod, &tok)))
+        return;
+    static char out[8];
+    if (orig_raw)
+        snprintf(out, sizeof out, "%s", orig_raw);
+    else
+        snprintf(out, sizeof out, "%cR%c", (2 << 2) | 2, orig_variant ? orig_variant : fc->tag);
+    assert_int_equal(fc->info->lpVtbl->SetILFunctionBody(fc->info, mod, tok, (LPCBYTE)out), S_OK);
+    orig_sets++;
+}
+
+/* A held-back owner's rewrite survives a JIT-time child that sets the method's IL again at
+ * a later compilation (issue 24: CLRIE beside the tracer lost the tracer's rewrite of a
+ * generic method's second instantiation): the owner's rewrite is composed on top of the new
+ * body before the runtime takes it; its last rewrite is reused (not called) when the new
+ * body is the same, it is called again when it changed; the child reads back its own body. */
+static void test_jit_rewrite_again_keeps_held_back_owner(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    struct fake_child k[2];
+    struct clrmux_child *c[2];
+    const DWORD JIT = COR_PRF_MONITOR_JIT_COMPILATION;
+    DWORD masks[2] = {JIT, REJIT | JIT};
+    struct clrmux_mux *m = setup(&rt, k, "cb", masks, c);
+    memcpy(rt.il, "\x06R", 3); /* tiny header, one code byte */
+    rt.il_size = 2;
+    orig_variant = 0, orig_raw = NULL, orig_sets = 0;
+    k[0].jit_hook = jit_from_original;
+    k[1].rejit_hook = plain_rewriter;
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    assert_int_equal(rejit(c[1], M1), S_OK); /* held back */
+    fake_runtime_add_function(&rt, 0x501, MOD, M1); /* Max<int> */
+    fake_runtime_add_function(&rt, 0x601, MOD, M1); /* Max<double>: the same IL */
+    mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
+    mux->lpVtbl->JITCompilationFinished(mux, 0x501, S_OK, TRUE);
+    assert_string_equal((char *)rt.il, "\x0aRcb");
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
+
+    /* the second instantiation: c sets its body again; b's rewrite stays, b is not called */
+    mux->lpVtbl->JITCompilationStarted(mux, 0x601, TRUE);
+    assert_int_equal(orig_sets, 2);
+    assert_string_equal((char *)rt.il, "\x0aRcb");
+    mux->lpVtbl->JITCompilationFinished(mux, 0x601, S_OK, TRUE);
+    assert_string_equal((char *)rt.il, "\x0aRcb");
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
+    assert_int_equal(FC_CALLS(&k[1], ReJITCompilationStarted), 2); /* as alone: its version's compilations */
+    assert_int_equal(FC_CALLS(&k[1], JITCompilationStarted), 0);
+    read_body(&k[0], MOD, M1); /* c reads back what it set, without b's rewrite */
+    assert_string_equal(k[0].seen, "\x0aRc");
+    assert_int_equal(rt.rejit_calls, 0);
+
+    /* tier 1 of the first instantiation: the same */
+    mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
+    assert_string_equal((char *)rt.il, "\x0aRcb");
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 1);
+
+    /* a new body (c's rewrite changed): b rebuilds its rewrite on it (called again) */
+    orig_variant = 'd';
+    mux->lpVtbl->JITCompilationStarted(mux, 0x601, TRUE);
+    assert_string_equal((char *)rt.il, "\x0aRdb");
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 2);
+    assert_string_equal(k[1].seen, "\x0aRd");
+    /* a later ReJIT request by b builds from the newest base */
+    assert_int_equal(rejit(c[1], M1), S_OK);
+    struct fake_fc fc;
+    fake_fc_init(&fc);
+    mux->lpVtbl->GetReJITParameters(mux, MOD, M1, &fc.iface);
+    assert_string_equal((char *)fc.body, "\x0aRdb");
+
+    /* a body whose header clrmux cannot read: given to the runtime, read back, composed */
+    orig_raw = "PQ";
+    mux->lpVtbl->JITCompilationStarted(mux, 0x501, TRUE);
+    assert_string_equal((char *)rt.il, "PQb");
+    read_body(&k[0], MOD, M1);
+    assert_string_equal(k[0].seen, "PQ");
+
+    /* after b's revert, c's next body is the method's IL as it is */
+    orig_raw = NULL;
+    orig_variant = 0;
+    ModuleID mods[1] = {MOD};
+    mdMethodDef methods[1] = {M1};
+    ICorProfilerInfo15 *pb = fake_child_info(c[1]);
+    assert_int_equal(pb->lpVtbl->RequestRevert(pb, 1, mods, methods, NULL), S_OK);
+    int calls = FC_CALLS(&k[1], GetReJITParameters);
+    mux->lpVtbl->JITCompilationStarted(mux, 0x601, TRUE);
+    assert_string_equal((char *)rt.il, "\x0aRc");
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), calls);
+    fake_mux_free(m);
+}
+
+/* Two held-back owners and a JIT-time child that rewrites every compilation: both owners'
+ * rewrites, in file order, on every instantiation; a child that rewrites once (reads the
+ * IL, finds its tag) beside them changes nothing. */
+static void test_jit_rewrite_again_two_owners(void **state)
+{
+    (void)state;
+    struct fake_runtime rt;
+    struct fake_child k[4];
+    struct clrmux_child *c[4];
+    const DWORD JIT = COR_PRF_MONITOR_JIT_COMPILATION;
+    DWORD masks[4] = {JIT, REJIT, JIT, REJIT | JIT};
+    struct clrmux_mux *m = setup(&rt, k, "cxay", masks, c);
+    memcpy(rt.il, "\x06R", 3);
+    rt.il_size = 2;
+    orig_variant = 0, orig_raw = NULL, orig_sets = 0;
+    k[0].jit_hook = jit_from_original;
+    k[2].jit_hook = jit_rewriter;
+    k[1].rejit_hook = k[3].rejit_hook = plain_rewriter;
+    ICorProfilerCallback11 *mux = fake_mux_cb(m);
+    assert_int_equal(rejit(c[1], M1), S_OK);
+    assert_int_equal(rejit(c[3], M1), S_OK);
+    for (FunctionID f = 0x501; f < 0x505; f++) {
+        fake_runtime_add_function(&rt, f, MOD, M1);
+        mux->lpVtbl->JITCompilationStarted(mux, f, TRUE);
+        mux->lpVtbl->JITCompilationFinished(mux, f, S_OK, TRUE);
+        assert_string_equal((char *)rt.il, f == 0x501 ? "\x0aRcaxy" : "\x0aRcxy");
+    }
+    /* (a rewrote once, on the first body; c's later bodies replace it, as they would alone) */
+    assert_int_equal(FC_CALLS(&k[1], GetReJITParameters), 2); /* first, then on c's new base */
+    assert_int_equal(FC_CALLS(&k[3], GetReJITParameters), 2);
+    fake_mux_free(m);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -666,6 +806,8 @@ int main(void)
         cmocka_unit_test_teardown(test_held_back_owner_sees_a_rejit, teardown),
         cmocka_unit_test_teardown(test_inliner_reaches_only_the_inlinee_requester, teardown),
         cmocka_unit_test_teardown(test_function_control_misuse, teardown),
+        cmocka_unit_test_teardown(test_jit_rewrite_again_keeps_held_back_owner, teardown),
+        cmocka_unit_test_teardown(test_jit_rewrite_again_two_owners, teardown),
         cmocka_unit_test(test_il_map_composition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

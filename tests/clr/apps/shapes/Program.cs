@@ -12,7 +12,7 @@
 //   main           Shapes.Program.Main          sleeps for the duration, then stops and joins all
 //
 // Output is deterministic (no counts): the thread list and "shapes done"; stderr gets
-// "process-cpu-ms N", the process's CPU time at the end.
+// "process-cpu-ms N", the process's CPU time at the end, and "thrown=N", the exceptions thrown.
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 
@@ -201,6 +201,8 @@ public static class Program
         Console.WriteLine("shapes done");
         // for the profiler's test (stderr keeps stdout deterministic): CPU time of the whole process
         Console.Error.WriteLine("process-cpu-ms " + (long)Process.GetCurrentProcess().TotalProcessorTime.TotalMilliseconds);
+        // for the diagnostics tools' test: the ShapeExceptions thrown (one traced constructor each)
+        Console.Error.WriteLine("thrown=" + Thrower.Caught);
         return 0;
     }
 }
