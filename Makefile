@@ -344,6 +344,7 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
 	@tests/clr/web.sh
+	@tests/clr/exceptions.sh
 	@tests/clr/compose.sh
 	@tests/clr/coverage.sh
 	@tests/clr/diag.sh

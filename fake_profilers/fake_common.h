@@ -29,7 +29,8 @@
  *   FAKE_NOOP          count nothing (for benchmarks)
  *   FAKE_INIT_EXTRA(f) called at the end of Initialize (f: struct fake *), before it returns
  *   FAKE_SHUTDOWN_EXTRA(f, o)  called at Shutdown to append lines to the RECORDER_OUT file o
- *   FAKE_EVENTPIPE_DELIVERED   the EventPipeEventDelivered implementation (default: counted) */
+ *   FAKE_EVENTPIPE_DELIVERED   the EventPipeEventDelivered implementation (default: counted)
+ *   FAKE_VTBL_EXTRA    more designated initializers of the vtable (callbacks of its own) */
 #ifndef FAKE_COMMON_H
 #define FAKE_COMMON_H
 
@@ -311,6 +312,9 @@ static const ICorProfilerCallback11Vtbl fk_vtbl = {
     .LoadAsNotificationOnly = fk_LoadAsNotificationOnly,
 #ifdef FAKE_EVENTPIPE_DELIVERED
     .EventPipeEventDelivered = FAKE_EVENTPIPE_DELIVERED,
+#endif
+#ifdef FAKE_VTBL_EXTRA
+    FAKE_VTBL_EXTRA
 #endif
 };
 #pragma GCC diagnostic pop

@@ -80,11 +80,14 @@ static struct clrmux_agent_api api = {
     .exc_intern = api_exc_intern,
     .record = api_record,
     .log = api_log,
+    .span_async_enter = clrmux_span_async_enter,
+    .span_failed = clrmux_span_failed,
 };
 
 void clrmux_agent_host_set(const struct clrmux_agent_host *h)
 {
     host = *h;
+    api.failed_any = clrmux_span_failed_any();
     api.instrument = host.instrument ? host.instrument : "";
     api.activity_sources = host.activity_sources ? host.activity_sources : "";
     api.sample_ratio = host.sample_ratio;

@@ -21,7 +21,7 @@
 
 #include "tracer/spans.h"
 
-#define CLRMUX_AGENT_ABI 1
+#define CLRMUX_AGENT_ABI 2
 #define CLRMUX_AGENT_DLL "Clrmux.Agent.dll"
 #define CLRMUX_AGENT_SYMBOL "clrmux_agent_api"
 
@@ -52,7 +52,8 @@ struct clrmux_agent_managed {
 
 /* What the agent gets from clrmux_agent_api. Strings are UTF-8, owned by the tracer, valid
  * for the process's life. Calls are cdecl; none blocks for long; `span_peek`, `span_detach`,
- * `ctx_current`, `ctx_top` and `join` neither block, lock nor allocate (the agent calls them without a
+ * `span_async_enter`, `span_failed`, `ctx_current`, `ctx_top` and `join` neither block, lock nor
+ * allocate (the agent calls them without a
  * GC transition); `ctx_set` allocates a thread's span state once. */
 struct clrmux_agent_api {
     uint32_t abi, size;
@@ -79,6 +80,12 @@ struct clrmux_agent_api {
     int32_t (*record)(const uint8_t *rec, int32_t len);
     /* a log line from the agent (level: common/log.h; UTF-16, len code units) */
     void (*log)(int32_t level, const uint16_t *msg, int32_t len);
+    /* AsyncEnter: span_peek, and the span becomes an async context (spans.h) */
+    int32_t (*span_async_enter)(int64_t slot, struct clrmux_span_ctx *out);
+    /* 1 when span_id was an async context whose method an exception left (spans.h) */
+    int32_t (*span_failed)(uint64_t span_id);
+    /* nonzero once span_failed can answer 1 (read without a call) */
+    const uint32_t *failed_any;
 };
 
 /* Exported from libclrmux.so: the table when abi is CLRMUX_AGENT_ABI and a tracer set up the

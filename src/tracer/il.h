@@ -355,6 +355,7 @@ typedef struct clrmux_il_wrap_spec {
     uint32_t local_sig_tok;  /* token of the new LocalVarSig (see clrmux_il_locals_append) */
     uint16_t extra_max_stack; /* stack depth the snippets need (beyond their entry state) */
     const uint8_t *exit_normal; size_t exit_normal_len; /* optional: see below */
+    int no_eh;               /* 1: no clauses at all (exit and filter must be empty): see below */
 } clrmux_il_wrap_spec;
 
 /* Inserts the instruction stream code[0..len) (a snippet: no ret, leave, endfilter,
@@ -374,8 +375,11 @@ int clrmux_il_prepend(clrmux_il_body *b, const uint8_t *code, size_t len, uint16
  *     fault { EXIT endfault }  END: EXIT_NORMAL [ldloc ret_local] ret
  * (the same exits, but the normal one runs outside every EH region, where the JIT can
  * inline an unmanaged calli: it never inlines one in a handler or, on 64-bit, in a try);
+ * or, with no_eh, no clause at all (the caller learns of an exception leaving the method
+ * some other way, e.g. the runtime's exception-unwind callbacks):
+ *     entry; BODY  END: EXIT_NORMAL [ldloc ret_local] ret
  * where in BODY each `ret` becomes (in place, keeping branches to it)
- * `stloc ret_local` (non-void) + `leave END`, and `tail.` prefixes are
+ * `stloc ret_local` (non-void) + `leave END` (`br END` with no_eh), and `tail.` prefixes are
  * removed. Existing EH clauses are kept first (remapped), then the filter
  * clause, then the finally clause (II.19: inner before outer). The header
  * becomes fat, maxstack = max(old, 1 + extra_max_stack), local_sig_tok =

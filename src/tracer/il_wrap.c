@@ -1,5 +1,5 @@
 /* The wrap rewriter (il.h, clrmux_il_wrap): a method body wrapped in entry and exit
- * snippets inside try/filter/finally clauses. */
+ * snippets, inside try/filter/finally clauses or with none. */
 #include "tracer/il_internal.h"
 
 /* ---- wrap rewrite ---- */
@@ -82,7 +82,8 @@ int clrmux_il_prepend(clrmux_il_body *b, const uint8_t *code, size_t len, uint16
 int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, size_t errlen)
 {
     if (!b || !s || (!s->entry && s->entry_len) || (!s->exit && s->exit_len) ||
-        (!s->filter && s->filter_len) || (!s->exit_normal && s->exit_normal_len))
+        (!s->filter && s->filter_len) || (!s->exit_normal && s->exit_normal_len) ||
+        (s->no_eh && (s->exit_len || s->filter_len)))
         return fail(err, errlen, CLRMUX_IL_E_ARG, "invalid argument");
     if (!b->n_instrs)
         return fail(err, errlen, CLRMUX_IL_E_ARG, "method body has no code");
@@ -112,7 +113,7 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         rc = s->filter_len ? parse_snippet("filter", s->filter, s->filter_len, &fi, err, errlen)
                            : parse_snippet("filter", default_filter, sizeof default_filter, &fi,
                                            err, errlen);
-    int fault = s->exit_normal_len != 0;
+    int fault = s->exit_normal_len != 0, no_eh = s->no_eh != 0;
     if (!rc && fault)
         rc = parse_snippet("exit_normal", s->exit_normal, s->exit_normal_len, &xn, err, errlen);
     if (!rc && (rc = clrmux_il_body_clone(b, &w)))
@@ -125,23 +126,26 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         else
             i++;
 
-    /* 2. append: FILTER endfilter | pop rethrow | EXIT endfinally | END: [EXIT_NORMAL] [ldloc] ret */
+    /* 2. append: FILTER endfilter | pop rethrow | EXIT endfinally | END: [EXIT_NORMAL] [ldloc] ret
+     * (no_eh: only END: [EXIT_NORMAL] [ldloc] ret) */
     int has_ret = s->ret_local != CLRMUX_IL_NO_LOCAL;
     uint32_t nf = fi.n_instrs, nx = ex.n_instrs, nn = xn.n_instrs;
-    uint32_t nt = nf + 1 + 2 + nx + 1 + nn + 1 + (uint32_t)has_ret;
+    uint32_t nt = (no_eh ? 0 : nf + 1 + 2 + nx + 1) + nn + 1 + (uint32_t)has_ret;
     uint32_t body_n = w.n_instrs;
     if (!rc && !(tail = calloc(nt, sizeof *tail)))
         rc = fail(err, errlen, CLRMUX_IL_E_NOMEM, "out of memory");
     if (!rc) {
         uint32_t k = 0;
-        splice(tail, &fi, 0);
-        k = nf;
-        tail[k++] = clrmux_il_make(CLRMUX_IL_OP_ENDFILTER, 0);
-        tail[k++] = clrmux_il_make(CLRMUX_IL_OP_POP, 0);
-        tail[k++] = clrmux_il_make(CLRMUX_IL_OP_RETHROW, 0);
-        splice(tail + k, &ex, k);
-        k += nx;
-        tail[k++] = clrmux_il_make(CLRMUX_IL_OP_ENDFINALLY, 0); /* endfault: the same opcode */
+        if (!no_eh) {
+            splice(tail, &fi, 0);
+            k = nf;
+            tail[k++] = clrmux_il_make(CLRMUX_IL_OP_ENDFILTER, 0);
+            tail[k++] = clrmux_il_make(CLRMUX_IL_OP_POP, 0);
+            tail[k++] = clrmux_il_make(CLRMUX_IL_OP_RETHROW, 0);
+            splice(tail + k, &ex, k);
+            k += nx;
+            tail[k++] = clrmux_il_make(CLRMUX_IL_OP_ENDFINALLY, 0); /* endfault: the same opcode */
+        }
         splice(tail + k, &xn, k);
         k += nn;
         if (has_ret)
@@ -150,8 +154,10 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         rc = clrmux_il_insert(&w, body_n, tail, nt, err, errlen);
     }
 
-    /* 3. each ret of the body -> [stloc ret_local] leave.s END (widened by layout). */
+    /* 3. each ret of the body -> [stloc ret_local] leave.s END (br.s with no_eh; widened by
+     * layout). */
     uint32_t end_idx = body_n + nt - 1 - (uint32_t)has_ret - nn;
+    uint16_t jump = no_eh ? CLRMUX_IL_OP_BR_S : CLRMUX_IL_OP_LEAVE_S;
     for (uint32_t i = 0; !rc && i < body_n;) {
         if (w.instrs[i].opcode != CLRMUX_IL_OP_RET) {
             i++;
@@ -161,7 +167,7 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         uint32_t m = 0;
         if (has_ret)
             clrmux_il_make_var(CLRMUX_IL_STLOC, s->ret_local, &rep[m++]);
-        rep[m++] = clrmux_il_make(CLRMUX_IL_OP_LEAVE_S, end_idx);
+        rep[m++] = clrmux_il_make(jump, end_idx);
         rc = clrmux_il_replace(&w, i, 1, rep, m, err, errlen);
         i += m;
         body_n += m - 1;
@@ -173,7 +179,7 @@ int clrmux_il_wrap(clrmux_il_body *b, const clrmux_il_wrap_spec *s, char *err, s
         rc = prepend_parsed(&w, &en, err, errlen);
 
     /* 5. clauses: filter (inner) then finally or fault (outer), after the existing ones. */
-    if (!rc) {
+    if (!rc && !no_eh) {
         uint32_t ne = en.n_instrs, fstart = w.n_instrs - nt, hstart = fstart + nf + 1;
         uint32_t fin = hstart + 2;
         clrmux_il_eh filt = {CLRMUX_IL_EH_FILTER, ne, fstart, hstart, fin, fstart, 0};

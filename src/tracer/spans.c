@@ -665,6 +665,7 @@ static inline int64_t span_open(struct tstate *t, int32_t method)
     o->method = (uint32_t)method;
     o->flags = 0;
     o->exc = 0;
+    o->entered = 0;
     o->start = ticks();
     t->depth = d + 1;
     spans_ctx_update(t);
@@ -688,6 +689,7 @@ int64_t clrmux_span_enter(int32_t method)
         return -1;
     if (__builtin_expect(t->depth >= t->cap, 0) && tstate_grow(t) != 0) {
         atomic_fetch_add_explicit(&st_too_deep, 1, memory_order_relaxed);
+        t->lost++; /* this frame has no span: its unwind ends none (clrmux_span_unwind_leave) */
         if (metrics && (uint32_t)method < CLRMUX_SPAN_MAX_METHODS)
             atomic_fetch_add_explicit(&metrics[method].calls, 1, memory_order_relaxed);
         return -1;
@@ -734,14 +736,16 @@ void spans_record_async(struct tstate *t, const struct clrmux_async_span *s, uin
            (uint16_t)(s->flags | (error ? CLRMUX_SPAN_ERROR : 0)), s->sampled);
 }
 
-void clrmux_span_exit(int64_t slot)
+/* The innermost frame without a span returns (slot < 0). */
+static __attribute__((noinline, cold)) void lost_frame_ends(struct tstate *t)
 {
-    struct tstate *t = spans_tls;
-    if (!t || slot < 0 || slot >= (int64_t)t->depth)
-        return;
-    uint64_t end = ticks();
-    /* spans above `slot` were left without their exit probe (cannot happen with the wrap's
-     * finally; closed here so the stack stays consistent) */
+    if (t && t->lost)
+        t->lost--;
+}
+
+/* Ends the spans from the top down to (and including) `slot`, at tick `end`. */
+static inline void close_down_to(struct tstate *t, int64_t slot, uint64_t end)
+{
     while ((int64_t)t->depth > slot) {
         uint32_t d = --t->depth;
         const struct open_span *o = &t->stack[d];
@@ -750,8 +754,84 @@ void clrmux_span_exit(int64_t slot)
                o->method, t->tid, o->exc, (uint16_t)(o->flags | (sg->joined ? CLRMUX_SPAN_JOINED : 0)), sg->sampled);
     }
     if (t->depth == 0)
-        t->pending_exc = 0;
+        t->pending_exc = 0, t->lost = 0;
     spans_ctx_update(t);
+}
+
+void clrmux_span_exit(int64_t slot)
+{
+    struct tstate *t = spans_tls;
+    if (__builtin_expect(slot < 0, 0)) {
+        lost_frame_ends(t);
+        return;
+    }
+    if (!t || slot >= (int64_t)t->depth)
+        return;
+    uint64_t end = ticks();
+    /* spans above `slot` were left without their exit probe (an unwind the tracer did not see
+     * end them; closed here so the stack stays consistent) */
+    close_down_to(t, slot, end);
+}
+
+void clrmux_span_unwind_enter(int32_t method)
+{
+    struct tstate *t = spans_tls;
+    if (!t)
+        return;
+    if (t->n_unwind < UNWIND_MAX)
+        t->unwind[t->n_unwind++] = (struct unwind_frame){method, t->pending_exc};
+    else
+        t->unwind_over++;
+}
+
+/* The frame entered last, popped: 1 and *f, or 0 (none remembered). */
+static int unwind_pop(struct tstate *t, struct unwind_frame *f)
+{
+    if (t->unwind_over) {
+        t->unwind_over--;
+        f->method = -1;
+        return 1;
+    }
+    if (!t->n_unwind)
+        return 0;
+    *f = t->unwind[--t->n_unwind];
+    return 1;
+}
+
+void clrmux_span_unwind_leave(void)
+{
+    struct tstate *t = spans_tls;
+    struct unwind_frame f;
+    if (!t || !unwind_pop(t, &f) || f.method < 0)
+        return;
+    if (t->lost) { /* the innermost traced frames recorded nothing: this is one of them */
+        t->lost--;
+        return;
+    }
+    if (!t->depth || t->stack[t->depth - 1].method != (uint32_t)f.method)
+        return; /* not the frame of the top span (a version of the method without probes) */
+    struct open_span *o = &t->stack[t->depth - 1];
+    o->flags |= CLRMUX_SPAN_ERROR;
+    if (!o->exc)
+        o->exc = f.exc ? f.exc : t->pending_exc;
+    if (o->entered) /* the flow's context still names it: readers skip it */
+        spans_async_failed(o->span_id);
+    close_down_to(t, (int64_t)t->depth - 1, ticks());
+}
+
+void clrmux_span_unwind_caught(void)
+{
+    struct tstate *t = spans_tls;
+    struct unwind_frame f;
+    if (t)
+        (void)unwind_pop(t, &f);
+}
+
+void clrmux_span_unwind_reset_idle(void)
+{
+    struct tstate *t = spans_tls;
+    if (t && !t->depth)
+        t->n_unwind = t->unwind_over = t->lost = 0;
 }
 
 void clrmux_span_exception(int64_t slot)

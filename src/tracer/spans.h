@@ -74,7 +74,8 @@ void clrmux_spans_fini(void);
 
 /* The probes (see above). A slot < 0 means "not recorded" (deeper than CLRMUX_SPAN_MAX_DEPTH,
  * or no memory to grow the thread's stack or create its state);
- * exit and exception ignore it. */
+ * exit and exception ignore it (exit counts it as that frame's end: see
+ * clrmux_span_unwind_leave). */
 int64_t clrmux_span_enter(int32_t method);
 /* The entry probe's fast path, which the rewritten IL calls without a GC transition
  * (SuppressGCTransition: it must not block, allocate, lock or call the runtime): the same as
@@ -106,6 +107,29 @@ unsigned clrmux_span_depth(void);
 /* Remembers, for the calling thread, the exception being thrown (a name id 1..65535); the
  * next clrmux_span_exception on this thread records it. 0 clears it. */
 void clrmux_span_set_pending_exception(uint32_t exc);
+
+/* Exception unwinding, as the tracer receives it from the runtime on the calling thread
+ * (ICorProfilerCallback::ExceptionUnwindFunctionEnter / Leave, ExceptionCatcherEnter): a
+ * method span whose frame an exception unwinds ends there, with status ERROR and the pending
+ * exception, instead of in a clause of the rewritten IL, which every other child monitoring
+ * exceptions would see (ExceptionSearchFilterEnter, ExceptionUnwindFinallyEnter of the
+ * traced method).
+ *   clrmux_span_unwind_enter(method): the unwind phase enters a frame of the traced method
+ *     with index `method` (as its probes get it), or of another method (-1);
+ *   clrmux_span_unwind_leave(): that frame is gone; if it is the traced method's and the
+ *     thread's top span is that method's, the span ends (ERROR, the exception thrown when
+ *     the frame was entered: a nested exception thrown and caught in a finally meanwhile
+ *     does not replace it). A frame whose entry probe recorded nothing (slot < 0) ends none;
+ *   clrmux_span_unwind_caught(): the frame entered last catches the exception: it stays.
+ * Nested exceptions nest (32 frames remembered, more counted). Never blocks, allocates or
+ * calls the runtime; without the thread's state (no span yet) they do nothing. */
+void clrmux_span_unwind_enter(int32_t method);
+void clrmux_span_unwind_leave(void);
+void clrmux_span_unwind_caught(void);
+/* Forgets the calling thread's unwinding frames when it has no open span: the exception
+ * being thrown (ExceptionThrown) starts afresh (frames an abandoned unwind left behind, as
+ * when a finally throws an exception that escapes it, are not kept). */
+void clrmux_span_unwind_reset_idle(void);
 
 /* Moves up to max finished spans into out, their times in Unix nanoseconds; returns how
  * many. A thread's spans come in the order they closed (those of different threads are
@@ -166,6 +190,17 @@ struct clrmux_async_span {
 /* The context of the calling thread's open span `slot` (a clrmux_span_enter result). Returns
  * 1, or 0 when slot is not open on this thread (not recorded, too deep). */
 int clrmux_span_peek(int64_t slot, struct clrmux_span_ctx *out);
+/* clrmux_span_peek, and span `slot` becomes an async context (the managed agent's AsyncEnter
+ * made it the flow's): if an exception leaves its method (clrmux_span_unwind_leave), its id
+ * is remembered as failed, so that readers of the flow's context skip it (the method never
+ * gave its caller's context back). */
+int clrmux_span_async_enter(int64_t slot, struct clrmux_span_ctx *out);
+/* 1 when span_id was an async context whose method an exception left; the last 4096 or so are
+ * remembered (an older one may answer 0). Never blocks, locks or allocates. */
+int clrmux_span_failed(uint64_t span_id);
+/* A word that is nonzero once clrmux_span_failed can answer 1 (valid for the process's life). */
+const uint32_t *clrmux_span_failed_any(void);
+
 /* Detaches open span `slot` (the innermost: spans above it are closed as clrmux_span_exit
  * would) from the calling thread's stack into *out. Returns 1 (the caller must pass *out to
  * clrmux_span_finish exactly once, on any thread), or 0 when slot is not open (nothing to

@@ -87,6 +87,7 @@ struct open_span {
     uint16_t exc;
     uint8_t seg;         /* its trace segment (struct seg) */
     uint8_t segroot;     /* it opened the segment: its parent is the segment's root_parent */
+    uint8_t entered;     /* an async context (clrmux_span_async_enter) */
 };
 
 /* A trace segment of a thread's stack of open spans: the spans from a root (depth 0), or from
@@ -128,6 +129,7 @@ struct tmetric {
 struct block;
 struct cell;
 
+#define UNWIND_MAX 32
 struct tstate {
     /* the thread's block of the span buffer (spans.c): written by the thread, read by the
      * consumer under reg_lock; positions count the thread's spans */
@@ -147,9 +149,20 @@ struct tstate {
     uint32_t tid;
     uint64_t rng;
     uint16_t pending_exc;
+    /* exception unwinding (clrmux_span_unwind_*): frames the unwind phase entered and has not
+     * left (innermost last; beyond UNWIND_MAX only counted), and frames whose entry probe
+     * recorded nothing (slot < 0: no memory), which are always the innermost */
+    uint32_t n_unwind, unwind_over, lost;
+    struct unwind_frame {
+        int32_t method; /* the traced method's index, or -1 */
+        uint16_t exc;   /* the exception being thrown when the frame was entered */
+    } unwind[UNWIND_MAX];
     _Atomic uint64_t unsampled; /* spans of this thread not sampled (summed in clrmux_spans_stats) */
     struct open_span inline_stack[CLRMUX_SPAN_INLINE_DEPTH];
 };
+
+/* Span span_id, an async context, ended by an exception (clrmux_span_failed). */
+void spans_async_failed(uint64_t span_id);
 
 /* The calling thread's state, created (registered, its profiler's view made); NULL without
  * memory. Takes the registry's lock: never on a probe's fast path. */

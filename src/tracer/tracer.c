@@ -535,17 +535,20 @@ static HRESULT STDMETHODCALLTYPE tr_ReJITError(ICorProfilerCallback11 *This, Mod
     return S_OK;
 }
 
-static int is_traced_function(struct tracer *t, FunctionID fid)
+/* The traced method's index of function fid, or -1. */
+static int traced_index(struct tracer *t, FunctionID fid)
 {
     ClassID cls = 0;
     ModuleID mod = 0;
     mdToken tok = 0;
     if (!atomic_load_explicit(&t->nmethods, memory_order_relaxed))
-        return 0;
+        return -1;
     if (FAILED(ICorProfilerInfo5_GetFunctionInfo(t->info, fid, &cls, &mod, &tok)))
-        return 0;
-    return method_lookup(t, mod, tok) >= 0;
+        return -1;
+    return method_lookup(t, mod, tok);
 }
+
+static int is_traced_function(struct tracer *t, FunctionID fid) { return traced_index(t, fid) >= 0; }
 
 static HRESULT STDMETHODCALLTYPE tr_JITInlining(ICorProfilerCallback11 *This, FunctionID caller, FunctionID callee,
                                                 BOOL *pfShouldInline)
@@ -622,13 +625,38 @@ static HRESULT STDMETHODCALLTYPE tr_JITCachedFunctionSearchStarted(ICorProfilerC
 static HRESULT STDMETHODCALLTYPE tr_ExceptionThrown(ICorProfilerCallback11 *This, ObjectID obj)
 {
     struct tracer *t = impl(This);
-    if (!clrmux_span_depth())
+    if (!clrmux_span_depth()) {
+        clrmux_span_unwind_reset_idle();
         return S_OK; /* no traced method open on this thread */
+    }
     ClassID cls = 0;
     uint32_t id = 0;
     if (SUCCEEDED(ICorProfilerInfo5_GetClassFromObject(t->info, obj, &cls)) && cls)
         id = tracer_exception_name_id(t, obj, cls);
     clrmux_span_set_pending_exception(id);
+    return S_OK;
+}
+
+/* A method span whose frame an exception unwinds ends here, not in a clause of the rewritten
+ * IL: other children monitoring exceptions see the method's callbacks as they would alone
+ * (spans.h, clrmux_span_unwind_enter). */
+static HRESULT STDMETHODCALLTYPE tr_ExceptionUnwindFunctionEnter(ICorProfilerCallback11 *This, FunctionID fid)
+{
+    clrmux_span_unwind_enter(clrmux_span_depth() ? traced_index(impl(This), fid) : -1);
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE tr_ExceptionUnwindFunctionLeave(ICorProfilerCallback11 *This)
+{
+    (void)This;
+    clrmux_span_unwind_leave();
+    return S_OK;
+}
+
+static HRESULT STDMETHODCALLTYPE tr_ExceptionCatcherEnter(ICorProfilerCallback11 *This, FunctionID fid, ObjectID obj)
+{
+    (void)This, (void)fid, (void)obj;
+    clrmux_span_unwind_caught();
     return S_OK;
 }
 
@@ -782,6 +810,9 @@ static const ICorProfilerCallback11Vtbl tracer_vtbl = {
     .JITCachedFunctionSearchStarted = tr_JITCachedFunctionSearchStarted,
     .JITCompilationStarted = tr_JITCompilationStarted,
     .ExceptionThrown = tr_ExceptionThrown,
+    .ExceptionUnwindFunctionEnter = tr_ExceptionUnwindFunctionEnter,
+    .ExceptionUnwindFunctionLeave = tr_ExceptionUnwindFunctionLeave,
+    .ExceptionCatcherEnter = tr_ExceptionCatcherEnter,
 };
 #pragma GCC diagnostic pop
 

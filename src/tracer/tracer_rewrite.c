@@ -84,11 +84,9 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     IMetaDataEmit2 *emit = NULL;
     IMetaDataImport2 *imp = NULL;
     uint8_t *newsig = NULL, *code = NULL;
-    clrmux_il_builder be, bx, bn, bf;
+    clrmux_il_builder be, bn;
     clrmux_il_b_init(&be);
-    clrmux_il_b_init(&bx);
     clrmux_il_b_init(&bn);
-    clrmux_il_b_init(&bf);
     int result = -1;
     pthread_mutex_lock(&t->rw_lock);
     hr = ICorProfilerInfo5_GetModuleMetaData(t->info, mod, ofRead | ofWrite, &IID_IMetaDataEmit2, &unk);
@@ -264,20 +262,17 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         b_fnptr(&be, am->async_enter);
         clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)as.async_enter);
         clrmux_il_b_var(&be, CLRMUX_IL_STLOC, prev);
-        /* leaving, either way: AsyncRestore(prev), the caller's flow gets its context back */
-        clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, prev);
-        b_fnptr(&bx, am->async_restore);
-        clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)as.async_restore);
+        /* returning: AsyncRestore(prev), the caller's flow gets its context back (left by an
+         * exception: the agent's next reader of the context restores it) */
         clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, prev);
         b_fnptr(&bn, am->async_restore);
         clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.async_restore);
     }
-    /* exit: exit(slot), in the fault handler (an exception) and, without a GC transition,
-     * on the normal path after the protected region (the JIT inlines an unmanaged calli
-     * only outside every EH region); a task's span: OnTask(task, slot) on the normal path */
-    clrmux_il_b_var(&bx, CLRMUX_IL_LDLOC, slot);
-    b_fnptr(&bx, (void *)clrmux_span_exit);
-    clrmux_il_b_token(&bx, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
+    /* exit: exit(slot), without a GC transition, where the method returns; a task's span:
+     * OnTask(task, slot). The IL gets no exception clause: a span whose frame an exception
+     * unwinds ends in the tracer's unwind callbacks (spans.h, clrmux_span_unwind_enter), where
+     * the other children that monitor exceptions do not see it, as they would a filter's or a
+     * fault's ExceptionSearchFilterEnter and ExceptionUnwindFinallyEnter. */
     if (am && rk == RET_TASK) {
         clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, first_new + 1); /* the returned task */
         clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
@@ -308,25 +303,17 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         b_fnptr(&bn, (void *)clrmux_span_exit);
         clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit_fast);
     }
-    /* filter: [exception] pop; exception(slot); 0 (keep searching: the exception propagates) */
-    clrmux_il_b_op(&bf, CLRMUX_IL_OP_POP);
-    clrmux_il_b_var(&bf, CLRMUX_IL_LDLOC, slot);
-    b_fnptr(&bf, (void *)clrmux_span_exception);
-    clrmux_il_b_token(&bf, CLRMUX_IL_OP_CALLI, (uint32_t)ps.exit);
-    clrmux_il_b_ldc_i4(&bf, 0);
-    if (clrmux_il_b_finish(&be, err, sizeof err) || clrmux_il_b_finish(&bx, err, sizeof err) ||
-        clrmux_il_b_finish(&bn, err, sizeof err) || clrmux_il_b_finish(&bf, err, sizeof err)) {
+    if (clrmux_il_b_finish(&be, err, sizeof err) || clrmux_il_b_finish(&bn, err, sizeof err)) {
         snprintf(why, whylen, "cannot build the probes: %s", err);
         goto out;
     }
     clrmux_il_wrap_spec spec = {
         .entry = be.data, .entry_len = be.len,
-        .exit = bx.data, .exit_len = bx.len,
-        .filter = bf.data, .filter_len = bf.len,
         .ret_local = ms.returns_void ? CLRMUX_IL_NO_LOCAL : first_new + 1,
         .local_sig_tok = (uint32_t)local_tok,
         .extra_max_stack = 3, /* task, slot, function pointer */
         .exit_normal = bn.data, .exit_normal_len = bn.len,
+        .no_eh = 1,
     };
     if ((rc = clrmux_il_wrap(&body, &spec, err, sizeof err))) {
         snprintf(why, whylen, "cannot wrap its IL: %s", err);
@@ -352,9 +339,7 @@ out:
     free(newsig);
     free(code);
     clrmux_il_b_free(&be);
-    clrmux_il_b_free(&bx);
     clrmux_il_b_free(&bn);
-    clrmux_il_b_free(&bf);
     clrmux_il_body_free(&body);
     return result;
 }

@@ -18,7 +18,7 @@ cd "$ROOT"
 APPS_DIR=tests/clr/apps
 OUT=build/clr
 STAMP="$OUT/.apps-stamp"
-PROJECTS=(samplelib sample hello tracee shapes cpubound osrloop tracebench compose ending eltapp callbacks spanapp usdtapp)
+PROJECTS=(samplelib sample hello tracee shapes cpubound osrloop tracebench compose ending eltapp callbacks spanapp usdtapp exctest)
 
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
 export DOTNET_CLI_WORKLOAD_UPDATE_NOTIFY_DISABLE=1 DOTNET_GENERATE_ASPNET_CERTIFICATE=false

@@ -686,7 +686,7 @@ static clrmux_il_wrap_spec probe_spec(uint32_t ret_local, uint32_t tok, uint16_t
     static const uint8_t exit_[] = {0x28, 0x02, 0x00, 0x00, 0x0A};
     static const uint8_t filter[] = {0x28, 0x03, 0x00, 0x00, 0x0A, 0x16};
     clrmux_il_wrap_spec s = {entry, sizeof entry, exit_, sizeof exit_, filter, sizeof filter,
-                             ret_local, tok, extra, NULL, 0};
+                             ret_local, tok, extra, NULL, 0, 0};
     return s;
 }
 
@@ -773,6 +773,36 @@ static void test_wrap_nonvoid_fault_exact(void **state)
         0x01, 0x1C, 0x00, 0x00,
         0x01, 0x00, 0x05, 0x00, 0x0B, 0x18, 0x00, 0x03, 0x10, 0x00, 0x00, 0x00,
         0x04, 0x00, 0x05, 0x00, 0x16, 0x1B, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00));
+    clrmux_il_body_free(&b);
+}
+
+/* no_eh: no clause; each ret becomes a plain branch to END, where the normal exit runs */
+static void test_wrap_nonvoid_no_eh_exact(void **state)
+{
+    (void)state;
+    clrmux_il_body b;
+    parse_ok(BYTES(0x13, 0x30, 0x02, 0x00, 0x07, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x11,
+                   0x02, 0x2D, 0x02, 0x16, 0x2A, 0x17, 0x2A), &b);
+    static const uint8_t entry[] = {0x28, 0x01, 0x00, 0x00, 0x0A};
+    static const uint8_t normal[] = {0x28, 0x04, 0x00, 0x00, 0x0A};
+    clrmux_il_wrap_spec s = {.entry = entry, .entry_len = sizeof entry, .ret_local = 1,
+                             .local_sig_tok = 0x11000002, .extra_max_stack = 1,
+                             .exit_normal = normal, .exit_normal_len = sizeof normal, .no_eh = 1};
+    wrap_ok(&b, &s);
+    expect_emit(&b, BYTES(
+        0x13, 0x30, 0x02, 0x00, 0x17, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x11,
+        0x28, 0x01, 0x00, 0x00, 0x0A,         /* entry */
+        0x02, 0x2D, 0x04,                     /* ldarg.0; brtrue.s L1 */
+        0x16, 0x0B, 0x2B, 0x04,               /* ldc.i4.0; stloc.1; br.s END */
+        0x17, 0x0B, 0x2B, 0x00,               /* L1: ldc.i4.1; stloc.1; br.s END */
+        0x28, 0x04, 0x00, 0x00, 0x0A,         /* END: exit_normal snippet */
+        0x07, 0x2A));                         /* ldloc.1; ret */
+    clrmux_il_body_free(&b);
+    /* an exit or a filter snippet has no place without clauses */
+    parse_ok(BYTES(0x13, 0x30, 0x02, 0x00, 0x07, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x11,
+                   0x02, 0x2D, 0x02, 0x16, 0x2A, 0x17, 0x2A), &b);
+    s.exit = entry, s.exit_len = sizeof entry;
+    assert_int_equal(clrmux_il_wrap(&b, &s, err, sizeof err), CLRMUX_IL_E_ARG);
     clrmux_il_body_free(&b);
 }
 
@@ -1115,6 +1145,7 @@ int main(void)
         cmocka_unit_test(test_wrap_void_exact),
         cmocka_unit_test(test_wrap_nonvoid_exact),
         cmocka_unit_test(test_wrap_nonvoid_fault_exact),
+        cmocka_unit_test(test_wrap_nonvoid_no_eh_exact),
         cmocka_unit_test(test_wrap_removes_tail_prefix),
         cmocka_unit_test(test_wrap_branch_to_last_ret),
         cmocka_unit_test(test_wrap_many_locals),

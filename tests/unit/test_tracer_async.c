@@ -84,6 +84,37 @@ static void test_detach_finish(void **state)
 
 /* A span opened with no span open under it continues the thread's async context; one opened
  * under a span of the same context nests; the async context of the top span itself nests. */
+/* An async context whose method an exception left before it returned its task is
+ * remembered as failed (its id), so that the agent's readers of the flow's context skip it; a
+ * span never made a context, or one that returned, is not. */
+static void test_failed_context(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(64), 0);
+    int64_t a = clrmux_span_enter(1);
+    int64_t b = clrmux_span_enter(2);
+    struct clrmux_span_ctx ca, cb;
+    assert_int_equal(clrmux_span_async_enter(a, &ca), 1);
+    assert_int_equal(clrmux_span_async_enter(b, &cb), 1);
+    assert_int_equal(clrmux_span_async_enter(7, &cb), 0); /* not open */
+    int64_t c = clrmux_span_enter(3); /* never a context */
+    struct clrmux_span_ctx cc;
+    assert_int_equal(clrmux_span_peek(c, &cc), 1);
+    clrmux_span_unwind_enter(3);
+    clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_failed(cc.span_id), 0);
+    clrmux_span_unwind_enter(2);
+    clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_failed(cb.span_id), 1);
+    assert_int_not_equal(*clrmux_span_failed_any(), 0);
+    assert_int_equal(clrmux_span_failed(ca.span_id), 0);
+    clrmux_span_exit(a); /* returned: not failed */
+    assert_int_equal(clrmux_span_failed(ca.span_id), 0);
+    assert_int_equal(clrmux_span_failed(0), 0);
+    assert_int_equal(drain(), 3);
+    clrmux_spans_fini();
+}
+
 static void test_async_context(void **state)
 {
     (void)state;
@@ -193,6 +224,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detach_finish),
         cmocka_unit_test(test_async_context),
+        cmocka_unit_test(test_failed_context),
         cmocka_unit_test(test_segments),
         cmocka_unit_test(test_unsampled_context),
         cmocka_unit_test(test_profiler_view),

@@ -285,6 +285,78 @@ static void test_deep_recursion(void **state)
 
 /* The hard limit: CLRMUX_SPAN_MAX_DEPTH open spans; a deeper call is counted, not recorded,
  * and the stack stays consistent. */
+/* Exception unwinding (clrmux_span_unwind_*): each frame an exception leaves ends its own
+ * span, with the exception of its unwind, and only its own. */
+static void test_unwind(void **state)
+{
+    (void)state;
+    assert_int_equal(clrmux_spans_init(16), 0);
+    int64_t a = clrmux_span_enter(1);
+    clrmux_span_enter(2);
+    clrmux_span_enter(3);
+    clrmux_span_set_pending_exception(42);
+    clrmux_span_unwind_enter(3); /* C is left */
+    clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_depth(), 2);
+    clrmux_span_unwind_enter(-1); /* an untraced frame */
+    clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_depth(), 2);
+    clrmux_span_unwind_enter(2); /* B is unwound; its finally calls D, which throws 43 ... */
+    clrmux_span_enter(4);
+    clrmux_span_set_pending_exception(43);
+    clrmux_span_unwind_enter(4);
+    clrmux_span_unwind_leave();
+    clrmux_span_unwind_enter(-1); /* ... caught in the finally */
+    clrmux_span_unwind_caught();
+    clrmux_span_unwind_leave(); /* B is left: with 42, the exception of its unwind */
+    clrmux_span_unwind_enter(1);
+    clrmux_span_unwind_caught(); /* A catches: it stays */
+    assert_int_equal(clrmux_span_depth(), 1);
+    clrmux_span_unwind_enter(7); /* not the top span's method (a version without probes) */
+    clrmux_span_unwind_leave();
+    clrmux_span_unwind_enter(1); /* A's frame catches again: it stays */
+    clrmux_span_unwind_caught();
+    assert_int_equal(clrmux_span_depth(), 1);
+    clrmux_span_unwind_leave(); /* nothing entered: ignored */
+    clrmux_span_unwind_caught();
+    clrmux_span_exit(a);
+    struct clrmux_span s[8];
+    assert_int_equal(clrmux_spans_drain(s, 8), 4);
+    uint32_t want_method[] = {3, 4, 2, 1}, want_exc[] = {42, 43, 42, 0};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(s[i].method, want_method[i]);
+        assert_int_equal(s[i].flags, i < 3 ? CLRMUX_SPAN_ERROR : 0);
+        assert_int_equal(s[i].exc, want_exc[i]);
+    }
+    assert_true(s[0].parent_id == s[2].span_id && s[1].parent_id == s[2].span_id && s[2].parent_id == s[3].span_id);
+
+    /* more frames entered than remembered (32): the ones beyond are counted, not lost */
+    a = clrmux_span_enter(1);
+    for (int i = 0; i < 40; i++)
+        clrmux_span_unwind_enter(-1);
+    clrmux_span_unwind_enter(1);
+    clrmux_span_unwind_leave(); /* the 41st frame: counted, so treated as untraced */
+    for (int i = 0; i < 40; i++)
+        clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_depth(), 1);
+    clrmux_span_unwind_enter(1);
+    clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_depth(), 0);
+    assert_int_equal(clrmux_spans_drain(s, 8), 1);
+    assert_int_equal(s[0].flags, CLRMUX_SPAN_ERROR);
+
+    /* an abandoned unwind's frames are forgotten when the thread throws with no span open */
+    clrmux_span_unwind_enter(-1);
+    clrmux_span_unwind_enter(-1);
+    clrmux_span_unwind_reset_idle();
+    a = clrmux_span_enter(5);
+    clrmux_span_unwind_enter(5);
+    clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_depth(), 0);
+    assert_int_equal(clrmux_spans_drain(s, 8), 1);
+    clrmux_spans_fini();
+}
+
 static void test_too_deep(void **state)
 {
     (void)state;
@@ -296,6 +368,13 @@ static void test_too_deep(void **state)
     assert_int_equal(clrmux_span_enter(999), -1);
     clrmux_span_exit(-1);
     assert_int_equal(clrmux_span_depth(), CLRMUX_SPAN_MAX_DEPTH);
+    /* an exception leaves the frame without a span: it ends none; then the top one */
+    clrmux_span_unwind_enter(999);
+    clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_depth(), CLRMUX_SPAN_MAX_DEPTH);
+    clrmux_span_unwind_enter((int32_t)((CLRMUX_SPAN_MAX_DEPTH - 1) & 0xffff));
+    clrmux_span_unwind_leave();
+    assert_int_equal(clrmux_span_depth(), CLRMUX_SPAN_MAX_DEPTH - 1);
     clrmux_span_exit(0);
     assert_int_equal(clrmux_span_depth(), 0);
     struct clrmux_span_stats st;
@@ -567,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_full_ring_drops),
         cmocka_unit_test(test_enter_fast),
         cmocka_unit_test(test_deep_recursion),
+        cmocka_unit_test(test_unwind),
         cmocka_unit_test(test_too_deep),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_threads_small_buffer),

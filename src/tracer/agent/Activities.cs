@@ -168,7 +168,7 @@ namespace Clrmux.Agent
                 // this thread's context itself: the parent is newer
                 return !(parent.GetCustomProperty(ParentProperty) is ulong p && p == c->SpanId);
             }
-            SpanContextBox? box = AsyncSpans.Current.Value;
+            SpanContextBox? box = AsyncSpans.Live(AsyncSpans.Current.Value);
             if (box == null || !ReferenceEquals(box.Activity, parent))
                 return false;
             *c = box.Ctx;

@@ -1,10 +1,11 @@
 // Async spans (src/tracer/spans.h) and the flow's span context. A traced method that returns a
 // task keeps its span open until the task completes, and its context flows with the
 // ExecutionContext as Activity.Current does: the rewritten IL calls AsyncEnter after the entry
-// probe, AsyncRestore when the method returns or throws, OnTask / OnValueTask with what it
-// returns, and JoinRoot when a span opens with no traced method under it on its thread (a
-// continuation, a request's handler): that span continues the flow's innermost context, the
-// async span's or Activity.Current's, whichever is newer.
+// probe, AsyncRestore when the method returns (when it throws, readers skip its context:
+// Live), OnTask / OnValueTask with what it returns, and JoinRoot when a span opens
+// with no traced method under it on its thread (a continuation, a request's handler): that
+// span continues the flow's innermost context, the async span's or Activity.Current's,
+// whichever is newer.
 using System;
 using System.Collections.Generic;
 using System.Reflection;
@@ -21,10 +22,12 @@ namespace Clrmux.Agent
     {
         public readonly SpanCtx Ctx;
         public readonly object? Activity;
-        public SpanContextBox(in SpanCtx c, object? activity)
+        public readonly SpanContextBox? Prev; // the context it replaced (AsyncSpans.Live)
+        public SpanContextBox(in SpanCtx c, object? activity, SpanContextBox? prev)
         {
             Ctx = c;
             Activity = activity;
+            Prev = prev;
         }
     }
 
@@ -55,7 +58,7 @@ namespace Clrmux.Agent
         /// it is current; then that Activity's.</summary>
         internal static bool FlowContext(SpanCtx* c)
         {
-            SpanContextBox? box = Current.Value;
+            SpanContextBox? box = Live(Current.Value);
             object? act = ActivityCurrent?.Invoke();
             if (box != null && (act == null || ReferenceEquals(box.Activity, act)))
             {
@@ -85,17 +88,32 @@ namespace Clrmux.Agent
                 Native.Api->Join(&c);
         }
 
+        /// <summary>The flow's context, skipping each async span context whose method an
+        /// exception left before it returned its task: the rewritten IL has no exception
+        /// clause (other profilers would see it), so such a frame never gave its caller's
+        /// context back (AsyncRestore); its span ended in the tracer's unwind callbacks, which
+        /// remember its id (span_failed).</summary>
+        internal static SpanContextBox? Live(SpanContextBox? box)
+        {
+            if (box == null || *Native.FailedAny == 0)
+                return box;
+            for (int i = 0; box != null && i < 256 && Native.Api->SpanFailed(box.Ctx.SpanId) != 0; i++)
+                box = box.Prev;
+            return box;
+        }
+
         /// <summary>Span `slot` (the entry probe's) becomes the flow's context; the previous one
         /// is returned for AsyncRestore.</summary>
         public static object? AsyncEnter(long slot)
         {
             SpanContextBox? prev = Current.Value;
             SpanCtx c;
-            if (Native.Api->SpanPeek(slot, &c) != 0)
-                Current.Value = new SpanContextBox(c, ActivityCurrent?.Invoke());
+            if (Native.Api->SpanAsyncEnter(slot, &c) != 0)
+                Current.Value = new SpanContextBox(c, ActivityCurrent?.Invoke(), prev);
             return prev;
         }
 
+        /// <summary>The method returned: its caller's context comes back.</summary>
         public static void AsyncRestore(object? previous) => Current.Value = previous as SpanContextBox;
 
         private sealed class Pending

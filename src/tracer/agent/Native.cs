@@ -58,16 +58,23 @@ namespace Clrmux.Agent
         public delegate* unmanaged[Cdecl]<char*, int, char*, int, uint> ExcIntern;
         public delegate* unmanaged[Cdecl]<byte*, int, int> Record;
         public delegate* unmanaged[Cdecl]<int, char*, int, void> Log;
+        public delegate* unmanaged[Cdecl, SuppressGCTransition]<long, SpanCtx*, int> SpanAsyncEnter;
+        public delegate* unmanaged[Cdecl, SuppressGCTransition]<ulong, int> SpanFailed;
+        public uint* FailedAny;
     }
 
     internal static unsafe class Native
     {
-        public const int Abi = 1;
+        public const int Abi = 2;
         public const uint FlagActivities = 1, FlagPush = 2;
         public const int LogError = 0, LogWarn = 1, LogInfo = 2, LogDebug = 3;
 
         /// <summary>The table, or null when the agent runs without clrmux's tracer.</summary>
         public static AgentApi* Api;
+
+        /// <summary>Nonzero once a method left by an exception had made its span the flow's
+        /// context (AsyncSpans.Live).</summary>
+        public static uint* FailedAny => Api->FailedAny;
 
         /// <summary>Finds libclrmux.so beside this assembly (the tracer loaded it already: the
         /// same file, the same handle) and asks it for the table.</summary>
