@@ -13,12 +13,16 @@
 #      each config's cost = its CPU per request / none's - 1.
 #   2. ns per call in-process (tests/clr/apps/asyncbench): a synchronous method, an async method
 #      that completes at once, one that awaits Task.Yield(), each untraced and traced.
-# Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_CONNS (16), ASYNC_CALLS (200000).
+# Each config is warmed up first (WEB_WARMUP seconds of the same load) until the JIT is quiet:
+# with 5 s, tier-1 compilation still took a fifth of the front's CPU in the timed run, for
+# every config (perf: libclrjit.so 19-28%; 3% after 25 s), and swamped the difference.
+# Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16),
+# ASYNC_CALLS (200000).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
-ROUNDS=${WEB_ROUNDS:-3} SECS=${WEB_SECONDS:-8} CONNS=${WEB_CONNS:-16}
+ROUNDS=${WEB_ROUNDS:-3} SECS=${WEB_SECONDS:-8} CONNS=${WEB_CONNS:-16} WARMUP=${WEB_WARMUP:-20}
 command -v wrk >/dev/null || { echo "bench/web.sh: wrk is not installed (scripts/setup.sh bench)"; exit 1; }
 command -v dotnet >/dev/null || { echo "bench/web.sh: dotnet is not on PATH"; exit 1; }
 for a in shop; do tests/clr/build-otelapp.sh $a; done
@@ -87,7 +91,7 @@ for r in $(seq "$ROUNDS"); do
         start "$cfg" back "$P3" "$P4"; bp=$LAST
         start "$cfg" front "$P1" "$P2"; fp=$LAST
         ready "http://127.0.0.1:$P3/hello" && ready "http://127.0.0.1:$P1/bench" || { echo "$cfg did not start"; tail "$WORK/$cfg-front.out"; exit 1; }
-        wrk -t1 -c"$CONNS" -d5s "http://127.0.0.1:$P1/bench" >/dev/null # warm-up: JIT, tiering, pools
+        wrk -t1 -c"$CONNS" -d"${WARMUP}s" "http://127.0.0.1:$P1/bench" >/dev/null # warm-up: JIT, tiering, pools
         c0=$(cpu_ms "$fp" "$bp")
         out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$P1/bench")
         c1=$(cpu_ms "$fp" "$bp")
