@@ -143,7 +143,7 @@ $(BUILD)/libclrmux_profiler.so: $(PROF_OBJS)
 
 # The tracer's managed agent (src/tracer/agent: async spans, Activity recording), beside
 # libclrmux.so: built with the .NET SDK when `dotnet` is on PATH; without it the tracer runs
-# without its agent (README "The built-in tracer"), and this says so.
+# without its agent (docs/tracing.md), and this says so.
 AGENT_SRCS := $(wildcard src/tracer/agent/*.cs) src/tracer/agent/Clrmux.Agent.csproj
 ifneq ($(shell command -v dotnet 2>/dev/null),)
 all: $(BUILD)/Clrmux.Agent.dll
@@ -238,7 +238,7 @@ $(BUILD)/tsan/stress_%: tests/tsan/stress_%.c tests/unit/fake_runtime.h $(TSAN_O
 tsan: $(TSAN_BINS)
 	@set -e; for t in $(TSAN_BINS); do echo "== $$t"; TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $$t; done
 
-# Cross builds (README "Platforms"). `make arm64`: build/arm64/ holds libclrmux.so,
+# Cross builds (docs/platforms.md). `make arm64`: build/arm64/ holds libclrmux.so,
 # libclrmux_profiler.so, the launcher, the fake children and the unit tests for Linux arm64
 # (aarch64-linux-gnu-gcc, Debian's arm64 multiarch libraries; unit tests without the
 # sanitizers, which qemu-user does not run). tests/cross.sh runs them under qemu-aarch64 in
@@ -251,9 +251,9 @@ arm64-parts: $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libcl
 # src/loader/libclrmux.def; inih, cmocka, zlib, protobuf-c built from Debian's sources by scripts/win-deps.sh), the
 # Windows x64 platform layer's test and the recorder child as a DLL (mingw-w64:
 # x86_64-w64-mingw32-gcc), run under Wine by tests/cross.sh. The built-in tracer is in the
-# DLL (its OTLP/protobuf encoder, libclrmux_otlp, is not: JSON only). Not in the DLL: the
-# built-in profiler (Linux-only samplers), the fast-path ELT stubs (System V registers):
-# README "Platforms".
+# DLL (its OTLP/protobuf encoder, libclrmux_otlp, is not: JSON only), and so are the
+# fast-path ELT stubs (elt_amd64.S's Windows x64 half). Not in the DLL: the built-in profiler
+# (Linux-only samplers): docs/platforms.md.
 WIN_CC ?= x86_64-w64-mingw32-gcc
 WIN_DEPS := $(BUILD)/win-x64/deps
 WIN_CFLAGS := -std=c11 $(WARN) -Iinclude -Isrc -O2 -g -D__USE_MINGW_ANSI_STDIO=1 -D_WIN32_WINNT=0x0601
@@ -340,6 +340,7 @@ cross-test:
 test: all unit tsan fuzz-quick attach-tool
 	@tests/cross.sh
 	@tests/cli.sh
+	@tests/docs.sh
 	@tests/packaging.sh
 	@tests/report.sh
 	@tests/clr/run.sh
@@ -366,11 +367,12 @@ demo: all
 
 # make install [PREFIX=/opt/clrmux] [DESTDIR=]: bin/clrmux, lib/libclrmux.so,
 # lib/libclrmux_profiler.so, lib/libclrmux_otlp.so, etc/loader.conf (lib/loader.conf links to it, the library's
-# default), share/clrmux/instrument.sh, share/doc/clrmux/.
+# default), share/clrmux/instrument.sh, share/doc/clrmux/ (README.md, docs/, loader.conf.example,
+# THIRD_PARTY_NOTICES.md).
 PREFIX ?= /opt/clrmux
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/etc \
-	    $(DESTDIR)$(PREFIX)/share/clrmux $(DESTDIR)$(PREFIX)/share/doc/clrmux
+	    $(DESTDIR)$(PREFIX)/share/clrmux $(DESTDIR)$(PREFIX)/share/doc/clrmux/docs
 	install -m 0755 $(BUILD)/clrmux $(DESTDIR)$(PREFIX)/bin/clrmux
 	install -m 0644 $(BUILD)/libclrmux.so $(BUILD)/libclrmux_profiler.so $(BUILD)/libclrmux_otlp.so $(DESTDIR)$(PREFIX)/lib/
 	if [ -f $(BUILD)/Clrmux.Agent.dll ]; then install -m 0644 $(BUILD)/Clrmux.Agent.dll $(DESTDIR)$(PREFIX)/lib/; fi
@@ -379,6 +381,7 @@ install: all
 	sed 's|@PREFIX@|$(PREFIX)|g' packaging/instrument.sh >$(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh
 	chmod 0644 $(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh
 	install -m 0644 README.md loader.conf.example THIRD_PARTY_NOTICES.md $(DESTDIR)$(PREFIX)/share/doc/clrmux/
+	install -m 0644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/clrmux/docs/
 
 # make dist: build/dist/clrmux-VERSION-linux-x64.tar.gz, clrmux_VERSION_amd64.deb and
 # Clrmux.Bundle.VERSION.nupkg (tested by tests/packaging.sh in make test)

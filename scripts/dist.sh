@@ -4,7 +4,7 @@
 #   clrmux_VERSION_amd64.deb          the same tree in /opt/clrmux, /usr/bin/clrmux (dpkg-deb)
 #   clrmux-VERSION-linux-arm64.tar.gz the same for Linux arm64 (make arm64), and
 #   clrmux_VERSION_arm64.deb          when the arm64 cross toolchain is there (under CI: must be)
-#   clrmux-VERSION-win-x64.zip        clrmux-VERSION/{libclrmux.dll,loader.conf,...} for Windows
+#   clrmux-VERSION-win-x64.zip        clrmux-VERSION/{libclrmux.dll,loader.conf,docs/,...} for Windows
 #                                     x64 (make windows) when mingw-w64 is there (CI: must be)
 #   Clrmux.Bundle.VERSION.nupkg       the native files under runtimes/linux-x64/native/ (and
 #                                     runtimes/linux-arm64/native/, runtimes/win-x64/native/), dotnet pack of
@@ -86,6 +86,7 @@ if command -v "${WIN_CC:-x86_64-w64-mingw32-gcc}" >/dev/null 2>&1 && command -v 
     W="$STAGE/win-x64/clrmux-$VERSION"
     mkdir -p "$W"
     cp build/win-x64/libclrmux.dll README.md loader.conf.example THIRD_PARTY_NOTICES.md "$W/"
+    mkdir -p "$W/docs" && cp docs/*.md "$W/docs/"
     [ -f build/Clrmux.Agent.dll ] && cp build/Clrmux.Agent.dll "$W/"
     cp packaging/loader-win.conf "$W/loader.conf"
     (cd "$STAGE/win-x64" && find "clrmux-$VERSION" -exec touch -d 2020-01-01T00:00:00Z {} + && zip -q -X -r "$ROOT/$DIST/clrmux-$VERSION-win-x64.zip" "clrmux-$VERSION")

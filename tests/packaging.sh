@@ -68,6 +68,14 @@ notices() { # notices FILE: the notices file, with each statically linked projec
 }
 check "installed tree has share/doc/clrmux/THIRD_PARTY_NOTICES.md (inih, zlib, protobuf-c, opentelemetry-proto)" \
     notices "$P/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
+# the documentation: README.md, loader.conf.example and every page of docs/, as in the source tree
+docs_in() { # docs_in DIR: DIR holds README.md, loader.conf.example and docs/*.md, unchanged
+    [ -s "$1/README.md" ] && cmp -s README.md "$1/README.md" && [ -s "$1/loader.conf.example" ] || return 1
+    local f
+    for f in docs/*.md; do cmp -s "$f" "$1/$f" || return 1; done
+    [ "$(ls "$1"/docs/*.md | wc -l)" = "$(ls docs/*.md | wc -l)" ]
+}
+check "installed tree has share/doc/clrmux/{README.md, loader.conf.example, docs/*.md}" docs_in "$P/share/doc/clrmux"
 # the profiler's companion: zlib and protobuf-c linked in and hidden, so it needs only libc (the
 # .deb's Depends and the READMEs say so) and exports only its entry point and its control
 # operations (profiler/companion.h)
@@ -130,6 +138,7 @@ if [ -s "$WZIP" ]; then
     check "win-x64 zip: loader.conf (no built-in child), README.md, loader.conf.example" \
         bash -c "[ -s '$WZ/README.md' ] && [ -s '$WZ/loader.conf.example' ] && ! grep -q '^builtin' '$WZ/loader.conf'"
     check "win-x64 zip: THIRD_PARTY_NOTICES.md" notices "$WZ/THIRD_PARTY_NOTICES.md"
+    check "win-x64 zip: docs/*.md" docs_in "$WZ"
     check "win-x64 zip: libclrmux.dll exports DllGetClassObject and DllCanUnloadNow" \
         bash -c "! command -v x86_64-w64-mingw32-objdump >/dev/null || x86_64-w64-mingw32-objdump -p '$WZ/libclrmux.dll' | grep -c '\] Dll\(GetClassObject\|CanUnloadNow\)$' | grep -qx 2"
 fi
@@ -142,6 +151,7 @@ check "tarball unpacks to clrmux-$VERSION/{bin,lib,etc,share}" test -x "$T/bin/c
 [ $have_dotnet = 1 ] && check "tarball has lib/Clrmux.Agent.dll (the tracer's managed agent) beside libclrmux.so" test -f "$T/lib/Clrmux.Agent.dll"
 check "tarball's clrmux --version says $VERSION" grep -qx "clrmux $VERSION" <("$T/bin/clrmux" --version)
 check "tarball has share/doc/clrmux/THIRD_PARTY_NOTICES.md" notices "$T/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
+check "tarball has share/doc/clrmux/{README.md, loader.conf.example, docs/*.md}" docs_in "$T/share/doc/clrmux"
 if [ $have_dotnet = 1 ]; then
     out=$(cd "$WORK" && "$T/bin/clrmux" run --trace 'sample!Sample.Work::Fib' --profile --output-dir "$WORK/tar-run" -- dotnet "$SAMPLE" 2>&1)
     rc=$?
@@ -186,6 +196,7 @@ if out=$("${DPKG[@]}" -i "$DEB" 2>&1); then ok "dpkg -i into a scratch root (Dep
 check "dpkg -l: clrmux $VERSION installed" bash -c "dpkg-query --admindir='$R/var/lib/dpkg' -W -f='\${Status} \${Version}' clrmux | grep -qx 'install ok installed $VERSION'"
 check "the .deb links /usr/bin/clrmux to /opt/clrmux/bin/clrmux" test "$(readlink "$R/usr/bin/clrmux")" = /opt/clrmux/bin/clrmux
 check "the .deb has /opt/clrmux/share/doc/clrmux/THIRD_PARTY_NOTICES.md" notices "$R/opt/clrmux/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
+check "the .deb has /opt/clrmux/share/doc/clrmux/{README.md, loader.conf.example, docs/*.md}" docs_in "$R/opt/clrmux/share/doc/clrmux"
 if [ $have_dotnet = 1 ]; then
     out=$(cd "$WORK" && "$R/opt/clrmux/bin/clrmux" run --trace 'sample!Sample.Work::Fib' --output-dir "$WORK/deb-run" -- dotnet "$SAMPLE" 2>&1)
     rc=$?

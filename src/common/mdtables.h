@@ -8,7 +8,7 @@
  * (ProfToEEInterfaceImpl::GetModuleMetaData -> Module::GetImporter ->
  * ConvertMDInternalToReadWrite, dotnet/runtime), and every later read the runtime makes of that
  * module's metadata is then slower: ~3 ms of a hello world's CPU for System.Private.CoreLib
- * (bench/README.md, start-up). The tracer's token at start-up and the profiler's frame names
+ * (docs/performance.md, start-up). The tracer's token at start-up and the profiler's frame names
  * are read here instead.
  *
  * Everything read is bounds-checked against the image's extent; a malformed or unexpected

@@ -26,8 +26,8 @@ static _Atomic int nprofilers;
 
 #if defined(_WIN32)
 /* ---- builtin = profiler: not on Windows ------------------------------------------------
- * Its samplers are Linux-only (a signal per thread, /proc, process_vm_readv): README
- * "Platforms". */
+ * Its samplers are Linux-only (a signal per thread, /proc, process_vm_readv):
+ * docs/platforms.md. */
 static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, int *version)
 {
     (void)version;
@@ -112,8 +112,8 @@ ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc
         return create_profiler(cc, version);
 #if defined(CLRMUX_NO_TRACER)
     if (strcmp(cc->builtin, "tracer") == 0) {
-        LOG_ERROR("child '%s': the built-in tracer (builtin = tracer) is not in this build of clrmux (Windows: README "
-                  "\"Platforms\"); child skipped", cc->name);
+        LOG_ERROR("child '%s': the built-in tracer (builtin = tracer) is not in this build of clrmux "
+                  "(docs/platforms.md); child skipped", cc->name);
         return NULL;
     }
 #else

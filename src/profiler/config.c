@@ -59,14 +59,17 @@ int prof_config_parse(struct prof_config *pc, const struct clrmux_child_conf *cc
             else
                 LOG_ERROR("child '%s' line %d: output_dir is empty; using '%s'", cc->name, kv->line, out);
         } else if (strcmp(kv->key, "endpoint") == 0) {
+            handled = 1;
             if (strncasecmp(kv->value, "http://", 7) != 0 && strncasecmp(kv->value, "https://", 8) != 0)
                 LOG_ERROR("child '%s' line %d: endpoint '%s' is not an http:// or https:// URL; ignored", cc->name,
                           kv->line, kv->value);
             else
                 snprintf(pc->endpoint, sizeof pc->endpoint, "%s", kv->value);
         } else if (strcmp(kv->key, "app_name") == 0) {
+            handled = 1;
             snprintf(pc->app_name, sizeof pc->app_name, "%s", kv->value);
         } else if (strcmp(kv->key, "headers") == 0) {
+            handled = 1;
             snprintf(pc->headers, sizeof pc->headers, "%s", kv->value);
         } else if (strcmp(kv->key, "period_s") == 0) {
             handled = 1;

@@ -31,7 +31,7 @@ struct clrmux_tracer_target_info {
     uint64_t calls, errors;                /* every call counted so far (spans drained) */
 };
 
-/* The tracer's counts (see the README's "Nothing uncounted"). */
+/* The tracer's counts (see docs/tracing.md, "Nothing uncounted"). */
 struct clrmux_tracer_info {
     char child[64];             /* its [child NAME] */
     char output[PATH_MAX];      /* the span file ("" when spans go only to an endpoint) */

@@ -3,7 +3,7 @@
 # with bpftrace: tests/clr/apps/usdtapp under clrmux with the built-in tracer tracing
 # UsdtApp.Work::Spin (~200 us a call, every 10th left by an exception); bpftrace attaches to
 # the process (-p) before the calls start and prints every span_start and span_end, and the
-# README's latency histogram. Checked: both probes fire once per call, with the method's name,
+# latency histogram of docs/control.md. Checked: both probes fire once per call, with the method's name,
 # the span id and trace id of the span in the span file, the error flag of its status, and a
 # duration within 10% of the span's; the semaphores are set while bpftrace is attached (the
 # probes are off, a load and a branch, otherwise).

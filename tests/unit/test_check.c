@@ -130,7 +130,7 @@ static void test_problems_with_lines(void **state)
 }
 
 /* The builtin tracer's own keys, with their lines, and where it writes (skipped where the
- * tracer is not in the build: Windows, README "Platforms"). */
+ * tracer is not in the build: CLRMUX_NO_TRACER). */
 static void test_tracer_problems_with_lines(void **state)
 {
     (void)state;

@@ -300,6 +300,21 @@ static void test_config_defaults_and_keys(void **state)
     assert_int_equal(pc.eventpipe_delay_ms, 0); /* the bad second value keeps the first */
     assert_non_null(strstr(g_log, "line 15: eventpipe_delay_ms 'soon' is not a number of milliseconds"));
 
+    /* the Pyroscope keys are the profiler's: taken, and no "unknown key" warning for them */
+    struct clrmux_kv push[] = {
+        {"endpoint", "http://127.0.0.1:4040", 16}, {"app_name", "shop{env=test}", 17}, {"headers", "X-Scope-OrgID=t1", 18},
+    };
+    cc.kvs = push;
+    cc.nkvs = sizeof push / sizeof push[0];
+    g_log[0] = 0;
+    clrmux_log_set_sink(sink, NULL);
+    prof_config_parse(&pc, &cc, "/etc/clrmux");
+    clrmux_log_set_sink(NULL, NULL);
+    assert_string_equal(pc.endpoint, "http://127.0.0.1:4040");
+    assert_string_equal(pc.app_name, "shop{env=test}");
+    assert_string_equal(pc.headers, "X-Scope-OrgID=t1");
+    assert_null(strstr(g_log, "unknown key"));
+
     struct clrmux_kv rel[] = {{"output_dir", "out/p", 2}};
     cc.kvs = rel;
     cc.nkvs = 1;

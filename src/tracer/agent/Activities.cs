@@ -112,8 +112,8 @@ namespace Clrmux.Agent
         }
 
         /// <summary>Another listener (the app's own SDK) listens to the source: the source is
-        /// its owner's, clrmux neither samples nor records it (README: an app with its own
-        /// OpenTelemetry SDK).</summary>
+        /// its owner's, clrmux neither samples nor records it (docs/tracing.md: an app with its
+        /// own OpenTelemetry SDK).</summary>
         private static bool Owned(ActivitySource source) => s_listenerCount != null && s_listenerCount(source) > 1;
 
         private static bool Recording(ActivitySource source, string operation) =>
