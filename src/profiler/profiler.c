@@ -1,10 +1,9 @@
 /* The built-in continuous profiler: an ICorProfilerCallback11 child (`builtin = profiler`)
  * that reaches the runtime only through its own ICorProfilerInfo proxy, and writes one
  * gzip'd pprof file per period. See src/profiler/README.md for the design and its costs.
- * This file: its callbacks, Initialize and the sampler thread's first steps (prof_sampler_setup),
- * Shutdown, the last gasp, the COM plumbing and
- * clrmux_profiler_create; the stacks, the profile and the sampler thread are in
- * profiler_stacks.c, profiler_profile.c and profiler_thread.c (profiler_int.h). */
+ * This file: its callbacks, Initialize, Shutdown, the last gasp, the COM plumbing and
+ * clrmux_profiler_create; the sampler thread, the stacks and the profile are in
+ * profiler_thread.c, profiler_stacks.c and profiler_profile.c, below it (profiler_int.h). */
 #define COBJMACROS
 #include <errno.h>
 #include <limits.h>
@@ -31,11 +30,6 @@
 #define EXPORT __attribute__((visibility("default")))
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
-static const clrmux_pprof_value_type k_types[V_COUNT] = {
-    {"cpu", "nanoseconds"},        {"wall", "nanoseconds"},     {"exception", "count"},
-    {"alloc-samples", "count"},    {"alloc-size", "bytes"},     {"lock-count", "count"},
-    {"lock-time", "nanoseconds"},
-};
 
 /* ---- callbacks ------------------------------------------------------------------------ */
 
@@ -272,33 +266,6 @@ static int mkdirs(const char *path)
     return (stat(tmp, &st) == 0 && S_ISDIR(st.st_mode)) ? 0 : -1;
 }
 
-int prof_tables(struct profiler *p)
-{
-    if (p->pb && p->names)
-        return 0;
-    if (p->tables_failed)
-        return -1;
-    clrmux_pprof_config pc = {
-        .sample_types = k_types,
-        .n_sample_types = V_COUNT,
-        .period_type = {"wall", "nanoseconds"},
-        .period = (int64_t)p->cfg.interval_ms * 1000000,
-        .default_sample_type = p->cfg.cpu ? "cpu" : "wall",
-        /* worst case ~45 MB (pprof.h's formula), typical use a few hundred KB */
-        .limits = {.max_samples = 16384, .max_functions = 32768, .max_strings = 65536,
-                   .max_string_bytes = 8u << 20, .max_stack_depth = PROF_MAX_FRAMES + 2},
-    };
-    if (!p->pb && clrmux_pprof_create(&pc, &p->pb) != 0)
-        p->pb = NULL;
-    if (!p->names)
-        p->names = prof_names_create(p->info, NAME_ENTRIES, NAME_ARENA);
-    if (p->pb && p->names)
-        return 0;
-    p->tables_failed = 1;
-    LOG_ERROR("profiler '%s': out of memory for the profile's tables; nothing is written", p->name);
-    return -1;
-}
-
 static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUnknown *unk)
 {
     struct profiler *p = impl(This);
@@ -402,44 +369,6 @@ static HRESULT STDMETHODCALLTYPE pr_Initialize(ICorProfilerCallback11 *This, IUn
             prof_start_session(p); /* nobody else would */
     }
     return S_OK;
-}
-
-void prof_sampler_setup(struct profiler *p)
-{
-    if (p->lastgasp_entry && !atomic_load(&p->stop)) {
-        if (prof_lastgasp_start() != 0)
-            LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
-                     p->name);
-        p->lastgasp_after_ns = mono_ns() - p->init_mono;
-    }
-    pthread_mutex_lock(&p->work_lock);
-    if (p->final || atomic_load(&p->stop)) { /* Shutdown or a last gasp came first */
-        pthread_mutex_unlock(&p->work_lock);
-        return;
-    }
-    prof_tables(p);
-    if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
-        char why[256];
-        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, p->span_peek, why, sizeof why);
-        if (p->sig) {
-            atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
-            p->sig_start = mono_ns();
-        }
-        else
-            LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
-                     why);
-    }
-    pthread_mutex_unlock(&p->work_lock);
-    if ((p->cfg.cpu || p->cfg.wall) && !p->sig && !p->info10)
-        LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
-                 "or wall profile", p->name);
-    int sampling = p->sig || p->info10;
-    LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, %s sampler every %d ms; cpu=%d wall=%d "
-             "exceptions=%d allocations=%d contention=%d; its ending handlers ready %.0f us after Initialize", p->name,
-             p->process, p->pid, p->cfg.output_dir, p->cfg.period_s,
-             p->sig ? "signal (SIGPROF, no pause)" : "suspend (SuspendRuntime)", p->cfg.interval_ms,
-             p->cfg.cpu && sampling, p->cfg.wall && sampling, p->cfg.exceptions, p->cfg.allocations && p->info12,
-             p->cfg.contention && p->info12, (double)p->lastgasp_after_ns / 1e3);
 }
 
 /* ---- COM plumbing --------------------------------------------------------------------- */

@@ -3,9 +3,12 @@
  * gives the others.
  *   profiler.c          the ICorProfilerCallback11 child: callbacks, Initialize, Shutdown,
  *                       last gasp, COM plumbing, clrmux_profiler_create
+ *   profiler_thread.c   the sampler thread (its first steps, its ticks, drains and periodic
+ *                       files) and the EventPipe session's start
  *   profiler_stacks.c   stack snapshots and the sampler's ticks (suspend and signal)
- *   profiler_profile.c  raw samples -> names -> pprof, and writing a period's file
- *   profiler_thread.c   the sampler thread and the EventPipe session's start */
+ *   profiler_profile.c  the period's tables (profile builder, name cache), raw samples ->
+ *                       names -> pprof, and writing a period's file
+ * Calls go down this list, never up (tests/circles.sh). */
 #ifndef CLRMUX_PROFILER_INT_H
 #define CLRMUX_PROFILER_INT_H
 
@@ -165,18 +168,14 @@ void prof_suspend_tick(struct profiler *p);
 /* One signal-sampler tick (sigtick.c); falls back to the suspend sampler when our SIGPROF
  * handler was replaced. */
 void prof_signal_tick(struct profiler *p);
-/* The sampler thread's first steps, off the app's main thread (or Initialize's, when that
- * thread cannot be created): the last gasp's thread and handlers, the signal sampler's
- * start and self-test (the sampler in use: p->sig, p->mode), the "started" log line. */
-void prof_sampler_setup(struct profiler *p);
-/* Creates the profile builder (p->pb) and the name cache (p->names) unless they exist: the
- * sampler thread's first step, else the first drain or flush (Shutdown, the last gasp), all
- * under work_lock. 0, or -1 (out of memory: logged once, and nothing is written). */
-int prof_tables(struct profiler *p);
 /* "signal sampler (...) delivered ..." into out[outsz], for the log and the profile. */
 void prof_sig_summary(struct profiler *p, char *out, size_t outsz);
 
 /* profiler_profile.c (under work_lock) */
+/* Creates the profile builder (p->pb) and the name cache (p->names) unless they exist: the
+ * sampler thread's first step, else the first drain or flush (Shutdown, the last gasp), all
+ * under work_lock. 0, or -1 (out of memory: logged once, and nothing is written). */
+int prof_tables(struct profiler *p);
 /* Adds the raw samples queued so far to the current period's profile. */
 void prof_drain(struct profiler *p);
 /* Writes the current period's file (and pushes it) and starts the next period. `last`: NULL
@@ -184,6 +183,10 @@ void prof_drain(struct profiler *p);
 void prof_flush(struct profiler *p, const char *last);
 
 /* profiler_thread.c */
+/* The sampler thread's first steps, off the app's main thread (or Initialize's, when that
+ * thread cannot be created): the last gasp's thread and handlers, the signal sampler's
+ * start and self-test (the sampler in use: p->sig, p->mode), the "started" log line. */
+void prof_sampler_setup(struct profiler *p);
 /* Starts the EventPipe session (allocations, contention); logs the outcome. */
 void prof_start_session(struct profiler *p);
 /* Sets p->stop and wakes the sampler thread. */

@@ -1,5 +1,6 @@
-/* The built-in profiler's profile: raw samples -> function names -> the period's pprof
- * (pprof.c), and writing (and pushing) a period's file. See profiler_int.h. */
+/* The built-in profiler's profile: the period's tables (the pprof builder and the name
+ * cache), raw samples -> function names -> the period's pprof (pprof.c), and writing (and
+ * pushing) a period's file. See profiler_int.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,41 @@
 #include "common/log.h"
 #include "profiler/profiler_int.h"
 #include "tracer/otlp_http.h"
+
+/* ---- the tables: the period's profile builder and the name cache -------------------- */
+
+static const clrmux_pprof_value_type k_types[V_COUNT] = {
+    {"cpu", "nanoseconds"},        {"wall", "nanoseconds"},     {"exception", "count"},
+    {"alloc-samples", "count"},    {"alloc-size", "bytes"},     {"lock-count", "count"},
+    {"lock-time", "nanoseconds"},
+};
+
+int prof_tables(struct profiler *p)
+{
+    if (p->pb && p->names)
+        return 0;
+    if (p->tables_failed)
+        return -1;
+    clrmux_pprof_config pc = {
+        .sample_types = k_types,
+        .n_sample_types = V_COUNT,
+        .period_type = {"wall", "nanoseconds"},
+        .period = (int64_t)p->cfg.interval_ms * 1000000,
+        .default_sample_type = p->cfg.cpu ? "cpu" : "wall",
+        /* worst case ~45 MB (pprof.h's formula), typical use a few hundred KB */
+        .limits = {.max_samples = 16384, .max_functions = 32768, .max_strings = 65536,
+                   .max_string_bytes = 8u << 20, .max_stack_depth = PROF_MAX_FRAMES + 2},
+    };
+    if (!p->pb && clrmux_pprof_create(&pc, &p->pb) != 0)
+        p->pb = NULL;
+    if (!p->names)
+        p->names = prof_names_create(p->info, NAME_ENTRIES, NAME_ARENA);
+    if (p->pb && p->names)
+        return 0;
+    p->tables_failed = 1;
+    LOG_ERROR("profiler '%s': out of memory for the profile's tables; nothing is written", p->name);
+    return -1;
+}
 
 /* ---- drain: raw ids -> names -> pprof (sampler thread, or Shutdown after it stopped) -- */
 

@@ -1,5 +1,6 @@
-/* The built-in profiler's threads: the sampler thread (ticks, drains, periodic files) and
- * the short-lived thread that starts the EventPipe session. See profiler_int.h. */
+/* The built-in profiler's threads: the sampler thread (its first steps: the last gasp's
+ * thread, the signal sampler's start, the "started" line; then ticks, drains, periodic files)
+ * and the short-lived thread that starts the EventPipe session. See profiler_int.h. */
 #include <linux/futex.h>
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +43,45 @@ void prof_start_session(struct profiler *p)
 }
 
 /* ---- the sampler thread --------------------------------------------------------------- */
+
+void prof_sampler_setup(struct profiler *p)
+{
+    if (p->lastgasp_entry && !atomic_load(&p->stop)) {
+        if (prof_lastgasp_start() != 0)
+            LOG_WARN("profiler '%s': no last gasp: a process that ends without Shutdown loses its current period",
+                     p->name);
+        p->lastgasp_after_ns = mono_ns() - p->init_mono;
+    }
+    pthread_mutex_lock(&p->work_lock);
+    if (p->final || atomic_load(&p->stop)) { /* Shutdown or a last gasp came first */
+        pthread_mutex_unlock(&p->work_lock);
+        return;
+    }
+    prof_tables(p);
+    if ((p->cfg.cpu || p->cfg.wall) && p->cfg.sampler == PROF_SAMPLER_SIGNAL) {
+        char why[256];
+        p->sig = prof_sig_start(p->cfg.interval_ms, p->cfg.cpu, p->cfg.wall, p->span_peek, why, sizeof why);
+        if (p->sig) {
+            atomic_store(&p->mode, PROF_SAMPLER_SIGNAL);
+            p->sig_start = mono_ns();
+        }
+        else
+            LOG_WARN("profiler '%s': the signal sampler cannot run here (%s); using the suspend sampler", p->name,
+                     why);
+    }
+    pthread_mutex_unlock(&p->work_lock);
+    if ((p->cfg.cpu || p->cfg.wall) && !p->sig && !p->info10)
+        LOG_WARN("profiler '%s': the runtime has no ICorProfilerInfo10 (SuspendRuntime, .NET Core 3.0+): no cpu "
+                 "or wall profile", p->name);
+    int sampling = p->sig || p->info10;
+    LOG_INFO("profiler '%s': started for %s[%ld]: output %s every %d s, %s sampler every %d ms; cpu=%d wall=%d "
+             "exceptions=%d allocations=%d contention=%d; its ending handlers ready %.0f us after Initialize", p->name,
+             p->process, p->pid, p->cfg.output_dir, p->cfg.period_s,
+             p->sig ? "signal (SIGPROF, no pause)" : "suspend (SuspendRuntime)", p->cfg.interval_ms,
+             p->cfg.cpu && sampling, p->cfg.wall && sampling, p->cfg.exceptions, p->cfg.allocations && p->info12,
+             p->cfg.contention && p->info12, (double)p->lastgasp_after_ns / 1e3);
+}
+
 
 /* The sampler thread sleeps until its next tick (CLOCK_MONOTONIC ns) or until p->stop is set:
  * a futex wait on p->stop with an absolute timeout, one system call per tick (a condition
