@@ -1,7 +1,12 @@
-/* Composition internals shared by compose.c (records, requests, reverts, JIT events),
- * compose_chain.c (the chain of owners in GetReJITParameters, with each owner's last link
- * cached) and compose_view.c (what each child sees of the ReJIT versions: ReJIT IDs,
- * ReJIT callbacks, inliners). Not for use outside src/loader/compose*.c. */
+/* Composition internals shared by the compose*.c files, each calling only the ones below it:
+ *   compose_jit.c    the JIT events (held-back requests, methods composed at JIT time)
+ *   compose.c        requests and reverts by one owner, a child's leaving
+ *   compose_chain.c  the chain of owners in GetReJITParameters, each owner's last link cached
+ *   compose_view.c   what each child sees of the ReJIT versions: ReJIT IDs, ReJIT callbacks,
+ *                    inliners
+ *   compose_state.c  the state and the per-method records' table, names for log lines, the
+ *                    runtime ReJIT request made on behalf of children
+ * (tests/circles.sh keeps it so). Not for use outside src/loader/compose*.c. */
 #ifndef CLRMUX_COMPOSE_INT_H
 #define CLRMUX_COMPOSE_INT_H
 
@@ -92,6 +97,8 @@ struct clrmux_compose {
     int edges_full;
 };
 
+/* compose_state.c */
+
 /* While this thread is in a runtime RequestReJIT made for these children (a ReJITError the
  * runtime raises then reaches them). */
 extern __thread uint64_t clrmux_compose_tls_requesters;
@@ -125,6 +132,8 @@ void clrmux_compose_names(struct clrmux_mux *m, uint64_t set, char *out, size_t 
 void clrmux_compose_method_name(struct clrmux_mux *m, ModuleID module, mdMethodDef method, char *out, size_t outsz);
 void clrmux_compose_free_bodies(struct body *b);
 void clrmux_compose_free_links(struct link *l);
+
+/* compose_view.c */
 
 /* Records `seen` as the audience of the method's newest ReJIT ID not attributed yet (asked of
  * the runtime through GetReJITIDs); when the runtime cannot tell, the next unknown ID met in a

@@ -18,9 +18,6 @@
 #include "loader/compose_int.h"
 #include "loader/mux.h"
 
-__thread uint64_t clrmux_compose_tls_requesters;
-__thread int clrmux_compose_tls_in_request;
-
 #define MAX_EDGES (1L << 20)
 
 void clrmux_compose_ver_add(struct rec *r, ReJITID id, uint64_t seen)
