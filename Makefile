@@ -125,7 +125,7 @@ $(BUILD)/libclrmux_otlp.so: $(OTLP_OBJS)
 # symbols local): it needs only libc, and its load is one dlopen, not three (measured, a hello
 # world: ~15 fewer page faults, 3.5-5 ms less CPU under load).
 PROF_SRCS := $(shell find src/profiler -name '*.c' | sort) src/common/utf16.c src/common/platform_posix.c \
-             src/common/hresult.c src/common/mdtables.c src/tracer/otlp_http.c
+             src/common/hresult.c src/common/mdtables.c src/common/log_forward.c src/tracer/otlp_http.c
 PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/pobj/%.o) $(BUILD)/pobj/gen/profile.pb-c.o
 all: $(BUILD)/libclrmux_profiler.so
 

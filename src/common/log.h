@@ -57,6 +57,14 @@ void clrmux_vlog(int level, const char *fmt, va_list ap);
 typedef void (*clrmux_log_sink)(int level, const char *line, void *ctx);
 void clrmux_log_set_sink(clrmux_log_sink sink, void *ctx);
 
+/* In a companion library (libclrmux_profiler.so, built -DCLRMUX_PROFILER_COMPANION), log.c is
+ * not linked: log_forward.c provides clrmux_log, clrmux_vlog, clrmux_log_get_level and
+ * clrmux_log_level_name, and forwards every line to the host library's logger, given once at
+ * start with clrmux_log_forward_to (the two functions are the host's own clrmux_vlog and
+ * clrmux_log_get_level, copied; NULL members, or no call, give lines at INFO and above on
+ * stderr). So the companion's lines land in clrmux's one log, at clrmux's level. */
+void clrmux_log_forward_to(void (*vlog)(int level, const char *fmt, va_list ap), int (*get_level)(void));
+
 #define LOG_ERROR(...) clrmux_log(CLRMUX_LOG_ERROR, __VA_ARGS__)
 #define LOG_WARN(...) clrmux_log(CLRMUX_LOG_WARN, __VA_ARGS__)
 #define LOG_INFO(...) clrmux_log(CLRMUX_LOG_INFO, __VA_ARGS__)

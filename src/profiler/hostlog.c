@@ -1,11 +1,9 @@
-/* Logging inside the companion library: clrmux_log() forwards to the host's logger, so the
- * profiler's lines land in clrmux's one log (same file, same level); and the last gasp goes
- * through the host's too. Compiled only into
- * libclrmux_profiler.so (CLRMUX_PROFILER_COMPANION); elsewhere src/common/log.c provides
- * these functions. */
+/* The host's services inside the companion library: its logger (handed to
+ * common/log_forward.c, so the profiler's lines land in clrmux's one log, same file, same
+ * level) and its last gasp (the prof_lastgasp_* calls). In libclrmux_profiler.so
+ * (CLRMUX_PROFILER_COMPANION) they go through the host's table; in a build linked with the
+ * loader (the unit tests) straight to src/common/lastgasp.c. */
 #ifdef CLRMUX_PROFILER_COMPANION
-#include <stdarg.h>
-#include <stdio.h>
 
 #include "common/log.h"
 #include "profiler/prof.h"
@@ -14,37 +12,10 @@ static struct clrmux_profiler_host g_host;
 
 void prof_hostlog_set(const struct clrmux_profiler_host *host)
 {
-    if (host)
-        g_host = *host;
-}
-
-int clrmux_log_get_level(void) { return g_host.log_level ? g_host.log_level() : CLRMUX_LOG_INFO; }
-
-void clrmux_vlog(int level, const char *fmt, va_list ap)
-{
-    if (g_host.vlog) {
-        g_host.vlog(level, fmt, ap);
+    if (!host)
         return;
-    }
-    if (level <= CLRMUX_LOG_INFO) {
-        fprintf(stderr, "clrmux profiler %s ", clrmux_log_level_name(level));
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-    }
-}
-
-const char *clrmux_log_level_name(int level)
-{
-    static const char *const names[] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
-    return (level >= 0 && level <= CLRMUX_LOG_TRACE) ? names[level] : "?";
-}
-
-void clrmux_log(int level, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    clrmux_vlog(level, fmt, ap);
-    va_end(ap);
+    g_host = *host;
+    clrmux_log_forward_to(host->vlog, host->log_level); /* common/log_forward.c */
 }
 
 int prof_lastgasp_register(clrmux_lastgasp_fn fn, void *ctx)
