@@ -1,8 +1,7 @@
 /* Enter/leave/tailcall hooks for every child (see elt.h): the children's hooks and mappers as
  * recorded through their proxies, clrmux's FunctionIDMapper2 with its per-function records,
- * and the dispatchers that the runtime's hooks reach (the fast-path ones through the
- * register-preserving stubs in elt_amd64.S / elt_arm64.S, the WithInfo ones directly). */
-#include "loader/elt.h"
+ * and the install (the dispatchers that the runtime's hooks reach are in elt_dispatch.c). */
+#include "loader/elt_int.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -12,69 +11,6 @@
 #include "common/hresult.h"
 #include "common/log.h"
 #include "loader/mux.h"
-
-/* The fast-path stubs (elt_amd64.S, elt_arm64.S) take the registers the JIT uses on Linux
- * x64 and arm64 and on Windows x64 (the id in rcx there). CLRMUX_ELT_CALL_REGS: a child's own
- * fast-path hook is called with the JIT's special registers (Linux), not as a plain C function
- * of one argument (Windows x64, where the JIT's convention is the C one). */
-#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(_WIN32)
-#define CLRMUX_ELT_STUBS 1
-#define CLRMUX_ELT_CALL_REGS 1
-#elif defined(__x86_64__) && defined(_WIN32)
-#define CLRMUX_ELT_STUBS 1
-#define CLRMUX_ELT_CALL_REGS 0
-#else
-#define CLRMUX_ELT_STUBS 0
-#define CLRMUX_ELT_CALL_REGS 0
-#endif
-
-#define SLOW_FLAGS ((DWORD)(COR_PRF_ENABLE_FUNCTION_ARGS | COR_PRF_ENABLE_FUNCTION_RETVAL | COR_PRF_ENABLE_FRAME_INFO))
-#define ELT_MAGIC 0x636c726d7578454cull /* "clrmuxEL": marks a record made by clrmux's mapper */
-#define ARENA_CHUNK (64 * 1024)
-
-/* What one child set through its proxy. */
-struct elt_child {
-    enum clrmux_elt_gen gen;
-    void *enter, *leave, *tailcall;
-    int mapper2;        /* 0: FunctionIDMapper, 1: FunctionIDMapper2 */
-    void *mapper;       /* NULL: the child gets the FunctionID as its client data, every function */
-    void *mapper_data;  /* FunctionIDMapper2's clientData */
-};
-
-/* A hooking child, fixed when the hooks are installed (hooks can be set only in Initialize). */
-struct elt_slot {
-    struct clrmux_child *child;
-    enum clrmux_elt_gen gen;
-    void *enter, *leave, *tailcall;
-};
-
-/* One function as clrmux's mapper saw it: returned to the runtime as the FunctionIDOrClientID
- * that the hooks receive. */
-struct elt_fn {
-    uint64_t magic;
-    FunctionID fid;
-    uint64_t hooked;    /* bit per slot: that child hooks this function */
-    UINT_PTR client[];  /* per slot: the client data its mapper returned (or the FunctionID) */
-};
-
-struct arena_chunk {
-    struct arena_chunk *next;
-    size_t used;
-    _Alignas(16) unsigned char data[];
-};
-
-struct clrmux_elt {
-    struct clrmux_mux *mux;
-    pthread_mutex_t lock; /* children's mappers and the arena */
-    struct elt_child per[CLRMUX_MAX_CHILDREN];
-    int nslots;
-    struct elt_slot slots[CLRMUX_MAX_CHILDREN];
-    int installed; /* 0 none, 1 fast path, 2 WithInfo, 3 one child's own hooks */
-    struct arena_chunk *arena;
-};
-
-/* The installed state the hooks read (one mux per process). */
-static struct clrmux_elt *g_elt;
 
 /* The mux's ELT state, created by the first child that sets hooks or a mapper (one CAS). */
 static struct clrmux_elt *elt_of(struct clrmux_mux *m)
@@ -210,169 +146,6 @@ static UINT_PTR STDMETHODCALLTYPE elt_mapper(FunctionID fid, void *clientData, B
     return (UINT_PTR)f;
 }
 
-/* ---- dispatch -------------------------------------------------------------------------- */
-
-enum { K_ENTER, K_LEAVE, K_TAILCALL };
-
-/* A child's COR_PRF_FRAME_INFO / argument / return-value data for its ELT2 hooks, fetched from
- * the runtime once per hook call and only when some ELT2 child needs it. */
-struct elt2_info {
-    int have;
-    COR_PRF_FRAME_INFO frame;
-    COR_PRF_FUNCTION_ARGUMENT_INFO *args;
-    COR_PRF_FUNCTION_ARGUMENT_RANGE retval;
-    union {
-        COR_PRF_FUNCTION_ARGUMENT_INFO a;
-        unsigned char bytes[1024];
-    } buf;
-};
-
-static void elt2_fetch(int kind, FunctionID fid, COR_PRF_ELT_INFO info, struct elt2_info *x)
-{
-    ICorProfilerInfo15 *rt = g_elt->mux->info;
-    x->have = 1;
-    x->frame = 0;
-    x->args = NULL;
-    memset(&x->retval, 0, sizeof x->retval);
-    if (kind == K_ENTER) {
-        ULONG cb = sizeof x->buf;
-        if (SUCCEEDED(rt->lpVtbl->GetFunctionEnter3Info(rt, fid, info, &x->frame, &cb, &x->buf.a)))
-            x->args = &x->buf.a;
-    } else if (kind == K_LEAVE) {
-        rt->lpVtbl->GetFunctionLeave3Info(rt, fid, info, &x->frame, &x->retval);
-    } else {
-        rt->lpVtbl->GetFunctionTailcall3Info(rt, fid, info, &x->frame);
-    }
-}
-
-#if CLRMUX_ELT_CALL_REGS
-/* elt_amd64.S / elt_arm64.S: calls a child's FunctionEnter3 with the JIT's register convention
- * (on arm64 also its Leave3 / Tailcall3: the JIT passes x10 and x11 to all three). */
-extern void clrmux_elt_call_enter3(void *hook, UINT_PTR id, UINT_PTR caller_sp);
-#endif
-
-static inline __attribute__((always_inline)) void elt_dispatch(const int kind, const int slow, UINT_PTR id,
-                                                                COR_PRF_ELT_INFO info, UINT_PTR caller_sp)
-{
-    const struct clrmux_elt *e = g_elt;
-    const struct elt_fn *f = (const struct elt_fn *)id;
-    /* every id is one of clrmux's records unless the runtime hooked a function without asking
-     * the mapper: then each child gets the FunctionID, as it would without a mapper */
-    const int mapped = f && f->magic == ELT_MAGIC;
-    const FunctionID fid = mapped ? f->fid : id;
-    const uint64_t hooked = mapped ? f->hooked : ~0ull;
-    struct elt2_info x2;
-    x2.have = 0;
-    for (int s = 0; s < e->nslots; s++) {
-        if (!(hooked >> s & 1))
-            continue;
-        const struct elt_slot *sl = &e->slots[s];
-        void *h = kind == K_ENTER ? sl->enter : kind == K_LEAVE ? sl->leave : sl->tailcall;
-        if (!h)
-            continue;
-        DWORD low = atomic_load_explicit(&sl->child->mask_low, memory_order_relaxed);
-        if (!(low & COR_PRF_MONITOR_ENTERLEAVE))
-            continue;
-        FunctionIDOrClientID u;
-        u.clientID = mapped ? f->client[s] : id;
-        switch (sl->gen) {
-        case CLRMUX_ELT_GEN3:
-            /* a fast-path hook expects what the JIT passes: on x64, the id in r14 and the caller's
-             * SP in r15 at enter, the id in rdi and the SP in rsi at leave and tailcall; on arm64
-             * the id in x10 and the SP in x11 at all three */
-#if CLRMUX_ELT_CALL_REGS && defined(__aarch64__)
-            clrmux_elt_call_enter3(h, u.clientID, caller_sp);
-#elif CLRMUX_ELT_CALL_REGS && defined(__x86_64__)
-            if (kind == K_ENTER)
-                clrmux_elt_call_enter3(h, u.clientID, caller_sp);
-            else
-                ((void (*)(UINT_PTR, UINT_PTR))h)(u.clientID, caller_sp);
-#else
-            (void)caller_sp;
-            if (kind == K_ENTER)
-                ((FunctionEnter3 *)h)(u);
-            else if (kind == K_LEAVE)
-                ((FunctionLeave3 *)h)(u);
-            else
-                ((FunctionTailcall3 *)h)(u);
-#endif
-            break;
-        case CLRMUX_ELT_GEN3_INFO:
-            if (kind == K_ENTER)
-                ((FunctionEnter3WithInfo *)h)(u, info);
-            else if (kind == K_LEAVE)
-                ((FunctionLeave3WithInfo *)h)(u, info);
-            else
-                ((FunctionTailcall3WithInfo *)h)(u, info);
-            break;
-        case CLRMUX_ELT_GEN2: {
-            COR_PRF_FRAME_INFO frame = 0;
-            COR_PRF_FUNCTION_ARGUMENT_INFO *args = NULL;
-            COR_PRF_FUNCTION_ARGUMENT_RANGE *retval = NULL;
-            if (slow && (low & SLOW_FLAGS)) {
-                if (!x2.have)
-                    elt2_fetch(kind, fid, info, &x2);
-                if (low & COR_PRF_ENABLE_FRAME_INFO)
-                    frame = x2.frame;
-                if (low & COR_PRF_ENABLE_FUNCTION_ARGS)
-                    args = x2.args;
-                if (low & COR_PRF_ENABLE_FUNCTION_RETVAL)
-                    retval = &x2.retval;
-            }
-            if (kind == K_ENTER)
-                ((FunctionEnter2 *)h)(fid, u.clientID, frame, args);
-            else if (kind == K_LEAVE)
-                ((FunctionLeave2 *)h)(fid, u.clientID, frame, retval);
-            else
-                ((FunctionTailcall2 *)h)(fid, u.clientID, frame);
-            break;
-        }
-        case CLRMUX_ELT_GEN1:
-            if (kind == K_ENTER)
-                ((FunctionEnter *)h)(u.clientID);
-            else if (kind == K_LEAVE)
-                ((FunctionLeave *)h)(u.clientID);
-            else
-                ((FunctionTailcall *)h)(u.clientID);
-            break;
-        default:
-            break;
-        }
-    }
-}
-
-/* Fast path: reached from the stubs in elt_amd64.S with every volatile register saved. */
-#if defined(_WIN32)
-#define HIDDEN
-#else
-#define HIDDEN __attribute__((visibility("hidden")))
-#endif
-HIDDEN void clrmux_elt_fast_enter(UINT_PTR id, UINT_PTR caller_sp);
-HIDDEN void clrmux_elt_fast_leave(UINT_PTR id, UINT_PTR caller_sp);
-HIDDEN void clrmux_elt_fast_tailcall(UINT_PTR id, UINT_PTR caller_sp);
-HIDDEN void clrmux_elt_fast_enter(UINT_PTR id, UINT_PTR sp) { elt_dispatch(K_ENTER, 0, id, 0, sp); }
-HIDDEN void clrmux_elt_fast_leave(UINT_PTR id, UINT_PTR sp) { elt_dispatch(K_LEAVE, 0, id, 0, sp); }
-HIDDEN void clrmux_elt_fast_tailcall(UINT_PTR id, UINT_PTR sp) { elt_dispatch(K_TAILCALL, 0, id, 0, sp); }
-
-/* The stubs (elt_amd64.S): what the JIT calls directly. */
-extern void clrmux_elt_enter3_stub(FunctionIDOrClientID id);
-extern void clrmux_elt_leave3_stub(FunctionIDOrClientID id);
-extern void clrmux_elt_tailcall3_stub(FunctionIDOrClientID id);
-
-/* Slow path: the runtime's ProfileEnter/Leave/Tailcall call these as ordinary C functions. */
-static void STDMETHODCALLTYPE elt_enter_info(FunctionIDOrClientID id, COR_PRF_ELT_INFO info)
-{
-    elt_dispatch(K_ENTER, 1, id.clientID, info, 0);
-}
-static void STDMETHODCALLTYPE elt_leave_info(FunctionIDOrClientID id, COR_PRF_ELT_INFO info)
-{
-    elt_dispatch(K_LEAVE, 1, id.clientID, info, 0);
-}
-static void STDMETHODCALLTYPE elt_tailcall_info(FunctionIDOrClientID id, COR_PRF_ELT_INFO info)
-{
-    elt_dispatch(K_TAILCALL, 1, id.clientID, info, 0);
-}
-
 /* ---- install --------------------------------------------------------------------------- */
 
 /* One hooking child: its own mapper and hooks go to the runtime as they are, and it pays
@@ -451,7 +224,7 @@ void clrmux_elt_install(struct clrmux_mux *m)
         return; /* no child hooks: nothing is installed, nothing is paid */
     if (e->nslots == 1 && install_direct(m, e, names))
         return;
-    g_elt = e;
+    clrmux_elt_g = e;
     ICorProfilerInfo15 *rt = m->info;
     const int slow = (union_low & SLOW_FLAGS) != 0;
     HRESULT hr;
@@ -468,9 +241,9 @@ void clrmux_elt_install(struct clrmux_mux *m)
     }
     /* a kind of hook no child set is not installed (the JIT then calls nothing for it) */
     if (slow) {
-        hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(rt, any_enter ? elt_enter_info : NULL,
-                                                             any_leave ? elt_leave_info : NULL,
-                                                             any_tail ? elt_tailcall_info : NULL);
+        hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3WithInfo(rt, any_enter ? clrmux_elt_enter_info : NULL,
+                                                             any_leave ? clrmux_elt_leave_info : NULL,
+                                                             any_tail ? clrmux_elt_tailcall_info : NULL);
     } else {
 #if CLRMUX_ELT_STUBS
         hr = rt->lpVtbl->SetEnterLeaveFunctionHooks3(rt, any_enter ? clrmux_elt_enter3_stub : NULL,
@@ -550,8 +323,8 @@ void clrmux_elt_free(struct clrmux_mux *m)
     struct clrmux_elt *e = atomic_load_explicit(&m->elt, memory_order_acquire);
     if (!e)
         return;
-    if (g_elt == e)
-        g_elt = NULL;
+    if (clrmux_elt_g == e)
+        clrmux_elt_g = NULL;
     while (e->arena) {
         struct arena_chunk *n = e->arena->next;
         free(e->arena);
@@ -583,9 +356,9 @@ void clrmux_elt_installed(struct clrmux_mux *m, struct clrmux_elt_installed *out
         out->tailcall = (void *)clrmux_elt_tailcall3_stub;
 #endif
     } else {
-        out->enter = (void *)elt_enter_info;
-        out->leave = (void *)elt_leave_info;
-        out->tailcall = (void *)elt_tailcall_info;
+        out->enter = (void *)clrmux_elt_enter_info;
+        out->leave = (void *)clrmux_elt_leave_info;
+        out->tailcall = (void *)clrmux_elt_tailcall_info;
     }
 }
 #endif

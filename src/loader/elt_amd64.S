@@ -9,12 +9,12 @@
  * and the scratch registers the JIT may keep values in. Each stub therefore saves every
  * volatile register (rax, rcx, rdx, rsi, rdi, r8-r11, xmm0-xmm15), aligns the stack to 16
  * bytes for the C call (the JIT does not promise alignment here), calls the C dispatcher in
- * elt.c (clrmux_elt_fast_enter/leave/tailcall(id, caller_sp) in rdi, rsi), restores
+ * elt_dispatch.c (clrmux_elt_fast_enter/leave/tailcall(id, caller_sp) in rdi, rsi), restores
  * everything and returns. Callee-saved registers are preserved by the C ABI. CFI keeps the
  * frame unwindable for debuggers and native stack walkers.
  *
- * clrmux_elt_call_enter3(hook, id, caller_sp) calls a child's FunctionEnter3 with the same
- * convention the JIT uses (r14/r15, and rdi/rsi for hooks written as plain C functions).
+ * elt_call_amd64.S holds the way back: clrmux_elt_call_enter3, which calls a child's own hook
+ * with the JIT's convention (the stubs call up into elt_dispatch.c, which calls down into it).
  *
  * Windows x64 (the second half): the JIT passes the FunctionIDOrClientID in rcx and the
  * caller's SP in rdx to all three hooks (targetamd64.h without UNIX_AMD64_ABI: the argument
@@ -23,8 +23,8 @@
  * dispatcher keeps them); each stub saves those, gives the C call its 32-byte shadow space on
  * a 16-byte aligned stack, and restores them (rax and xmm0 carry the return value at leave).
  * SEH unwind data (.seh_*) describes the frame through rbp, so a stack walk through a hook
- * unwinds. A child's own fast-path hooks are plain functions of one argument there, so no
- * clrmux_elt_call_enter3 is needed. */
+ * unwinds. A child's own fast-path hooks are plain functions of one argument there, so
+ * elt_call_amd64.S has nothing for Windows. */
 #if defined(__x86_64__) && !defined(_WIN32)
 
 #define XMM_AREA 256
@@ -110,37 +110,6 @@
 ELT_STUB clrmux_elt_enter3_stub, clrmux_elt_fast_enter, 1
 ELT_STUB clrmux_elt_leave3_stub, clrmux_elt_fast_leave, 0
 ELT_STUB clrmux_elt_tailcall3_stub, clrmux_elt_fast_tailcall, 0
-
-/* void clrmux_elt_call_enter3(void *hook, UINT_PTR id, UINT_PTR caller_sp) */
-    .text
-    .p2align 4
-    .globl clrmux_elt_call_enter3
-    .hidden clrmux_elt_call_enter3
-    .type clrmux_elt_call_enter3, @function
-clrmux_elt_call_enter3:
-    .cfi_startproc
-    pushq %rbp
-    .cfi_def_cfa_offset 16
-    .cfi_offset %rbp, -16
-    movq %rsp, %rbp
-    .cfi_def_cfa_register %rbp
-    pushq %r14
-    .cfi_offset %r14, -24
-    pushq %r15
-    .cfi_offset %r15, -32
-    movq %rdi, %rax
-    movq %rsi, %r14
-    movq %rdx, %r15
-    movq %rsi, %rdi
-    movq %rdx, %rsi
-    call *%rax
-    popq %r15
-    popq %r14
-    popq %rbp
-    .cfi_def_cfa %rsp, 8
-    ret
-    .cfi_endproc
-    .size clrmux_elt_call_enter3, .-clrmux_elt_call_enter3
 
 #endif
 

@@ -7,14 +7,13 @@
  * receives the FunctionIDOrClientID in x10 and the caller's SP in x11; the argument registers
  * x0-x8 and v0-v7 hold the method's arguments at enter and its return value at leave. Each
  * stub saves every register the C ABI lets a callee change (x0-x17, the full 128 bits of
- * v0-v31: AAPCS64 keeps only the low halves of v8-v15), calls the C dispatcher in elt.c
+ * v0-v31: AAPCS64 keeps only the low halves of v8-v15), calls the C dispatcher in elt_dispatch.c
  * (clrmux_elt_fast_enter/leave/tailcall(id, caller_sp) in x0, x1), restores everything and
  * returns. The frame record (x29, x30) at the bottom of the frame keeps the stack walkable by
  * frame pointer; CFI keeps it unwindable.
  *
- * clrmux_elt_call_enter3(hook, id, caller_sp) calls a child's FunctionEnter3 / Leave3 /
- * Tailcall3 with the convention the JIT uses: x10 and x11, and also x0 and x1 for hooks written
- * as plain C functions. */
+ * elt_call_arm64.S holds the way back: clrmux_elt_call_enter3, which calls a child's own hooks
+ * with the JIT's convention (the stubs call up into elt_dispatch.c, which calls down into it). */
 #if defined(__aarch64__)
 
 #define FRAME 672 /* x29/x30 (16) + x0-x17 (144) + q0-q31 (512) */
@@ -100,31 +99,6 @@
 ELT_STUB clrmux_elt_enter3_stub, clrmux_elt_fast_enter
 ELT_STUB clrmux_elt_leave3_stub, clrmux_elt_fast_leave
 ELT_STUB clrmux_elt_tailcall3_stub, clrmux_elt_fast_tailcall
-
-/* void clrmux_elt_call_enter3(void *hook, UINT_PTR id, UINT_PTR caller_sp) */
-    .text
-    .p2align 4
-    .globl clrmux_elt_call_enter3
-    .hidden clrmux_elt_call_enter3
-    .type clrmux_elt_call_enter3, %function
-clrmux_elt_call_enter3:
-    .cfi_startproc
-    stp x29, x30, [sp, #-16]!
-    .cfi_def_cfa_offset 16
-    .cfi_offset x29, -16
-    .cfi_offset x30, -8
-    mov x29, sp
-    mov x16, x0
-    mov x10, x1
-    mov x11, x2
-    mov x0, x1
-    mov x1, x2
-    blr x16
-    ldp x29, x30, [sp], #16
-    .cfi_def_cfa sp, 0
-    ret
-    .cfi_endproc
-    .size clrmux_elt_call_enter3, .-clrmux_elt_call_enter3
 
 #endif
 
