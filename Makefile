@@ -16,7 +16,7 @@ SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omi
 # libclrmux.so: the loader and the built-in tracer. The built-in profiler is a companion
 # library (below); every src file is also compiled with ASan/UBSan for the unit tests.
 # src/tracer/pb: the OTLP protobuf encoder, a companion library (below), not in libclrmux.so
-LIB_SRCS  := $(shell find src/common src/loader src/control src/tracer -path src/tracer/pb -prune -o -name '*.c' -print | sort)
+LIB_SRCS  := $(shell find src/common src/loader src/control src/tracer src/entry -path src/tracer/pb -prune -o -name '*.c' -print | sort)
 # assembly (the fast-path enter/leave stubs), in libclrmux.so and in the unit tests
 ASM_SRCS  := $(shell find src/loader -name '*.S' | sort)
 ALL_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
@@ -207,6 +207,7 @@ fuzz_events_SRCS    := src/profiler/events.c src/profiler/framename.c
 fuzz_mdtables_SRCS  := src/common/mdtables.c
 fuzz_xspan_SRCS     := src/tracer/xspan.c src/tracer/otlp_xspan.c src/tracer/otlp.c src/tracer/otlp_http.c src/tracer/spans.c \
                        src/tracer/spans_clock.c src/tracer/spans_ctx.c src/tracer/spans_queue.c src/tracer/spans_async.c \
+                       src/tracer/spans_failed.c src/tracer/spans_join.c \
                        src/tracer/usdt.c src/common/platform_posix.c \
                        src/common/log.c src/common/utf16.c
 fuzz_xspan_LIBS     := -lm

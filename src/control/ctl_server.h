@@ -44,6 +44,11 @@ void clrmux_ctl_start(void *arg);
  * way finishes on its own (the thread is not waited for). */
 void clrmux_ctl_shutdown(void);
 
+/* The three above as the mux takes them (loader/mux.h, clrmux_mux_create): what the library's
+ * entry (src/entry/exports.c) gives every mux it creates. */
+struct clrmux_mux_control;
+extern const struct clrmux_mux_control clrmux_control_channel;
+
 #ifdef CLRMUX_TESTING
 /* Tests: starts the channel's thread now, without a mux (commands then answer that clrmux has
  * not started, unless the test set clrmux_the_mux), and waits until it listens (2 s at most).

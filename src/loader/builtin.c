@@ -8,7 +8,7 @@
 #include "common/lastgasp.h"
 #include "common/log.h"
 #include "loader/detach.h"
-#include "loader/mux.h"
+#include "loader/config.h"
 #include "common/platform.h"
 #include "common/trust.h"
 #include "profiler/companion.h"
@@ -28,7 +28,8 @@ static _Atomic int nprofilers;
 /* ---- builtin = profiler: not on Windows ------------------------------------------------
  * Its samplers are Linux-only (a signal per thread, /proc, process_vm_readv):
  * docs/platforms.md. */
-static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, int *version)
+static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, const struct clrmux_config *cfg,
+                                               int *version)
 {
     (void)version;
     LOG_ERROR("child '%s': the built-in profiler (builtin = profiler) is unavailable on Windows (its samplers are "
@@ -39,7 +40,8 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
 /* ---- builtin = profiler: the companion library libclrmux_profiler.so ------------------
  * Kept out of libclrmux.so (it carries zlib and protobuf-c, linked into it); dlopened from the
  * folder of libclrmux.so. A missing library is one log line and the child is skipped. */
-static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, int *version)
+static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, const struct clrmux_config *cfg,
+                                               int *version)
 {
     char path[4096], err[512];
     if (clrmux_module_path_of((const void *)&create_profiler, path, sizeof path) != 0) {
@@ -55,7 +57,7 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
     char real[4096] = "", why[4096 + 160];
     struct stat st; /* a missing library: dlopen's own message below says so */
     if (stat(path, &st) == 0 && clrmux_path_trusted(path, real, sizeof real, why, sizeof why) != 0) {
-        if (!(clrmux_the_mux && clrmux_the_mux->cfg.allow_insecure_paths)) {
+        if (!cfg->allow_insecure_paths) {
             LOG_ERROR("child '%s': refused to load %s: %s (allow_insecure_paths = true in [loader] overrides this); "
                       "child skipped", cc->name, path, why);
             return NULL;
@@ -74,7 +76,7 @@ static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *c
                                                      clrmux_span_context_peek, clrmux_span_context_find,
                                                      clrmux_lastgasp_register_deferred, clrmux_lastgasp_start};
     ICorProfilerCallback11 *cb =
-        create ? create(cc, clrmux_the_mux ? clrmux_the_mux->cfg.dir : ".", &host, version) : NULL;
+        create ? create(cc, cfg->dir, &host, version) : NULL;
     if (!cb)
         LOG_ERROR("child '%s': %s %s; child skipped", cc->name, path,
                   create ? "did not create the profiler (a library from another clrmux build?)"
@@ -106,10 +108,11 @@ int clrmux_builtin_profiler(int i, const char **name, ICorProfilerCallback11 **c
     return 0;
 }
 
-ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc, int *version)
+ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc, const struct clrmux_config *cfg,
+                                              int *version)
 {
     if (strcmp(cc->builtin, "profiler") == 0)
-        return create_profiler(cc, version);
+        return create_profiler(cc, cfg, version);
 #if defined(CLRMUX_NO_TRACER)
     if (strcmp(cc->builtin, "tracer") == 0) {
         LOG_ERROR("child '%s': the built-in tracer (builtin = tracer) is not in this build of clrmux "
@@ -120,8 +123,7 @@ ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc
     if (strcmp(cc->builtin, "tracer") == 0) {
         static const struct clrmux_tracer_host host = {clrmux_barrier_adopt, clrmux_barrier_register_adopted,
                                                        clrmux_barrier_disown};
-        return clrmux_tracer_create(cc, clrmux_the_mux ? clrmux_the_mux->cfg.path : NULL,
-                                    clrmux_the_mux ? clrmux_the_mux->cfg.dir : ".", &host, version);
+        return clrmux_tracer_create(cc, cfg->path, cfg->dir, &host, version);
     }
 #endif
     LOG_ERROR("child '%s': builtin '%s' is not available in this build of clrmux; child skipped", cc->name,

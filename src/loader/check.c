@@ -140,8 +140,6 @@ int clrmux_check_config(const char *path, clrmux_check_report_fn report, void *c
     if (cfg->log_file[0])
         snprintf(res->log_file, sizeof res->log_file, "%s", cfg->log_file);
 
-    struct clrmux_mux *saved = clrmux_the_mux;
-    clrmux_the_mux = m;
     int saved_level = clrmux_log_get_level();
     clrmux_log_set_level(CLRMUX_LOG_WARN);
     clrmux_log_open("/dev/null"); /* the lines reach the caller through the sink only */
@@ -158,7 +156,7 @@ int clrmux_check_config(const char *path, clrmux_check_report_fn report, void *c
         }
         int version = 0;
         /* a builtin that logged an error for one of its keys still runs (that key is skipped) */
-        ICorProfilerCallback11 *cb = clrmux_builtin_create(cc, &version);
+        ICorProfilerCallback11 *cb = clrmux_builtin_create(cc, cfg, &version);
         if (!cb)
             continue;
         cb->lpVtbl->Release(cb);
@@ -171,7 +169,6 @@ int clrmux_check_config(const char *path, clrmux_check_report_fn report, void *c
     clrmux_log_set_sink(NULL, NULL);
     clrmux_log_open(NULL);
     clrmux_log_set_level(saved_level);
-    clrmux_the_mux = saved;
     if (res->active_children == 0)
         emit(&c, CLRMUX_LOG_ERROR, 0, "no enabled child profiler would load; the application would run unprofiled");
     clrmux_config_free(&m->cfg);

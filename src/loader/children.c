@@ -142,7 +142,7 @@ int clrmux_load_children(struct clrmux_mux *m)
         c->index = m->nchildren;
         int version = 0;
         char real[PATH_MAX] = "";
-        ICorProfilerCallback11 *cb = cc->builtin[0] ? clrmux_builtin_create(cc, &version)
+        ICorProfilerCallback11 *cb = cc->builtin[0] ? clrmux_builtin_create(cc, cfg, &version)
                                                     : create_library_child(cc, cfg->allow_insecure_paths, real,
                                                                            sizeof real, &version);
         if (!cb)

@@ -31,7 +31,15 @@ struct clrmux_thread_rec {
     _Atomic int in_use;
 };
 
+/* barrier.c: registers the calling thread's record (reusing one of a thread that ended);
+ * NULL when out of memory (that thread's callbacks are not counted). */
 struct clrmux_thread_rec *clrmux_evac_register(void);
+/* barrier.c: every thread's record, newest first (records are never freed: walk with ->next). */
+struct clrmux_thread_rec *clrmux_evac_threads(void);
+/* barrier.c: what an evacuation does before it reads the counters: waits until the membarrier
+ * registration is over (or *stop is set), then makes every thread run a full barrier (or, when
+ * membarrier is not registered, relies on the callbacks' own fences). */
+void clrmux_barrier_before_evacuation(const _Atomic int *stop);
 /* ELF only: hidden symbol, initial-exec TLS (a DLL's symbols are private unless exported, and
  * mingw-w64 has its own TLS model) */
 #if defined(_WIN32)
@@ -117,13 +125,14 @@ void clrmux_detach_runtime_succeeded(struct clrmux_mux *mux);
  * child is notified any more). */
 void clrmux_detach_shutdown(struct clrmux_mux *mux);
 
-/* Keeps libclrmux.so mapped until the process ends (the runtime unloads a profiler after it
- * detached), and asks for the membarrier(2) registration (the registration can take
- * milliseconds; evacuation waits for its outcome), which then rebuilds the dispatch tables
- * of `mux` (its counted routes need it). Made on a thread other than the app's: see below. */
-void clrmux_pin_self(struct clrmux_mux *mux);
+/* barrier.c. Keeps libclrmux.so mapped until the process ends (the runtime unloads a profiler
+ * after it detached), and asks for the membarrier(2) registration (the registration can take
+ * milliseconds; evacuation waits for its outcome); when it succeeds, registered(mux) runs on
+ * the thread that made it (the mux rebuilds its dispatch tables there: its counted routes
+ * need it). Made on a thread other than the app's: see below. */
+void clrmux_pin_self(struct clrmux_mux *mux, void (*registered)(struct clrmux_mux *mux));
 
-/* The registration's thread. A built-in child that starts a thread of its own in its
+/* barrier.c. The registration's thread. A built-in child that starts a thread of its own in its
  * Initialize (the tracer's ReJIT thread) takes it over: clrmux_barrier_adopt() before it
  * creates the thread (1: adopted; clrmux_barrier_disown() if the thread then could not be
  * created), and the thread calls clrmux_barrier_register_adopted() before anything that can

@@ -1,7 +1,7 @@
 /* The mux object: clrmux's ICorProfilerCallback11. Fan-out functions are generated from the
- * callback list in gen/corprof_list.h; lifecycle, the exception watch and masks are written by
- * hand below; the JIT callbacks, out-parameter merges, ReJIT and EventPipe routing are in
- * mux_jit.c (shared macros: mux_int.h). */
+ * callback list in gen/corprof_list.h; lifecycle and the exception watch are written by hand
+ * below; the JIT callbacks, out-parameter merges, ReJIT and EventPipe routing are in
+ * mux_jit.c, the event masks in mux_masks.c (shared macros: mux_int.h). */
 #include "loader/mux_int.h"
 
 #include <errno.h>
@@ -17,7 +17,6 @@
 #include "common/platform.h"
 #include "common/unhandled.h"
 #include "common/utf16.h"
-#include "control/ctl_server.h"
 #include "loader/child_base.h"
 #include "loader/loop.h"
 #include "loader/elt.h"
@@ -114,8 +113,6 @@ CLRMUX_ALL_ICorProfilerCallback11(GEN, ICorProfilerCallback11)
  * for all of them (common/unhandled.h), so that a child alone, whatever it monitors, has its
  * data written when an unhandled exception ends the process. The children get the callbacks
  * they asked for as before (the generated fan-out), after the watch. */
-static void union_masks(struct clrmux_mux *m, struct clrmux_child *except, DWORD *low, DWORD *high);
-static HRESULT set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high);
 
 /* .NET 10 raises no exception callback after the first pass enters the thread's outermost
  * frame when the exception was thrown from a catch block of that frame and goes unhandled;
@@ -140,8 +137,8 @@ static void set_window(struct clrmux_mux *m, int open)
     pthread_mutex_lock(&m->mask_lock); /* the last to get here sees the final count */
     atomic_store(&m->window_low, atomic_load(&m->windows) ? (DWORD)WINDOW_LOW : 0);
     DWORD ul, uh;
-    union_masks(m, NULL, &ul, &uh);
-    HRESULT hr = set_runtime_mask(m, ul, uh);
+    clrmux_mux_union_masks(m, NULL, &ul, &uh);
+    HRESULT hr = clrmux_mux_set_runtime_mask(m, ul, uh);
     clrmux_dispatch_rebuild(m); /* the JIT routes' gates (dispatch.h) */
     pthread_mutex_unlock(&m->mask_lock);
     if (FAILED(hr))
@@ -297,6 +294,14 @@ static HRESULT get_runtime_info(struct clrmux_mux *m, IUnknown *unk)
 /* Initialize and InitializeForAttach: config (`path`, or found as at start-up), logging,
  * process filters, runtime information, then every child (children.c calls InitializeForAttach
  * when m->attaching). */
+/* The membarrier registration succeeded (detach.h): the sole subscribers that may detach get
+ * their counted fast path (dispatch.h); the mux is never freed. */
+static void barrier_registered(struct clrmux_mux *m)
+{
+    if (!atomic_load(&m->shut_down))
+        clrmux_dispatch_update(m);
+}
+
 static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *path_override)
 {
     char who[4096];
@@ -345,11 +350,11 @@ static HRESULT mux_start(struct clrmux_mux *m, IUnknown *pInfoUnk, const char *p
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     }
     LOG_INFO("runtime: .NET %s, ICorProfilerInfo%d", m->runtime_version.text, m->info_version);
-    clrmux_pin_self(m); /* children may detach one by one; clrmux's code stays mapped */
+    clrmux_pin_self(m, barrier_registered); /* children may detach one by one; clrmux's code stays mapped */
     atomic_store(&m->initializing, 1);
     /* the control channel (src/control): its thread started off this one, after the children */
-    if (clrmux_ctl_configure(!m->cfg.control_disabled, m->cfg.perf_map))
-        clrmux_barrier_then(clrmux_ctl_start, NULL);
+    if (m->control && m->control->configure(!m->cfg.control_disabled, m->cfg.perf_map))
+        clrmux_barrier_then(m->control->start, NULL);
     clrmux_loop_enter();
     int n = clrmux_load_children(m);
     clrmux_elt_install(m); /* the runtime takes ELT hooks only during Initialize */
@@ -394,7 +399,8 @@ static HRESULT STDMETHODCALLTYPE mux_Shutdown(ICorProfilerCallback11 *This)
 {
     struct clrmux_thread_rec *t_ = clrmux_evac_enter();
     struct clrmux_mux *m = impl(This);
-    clrmux_ctl_shutdown(); /* no command from now on */
+    if (m->control)
+        m->control->shutdown(); /* no command from now on */
     for (int i = 0; i < m->nchildren; i++)
         if (child_live(&m->children[i], 1))
             m->children[i].cb->lpVtbl->Shutdown(m->children[i].cb);
@@ -442,7 +448,7 @@ static const ICorProfilerCallback11Vtbl mux_vtbl = {
 };
 #pragma GCC diagnostic pop
 
-struct clrmux_mux *clrmux_mux_create(void)
+struct clrmux_mux *clrmux_mux_create(const struct clrmux_mux_control *control)
 {
     struct clrmux_mux *m = calloc(1, sizeof *m);
     if (!m)
@@ -453,6 +459,7 @@ struct clrmux_mux *clrmux_mux_create(void)
         return NULL;
     }
     m->iface.lpVtbl = &mux_vtbl;
+    m->control = control;
     atomic_store(&m->refs, 1);
     for (int i = 0; i < CLRMUX_NROUTES; i++)
         atomic_init(&m->routes[i], &clrmux_route_empty);
@@ -462,104 +469,4 @@ struct clrmux_mux *clrmux_mux_create(void)
     if (!clrmux_the_mux) /* a nested instance never replaces the first (CreateInstance runs on one thread) */
         clrmux_the_mux = m;
     return m;
-}
-
-/* ---- masks ---------------------------------------------------------------------------- */
-
-static HRESULT set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high)
-{
-    if (low == m->applied_low && high == m->applied_high)
-        return S_OK;
-    HRESULT hr;
-    if (m->info_version >= 5)
-        hr = m->info->lpVtbl->SetEventMask2(m->info, low, high);
-    else if (high == 0)
-        hr = m->info->lpVtbl->SetEventMask(m->info, low);
-    else
-        hr = E_INVALIDARG;
-    if (SUCCEEDED(hr)) {
-        m->applied_low = low;
-        m->applied_high = high;
-    }
-    return hr;
-}
-
-static void union_masks(struct clrmux_mux *m, struct clrmux_child *except, DWORD *low, DWORD *high)
-{
-    *low = atomic_load(&m->own_low) | atomic_load(&m->window_low);
-    *high = 0;
-    for (int i = 0; i < m->nchildren; i++) {
-        struct clrmux_child *c = &m->children[i];
-        if (c == except || !atomic_load(&c->active))
-            continue;
-        *low |= atomic_load(&c->mask_low);
-        *high |= atomic_load(&c->mask_high);
-    }
-}
-
-HRESULT clrmux_set_child_mask(struct clrmux_mux *m, struct clrmux_child *child, DWORD low, DWORD high)
-{
-    pthread_mutex_lock(&m->mask_lock);
-    DWORD old_low = atomic_load(&child->mask_low), old_high = atomic_load(&child->mask_high);
-    HRESULT hr = S_OK;
-    if (!atomic_load(&child->active) && atomic_load(&child->detach_state)) {
-        /* as the runtime answers a profiler that is detaching */
-        LOG_WARN("child '%s': SetEventMask after its RequestProfilerDetach; refused", child->name);
-        hr = CORPROF_E_PROFILER_DETACHING;
-    } else if (!atomic_load(&child->active)) {
-        /* a child whose Initialize failed is out: its mask no longer reaches the runtime */
-        LOG_WARN("child '%s': SetEventMask after its Initialize failed; refused", child->name);
-        hr = CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
-    } else if (!atomic_load(&m->initializing) &&
-        (((old_low ^ low) & m->immutable_low) || ((old_high ^ high) & m->immutable_high))) {
-        LOG_WARN("child '%s': SetEventMask changes an immutable flag after Initialize (0x%08X/0x%08X -> 0x%08X/0x%08X); refused",
-                 child->name, (unsigned)old_low, (unsigned)old_high, (unsigned)low, (unsigned)high);
-        hr = E_FAIL; /* what the runtime answers a profiler alone (measured on .NET 8, 9, 10) */
-    } else {
-        DWORD ul, uh;
-        union_masks(m, child, &ul, &uh);
-        hr = set_runtime_mask(m, ul | low, uh | high);
-        if (SUCCEEDED(hr)) {
-            atomic_store(&child->mask_low, low);
-            atomic_store(&child->mask_high, high);
-            clrmux_compose_masks_changed(m);
-            clrmux_dispatch_rebuild(m);
-            LOG_DEBUG("child '%s': event mask low=0x%08X high=0x%08X (union low=0x%08X high=0x%08X)", child->name,
-                      (unsigned)low, (unsigned)high, (unsigned)m->applied_low, (unsigned)m->applied_high);
-        } else {
-            LOG_WARN("child '%s': the runtime refused event mask low=0x%08X high=0x%08X: HRESULT %s", child->name,
-                     (unsigned)low, (unsigned)high, HR_STR(hr));
-        }
-    }
-    pthread_mutex_unlock(&m->mask_lock);
-    return hr;
-}
-
-HRESULT clrmux_apply_union(struct clrmux_mux *m)
-{
-    pthread_mutex_lock(&m->mask_lock);
-    DWORD ul, uh;
-    union_masks(m, NULL, &ul, &uh);
-    HRESULT hr = set_runtime_mask(m, ul, uh);
-    clrmux_dispatch_rebuild(m); /* e.g. a child left: its routes go */
-    pthread_mutex_unlock(&m->mask_lock);
-    return hr;
-}
-
-HRESULT clrmux_add_own_mask(struct clrmux_mux *m, DWORD low)
-{
-    if ((atomic_load(&m->own_low) & low) == low)
-        return S_OK;
-    pthread_mutex_lock(&m->mask_lock);
-    atomic_fetch_or(&m->own_low, low);
-    DWORD ul, uh;
-    union_masks(m, NULL, &ul, &uh);
-    HRESULT hr = set_runtime_mask(m, ul, uh);
-    pthread_mutex_unlock(&m->mask_lock);
-    if (FAILED(hr))
-        LOG_WARN("the runtime refused clrmux's own event flags 0x%08X: HRESULT %s", (unsigned)low, HR_STR(hr));
-    else
-        LOG_DEBUG("clrmux adds event flags 0x%08X (union low=0x%08X high=0x%08X)", (unsigned)low, (unsigned)ul,
-                  (unsigned)uh);
-    return hr;
 }

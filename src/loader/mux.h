@@ -88,10 +88,25 @@ struct clrmux_mux {
     struct clrmux_own_threads own; /* threads a child brought in itself (ownthreads.h) */
     struct clrmux_config cfg;
     _Atomic int shut_down;
+    const struct clrmux_mux_control *control; /* the control channel (NULL: none) */
 };
 
-/* Creates a mux with one reference (the class factory's CreateInstance). NULL on OOM. */
-struct clrmux_mux *clrmux_mux_create(void);
+/* The run-time control channel's entry points (src/control/ctl_server.h), which the mux calls
+ * at its Initialize and Shutdown. Given by the caller of clrmux_mux_create (the library's
+ * entry, src/entry/exports.c: clrmux_control_channel), because src/control sits above the
+ * loader (its commands read the mux) and the loader calls only downward. */
+struct clrmux_mux_control {
+    /* in Initialize, before the children's: 1 when the channel's thread is wanted */
+    int (*configure)(int control, int perf_map);
+    /* starts that thread (run off the app's main thread, after the membarrier registration) */
+    void (*start)(void *arg);
+    /* in Shutdown: stops accepting commands */
+    void (*shutdown)(void);
+};
+
+/* Creates a mux with one reference (the class factory's CreateInstance), with `control` (NULL:
+ * no control channel; not copied, must outlive the mux). NULL on OOM. */
+struct clrmux_mux *clrmux_mux_create(const struct clrmux_mux_control *control);
 
 /* Gives `child` its proxy's starting state. */
 void clrmux_proxy_init(struct clrmux_proxy *p, struct clrmux_mux *mux, struct clrmux_child *child);
@@ -126,7 +141,7 @@ static inline int clrmux_route_match(const struct clrmux_child *c, DWORD low, DW
            (atomic_load_explicit(&c->mask_high, memory_order_relaxed) & high);
 }
 
-/* The live mux (NULL before the runtime creates one). Builtin children and tests use it. */
+/* The live mux (NULL before the runtime creates one). The control channel and tests use it. */
 extern struct clrmux_mux *clrmux_the_mux;
 
 #endif

@@ -1,6 +1,6 @@
-/* Internals shared by the mux's callback files: mux.c (the generated fan-out, lifecycle,
- * exceptions, masks, the vtable) and mux_jit.c (the JIT callbacks and out-parameter merges,
- * ReJIT and EventPipe routing). Not for use outside src/loader/mux*.c. */
+/* Internals shared by the mux's files: mux.c (the generated fan-out, lifecycle, exceptions,
+ * the vtable), mux_jit.c (the JIT callbacks and out-parameter merges, ReJIT and EventPipe
+ * routing) and mux_masks.c (the event masks). Not for use outside src/loader/mux*.c. */
 #ifndef CLRMUX_MUX_INT_H
 #define CLRMUX_MUX_INT_H
 
@@ -10,6 +10,13 @@
 #include "loader/detach.h"
 #include "loader/dispatch.h"
 #include "loader/mux.h"
+
+/* mux_masks.c, under mux->mask_lock: the union of clrmux's own flags and every active child's
+ * mask except `except` (NULL: none), and its setting on the runtime (SetEventMask2, or
+ * SetEventMask when the high half is 0 and ICorProfilerInfo5 is missing: E_INVALIDARG
+ * otherwise); S_OK at once when the runtime already has it. */
+void clrmux_mux_union_masks(struct clrmux_mux *m, struct clrmux_child *except, DWORD *low, DWORD *high);
+HRESULT clrmux_mux_set_runtime_mask(struct clrmux_mux *m, DWORD low, DWORD high);
 
 static inline struct clrmux_mux *clrmux_mux_of(ICorProfilerCallback11 *iface)
 {

@@ -35,25 +35,6 @@ int clrmux_span_async_enter(int64_t slot, struct clrmux_span_ctx *out)
     return 1;
 }
 
-/* Async contexts whose method an exception left: a direct-mapped table of span ids (random,
- * so their low bits index it); a newer id may evict an older one. */
-#define FAILED_SLOTS 4096u
-static _Atomic uint64_t failed_ids[FAILED_SLOTS];
-static uint32_t failed_any_word;
-
-void spans_async_failed(uint64_t span_id)
-{
-    atomic_store_explicit(&failed_ids[span_id & (FAILED_SLOTS - 1)], span_id, memory_order_relaxed);
-    __atomic_store_n(&failed_any_word, 1, __ATOMIC_RELEASE);
-}
-
-int clrmux_span_failed(uint64_t span_id)
-{
-    return span_id && atomic_load_explicit(&failed_ids[span_id & (FAILED_SLOTS - 1)], memory_order_relaxed) == span_id;
-}
-
-const uint32_t *clrmux_span_failed_any(void) { return &failed_any_word; }
-
 int clrmux_span_detach(int64_t slot, struct clrmux_async_span *out)
 {
     struct tstate *t = spans_tls;

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control/ctl_server.h"
 #include "clrmux/corprof.h"
 #include "common/utf16.h"
 #include "loader/elt.h"
@@ -796,7 +797,7 @@ static int fake_nmuxes;
  * Info, its version and major version, the immutable sets, and initializing = 1. */
 static inline struct clrmux_mux *fake_mux_new(struct fake_runtime *rt)
 {
-    struct clrmux_mux *m = clrmux_mux_create();
+    struct clrmux_mux *m = clrmux_mux_create(&clrmux_control_channel);
     if (!m)
         return NULL;
     void *info = NULL;

@@ -123,7 +123,7 @@ static void test_barrier_handoff(void **state)
     (void)state;
     clrmux_barrier_test_reset();
     assert_int_equal(clrmux_barrier_adopt(), 0); /* not asked yet (no mux started) */
-    clrmux_pin_self(NULL);
+    clrmux_pin_self(NULL, NULL);
     assert_int_equal(clrmux_barrier_test_state(), 1);
     assert_int_equal(clrmux_barrier_adopt(), 1);
     assert_int_equal(clrmux_barrier_adopt(), 0); /* one adopter */
@@ -138,7 +138,7 @@ static void test_barrier_handoff(void **state)
 
     /* adopted, then the adopter's thread could not be created: clrmux's own thread */
     clrmux_barrier_test_reset();
-    clrmux_pin_self(NULL);
+    clrmux_pin_self(NULL, NULL);
     assert_int_equal(clrmux_barrier_adopt(), 1);
     clrmux_barrier_disown();
     clrmux_barrier_start(NULL);

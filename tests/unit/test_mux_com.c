@@ -1,4 +1,4 @@
-/* Unit tests for clrmux's COM exports (src/loader/exports.c: DllGetClassObject, the class
+/* Unit tests for clrmux's COM exports (src/entry/exports.c: DllGetClassObject, the class
  * factory, the mux's QueryInterface) and the per-child ICorProfilerInfo proxy's
  * QueryInterface and forwarding (src/loader/proxy.c), with the fake runtime of
  * tests/unit/fake_runtime.h. */

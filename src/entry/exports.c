@@ -1,7 +1,11 @@
 /* The library's two COM exports. The runtime calls DllGetClassObject(CLSID_clrmux,
- * IID_IClassFactory) and then CreateInstance(NULL, IID_ICorProfilerCallback2). */
+ * IID_IClassFactory) and then CreateInstance(NULL, IID_ICorProfilerCallback2), which creates
+ * the mux (src/loader) with the control channel (src/control) wired in. src/entry is the top
+ * room of libclrmux.so: the only one that knows both, so that each of them calls only
+ * downward (docs/architecture.md). */
 #include "clrmux/clrmux.h"
 #include "common/log.h"
+#include "control/ctl_server.h"
 #include "loader/mux.h"
 #include "loader/child_base.h"
 
@@ -29,7 +33,7 @@ static HRESULT STDMETHODCALLTYPE cf_CreateInstance(IClassFactory *This, IUnknown
         return CLASS_E_NOAGGREGATION;
     if (!clrmux_is_callback_iid(riid))
         return E_NOINTERFACE; /* before creating a mux, which is never freed */
-    struct clrmux_mux *m = clrmux_mux_create();
+    struct clrmux_mux *m = clrmux_mux_create(&clrmux_control_channel);
     if (!m)
         return E_OUTOFMEMORY;
     HRESULT hr = m->iface.lpVtbl->QueryInterface(&m->iface, riid, ppv);
