@@ -113,19 +113,11 @@ ICorProfilerCallback11 *clrmux_builtin_create(const struct clrmux_child_conf *cc
 {
     if (strcmp(cc->builtin, "profiler") == 0)
         return create_profiler(cc, cfg, version);
-#if defined(CLRMUX_NO_TRACER)
-    if (strcmp(cc->builtin, "tracer") == 0) {
-        LOG_ERROR("child '%s': the built-in tracer (builtin = tracer) is not in this build of clrmux "
-                  "(docs/platforms.md); child skipped", cc->name);
-        return NULL;
-    }
-#else
     if (strcmp(cc->builtin, "tracer") == 0) {
         static const struct clrmux_tracer_host host = {clrmux_barrier_adopt, clrmux_barrier_register_adopted,
                                                        clrmux_barrier_disown};
         return clrmux_tracer_create(cc, cfg->path, cfg->dir, &host, version);
     }
-#endif
     LOG_ERROR("child '%s': builtin '%s' is not available in this build of clrmux; child skipped", cc->name,
               cc->builtin);
     return NULL;

@@ -1,14 +1,15 @@
 /* The built-in profiler's companion library, build/libclrmux_profiler.so.
  *
  * libclrmux.so must stay self-contained (ldd shows only libc's parts), while the profiler
- * needs protobuf-c and zlib, whose Debian static archives are not PIC. So the profiler is
- * built as a companion shared library beside libclrmux.so, linked with -lprotobuf-c -lz
- * dynamically, and `builtin = profiler` (src/loader/builtin.c) dlopens it from the folder
+ * needs protobuf-c and zlib. So the profiler is built as a companion shared library beside
+ * libclrmux.so, with both linked into it statically, their symbols hidden (the Makefile says
+ * how), and `builtin = profiler` (src/loader/builtin.c) dlopens it from the folder
  * of libclrmux.so and calls its export CLRMUX_PROFILER_CREATE_SYMBOL (and looks up
  * CLRMUX_PROFILER_CTL_SYMBOL, its control operations: below).
  *
  * The companion logs through the host's logger (one log file, one level): it does not
- * link src/common/log.c but forwards clrmux_log() to the functions given in `host`; and it
+ * link src/common/log.c but src/common/log_forward.c, which forwards clrmux_log() to the
+ * functions given in `host`; and it
  * registers its last-gasp flush with the host's (src/common/lastgasp.c, one set of signal
  * handlers and one thread for the process). */
 #ifndef CLRMUX_PROFILER_COMPANION_H

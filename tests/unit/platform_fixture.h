@@ -2,8 +2,7 @@
  * make windows), so that the tests themselves are written once: the fake child libraries'
  * file names (build/fake/lib<name>.so, build/win-x64/fake/lib<name>.dll: FAKE_EXT), the null
  * device, and a system library every process has loaded with a string it holds
- * (SYSTEM_LIB, SYSTEM_LIB_MARKER: libc's banner, a kernel32 export's name), and whether the
- * built-in tracer is in the build (HAVE_BUILTIN_TRACER; not in Windows's yet). On Windows
+ * (SYSTEM_LIB, SYSTEM_LIB_MARKER: libc's banner, a kernel32 export's name). On Windows
  * tests/win/posix_compat.h (force-included) supplies the POSIX calls the C runtime lacks. */
 #ifndef CLRMUX_TESTS_PLATFORM_FIXTURE_H
 #define CLRMUX_TESTS_PLATFORM_FIXTURE_H
@@ -18,12 +17,6 @@
 #define NULL_DEVICE "/dev/null"
 #define SYSTEM_LIB "libc.so.6"
 #define SYSTEM_LIB_MARKER "GNU C Library"
-#endif
-
-#if defined(CLRMUX_NO_TRACER)
-#define HAVE_BUILTIN_TRACER 0
-#else
-#define HAVE_BUILTIN_TRACER 1
 #endif
 
 #endif

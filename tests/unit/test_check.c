@@ -129,13 +129,10 @@ static void test_problems_with_lines(void **state)
     free(res);
 }
 
-/* The builtin tracer's own keys, with their lines, and where it writes (skipped where the
- * tracer is not in the build: CLRMUX_NO_TRACER). */
+/* The builtin tracer's own keys, with their lines, and where it writes. */
 static void test_tracer_problems_with_lines(void **state)
 {
     (void)state;
-    if (!HAVE_BUILTIN_TRACER)
-        skip();
     struct seen s = {0};
     struct clrmux_check_result *res;
     char *path = check_text("[child tracer]\n"          /* 1 */
