@@ -134,8 +134,17 @@ void *tracer_rejit_thread(void *arg)
 #ifdef __linux__
         j->ran_cpu = sched_getcpu();
 #endif
-        j->hr = j->revert ? ICorProfilerInfo5_RequestRevert(t->info, j->n, j->modules, j->tokens, NULL)
-                          : ICorProfilerInfo5_RequestReJIT(t->info, j->n, j->modules, j->tokens);
+        /* a rewrite also re-JIT-compiles the methods that inlined the method (the runtime
+         * tracks them when ReJIT is enabled, .NET Core 3.0+), and the rewritten method is not
+         * inlined again: a method made hot and inlined before `clrmux ctl trace add` (or
+         * before the agent or Activity came) is traced at every call site */
+        if (j->revert)
+            j->hr = ICorProfilerInfo5_RequestRevert(t->info, j->n, j->modules, j->tokens, NULL);
+        else if (t->info10)
+            j->hr = t->info10->lpVtbl->RequestReJITWithInliners(t->info10, COR_PRF_REJIT_BLOCK_INLINING, j->n,
+                                                               j->modules, j->tokens);
+        else
+            j->hr = ICorProfilerInfo5_RequestReJIT(t->info, j->n, j->modules, j->tokens);
 #ifdef __linux__
         const int moved = j->moved; /* j is the waiting thread's once done is set */
 #endif

@@ -227,6 +227,8 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
                   HR_STR(hr));
         return FAILED(hr) ? hr : E_NOINTERFACE;
     }
+    if (FAILED(IUnknown_QueryInterface(unk, &IID_ICorProfilerInfo10, (void **)&t->info10)))
+        t->info10 = NULL; /* rewrites reach no caller that inlined the method (rejit.c) */
     /* after attach COR_PRF_MONITOR_CACHE_SEARCHES is not allowed (COR_PRF_ALLOWABLE_AFTER_ATTACH):
      * precompiled code is already in use then, and ReJIT replaces it all the same */
     DWORD mask = (DWORD)TRACER_MASK & (t->attaching ? ~(DWORD)COR_PRF_MONITOR_CACHE_SEARCHES : ~0u);

@@ -115,6 +115,8 @@ struct tracer {
     _Atomic LONG refs;
     char child[CLRMUX_NAME_MAX];
     ICorProfilerInfo5 *info;
+    /* the same Info's ICorProfilerInfo10 (NULL before .NET Core 3.0): RequestReJITWithInliners */
+    ICorProfilerInfo10 *info10;
     struct clrmux_tracer_host host; /* the loader's services (tracer.h) */
     int attaching; /* loaded by InitializeForAttach */
 

@@ -5,7 +5,8 @@
 # The compose app in its ctl mode (tests/clr/apps/compose: COMPOSE_MODE=ctl) runs under
 # clrmux with no `trace =` line, beside the IL-rewriting child A (fake_profilers/ilrewriter.c,
 # rewriting Compose.Work::Compute through ReJIT from the start) and the built-in profiler:
-#   phase 1  a thread calls Compute in a loop (hot, tier 1): `trace add` while it runs; status
+#   phase 1  a thread calls Compute in a loop (hot, tier 1): `trace add` while it runs (also of
+#            Leaf, which Mid inlined: traced where it was inlined, Mid re-JIT-compiled); status
 #            (text, JSON); another user (nobody) refused, by the folder and by SO_PEERCRED (a
 #            hard link of the socket where nobody may reach it); garbage, oversize, slow clients,
 #            clients killed mid-command: nothing changes (status, targets, log level as before)
@@ -211,6 +212,10 @@ ADD1=$(ns)
 if [ $rc = 0 ] && grep -q "compose!Compose.Work::Compute added: 1 method(s) rewritten through ReJIT" <<<"$out"; then
     ok "trace add on a method running hot: $out"
 else bad "trace add" "rc $rc: $out"; fi
+out=$(ctl trace add 'compose!Compose.Work::Leaf')
+if [ $? = 0 ] && grep -q "compose!Compose.Work::Leaf added: 1 method(s) rewritten through ReJIT" <<<"$out"; then
+    ok "trace add on a method inlined into a hot caller: $out"
+else bad "trace add of an inlined method" "$out"; fi
 out=$(ctl trace add 'compose!Compose.Work::NoSuchMethod' 2>&1)
 if [ $? = 1 ] && grep -q "matches no method in compose" <<<"$out"; then ok "trace add of a method that does not exist: $out"
 else bad "trace add of a missing method" "$out"; fi
@@ -233,21 +238,22 @@ for i in $(seq 50); do
     if "$PY" - "$WORK/status2.json" "$WORK/spans.jsonl" >"$WORK/agree" 2>&1 <<'EOF'; then agree=1; break; fi
 import json, sys
 s = json.load(open(sys.argv[1]))
-spans = lines = 0
+spans = compute = lines = 0
 for line in open(sys.argv[2]):
     lines += 1
     for rs in json.loads(line)["resourceSpans"]:
         for ss in rs["scopeSpans"]:
-            spans += sum(1 for sp in ss["spans"] if sp["name"] == "Compose.Work.Compute")
+            spans += len(ss["spans"])
+            compute += sum(1 for sp in ss["spans"] if sp["name"] == "Compose.Work.Compute")
 t = s["tracer"]
-tg = [x for x in t["targets"] if x["target"] == "compose!Compose.Work::Compute"][0]
-print("status: written %d lines %d calls %d dropped %d; file: %d spans in %d lines" % (
-    t["spans"]["written"], t["spans"]["lines"], tg["calls"], t["spans"]["dropped"], spans, lines))
+calls = sum(x["calls"] for x in t["targets"] if x["target"] in ("compose!Compose.Work::Compute", "compose!Compose.Work::Leaf"))
+print("status: written %d lines %d calls %d dropped %d; file: %d spans (%d of Compute) in %d lines" % (
+    t["spans"]["written"], t["spans"]["lines"], calls, t["spans"]["dropped"], spans, compute, lines))
 assert t["spans"]["written"] == spans and t["spans"]["lines"] == lines
-assert tg["calls"] == spans + t["spans"]["dropped"] + t["spans"]["unsampled"] and spans >= 201
+assert calls == spans + t["spans"]["dropped"] + t["spans"]["unsampled"] and compute >= 201
 owned = {c["name"]: c["rejit_methods"] for c in s["children"]}
 print("ReJIT owners: %s" % owned)
-assert owned == {"A": 1, "tracer": 1, "profiler": 0}
+assert owned == {"A": 1, "tracer": 2, "profiler": 0}
 EOF
 done
 if [ $agree = 1 ]; then ok "status numbers match the span file: $(cat "$WORK/agree")"
@@ -272,6 +278,9 @@ else bad "profile stop/start" "$o1 / $o2 / $o3"; fi
 out=$(ctl trace remove 'compose!Compose.Work::Compute')
 if [ $? = 0 ] && grep -q "removed: the tracer's rewrite of 1 method(s) reverted" <<<"$out"; then ok "trace remove: $out"
 else bad "trace remove" "$out"; fi
+out=$(ctl trace remove 'compose!Compose.Work::Leaf')
+if [ $? = 0 ] && grep -q "removed: the tracer's rewrite of 1 method(s) reverted" <<<"$out"; then ok "trace remove of the inlined method: $out"
+else bad "trace remove of Leaf" "$out"; fi
 ctl status --json >"$WORK/status4.json"
 if "$PY" -c "
 import json, sys
@@ -306,18 +315,23 @@ HOT=$(awk '$1=="ctl" && $2=="hot" && $3 ~ /^[0-9]+$/ {print $3}' "$WORK/app.err"
 "$PY" - "$WORK/spans.jsonl" "$T1" "$T2" "$T3" "$ADD0" "$HOT" >"$WORK/phases" 2>&1 <<'EOF'
 import json, sys
 t1, t2, t3, add0, hot = (int(x) for x in sys.argv[2:7])
-starts = []
+starts, leaf = [], []
 for line in open(sys.argv[1]):
     for rs in json.loads(line)["resourceSpans"]:
         for ss in rs["scopeSpans"]:
             starts += [int(sp["startTimeUnixNano"]) for sp in ss["spans"] if sp["name"] == "Compose.Work.Compute"]
+            leaf += [int(sp["startTimeUnixNano"]) for sp in ss["spans"] if sp["name"] == "Compose.Work.Leaf"]
 before_add = sum(1 for s in starts if s < add0)
 hot_spans = sum(1 for s in starts if add0 <= s < t1)
 exact = sum(1 for s in starts if t1 <= s <= t2)
 after = sum(1 for s in starts if s >= t3)
-print("spans: %d before the add, %d of the %d hot calls, %d of the 200 calls, %d after the remove" % (
-    before_add, hot_spans, hot, exact, after))
+leaf_exact = sum(1 for s in leaf if t1 <= s <= t2)
+leaf_other = sum(1 for s in leaf if s < add0 or s >= t3)
+print("spans: %d before the add, %d of the %d hot calls, %d of the 200 calls, %d after the remove; "
+      "Leaf (inlined into Mid before the add): %d of the 400 calls, %d before the add or after the remove" % (
+    before_add, hot_spans, hot, exact, after, leaf_exact, leaf_other))
 assert before_add == 0 and 1 <= hot_spans <= hot and exact == 200 and after == 0
+assert leaf_exact == 400 and leaf_other == 0
 EOF
 if [ $? = 0 ]; then ok "one span per call from the add to the remove: $(cat "$WORK/phases")"
 else bad "spans per phase" "$(cat "$WORK/phases")"; fi

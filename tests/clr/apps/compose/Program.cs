@@ -12,7 +12,8 @@
 //
 // COMPOSE_MODE=ctl (tests/clr/control.sh): the phases of a process changed while it runs
 // (`clrmux ctl`): phase 0, the children's ReJIT; then a thread calls Work.Compute in a loop
-// ("hot") until the script has acknowledged phase 1 (it adds a trace target meanwhile); then
+// and Work.Mid, which inlines Work.Leaf ("hot") until the script has acknowledged phase 1 (it
+// adds trace targets meanwhile, Leaf among them: traced where Mid inlined it); then
 // exactly Calls calls between the marks t1 and t2; phase 2 (the script removes the target);
 // Calls calls between t3 and t4; phase 3 (the script's last checks). stderr: "ctl hot N",
 // "ctl marks t1 t2 t3 t4" (Unix ns), the counters.
@@ -95,7 +96,7 @@ public static class Program
             /* hot (tier 1), yet not so fast that the tracer's buffer overflows once traced */
             for (int i = 0; !hotStop; i++)
             {
-                s += Work.Compute(i & 1023);
+                s += Work.Compute(i & 1023) + Work.Mid(i & 1023); /* Mid inlines Leaf */
                 n++;
                 if ((i & 63) == 63)
                     Thread.Sleep(1);
@@ -112,12 +113,12 @@ public static class Program
         long sum = 0;
         long t1 = UnixNs();
         for (int i = 0; i < Calls; i++)
-            sum += Work.Compute(i);
+            sum += Work.Compute(i) + Work.Mid(i);
         long t2 = UnixNs();
         Sync(2);
         long t3 = UnixNs();
         for (int i = 0; i < Calls; i++)
-            sum += Work.Compute(i);
+            sum += Work.Compute(i) + Work.Mid(i);
         long t4 = UnixNs();
         Sync(3);
         Console.WriteLine("sum " + sum);
