@@ -134,13 +134,13 @@ void *tracer_rejit_thread(void *arg)
 #ifdef __linux__
         j->ran_cpu = sched_getcpu();
 #endif
-        /* a rewrite also re-JIT-compiles the methods that inlined the method (the runtime
-         * tracks them when ReJIT is enabled, .NET Core 3.0+), and the rewritten method is not
-         * inlined again: a method made hot and inlined before `clrmux ctl trace add` (or
-         * before the agent or Activity came) is traced at every call site */
+        /* a target added at run time: its rewrite also re-JIT-compiles the methods that inlined
+         * it (the runtime tracks them when ReJIT is enabled, .NET Core 3.0+), and the rewritten
+         * method is not inlined again, so a method made hot and inlined before `clrmux ctl
+         * trace add` is traced at every call site */
         if (j->revert)
             j->hr = ICorProfilerInfo5_RequestRevert(t->info, j->n, j->modules, j->tokens, NULL);
-        else if (t->info10)
+        else if (j->inliners && t->info10)
             j->hr = t->info10->lpVtbl->RequestReJITWithInliners(t->info10, COR_PRF_REJIT_BLOCK_INLINING, j->n,
                                                                j->modules, j->tokens);
         else
@@ -243,7 +243,8 @@ void tracer_queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base)
 /* Queues a RequestReJIT (or RequestRevert) for the ReJIT thread and waits (bounded) until it
  * has been made. */
 #define SAME_CPU_WAIT_NS 2000000
-static HRESULT request(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly, int revert)
+static HRESULT request(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly, int revert,
+                       int inliners)
 {
     const char *what = revert ? "RequestRevert" : "RequestReJIT";
     struct rejit_job *j = calloc(1, sizeof *j);
@@ -262,6 +263,7 @@ static HRESULT request(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULON
     j->modules = mods;
     j->tokens = toks;
     j->revert = revert;
+    j->inliners = inliners;
 #ifdef __linux__
     /* The ReJIT thread runs on this thread's CPU for the job, and this thread yields that CPU
      * to it until the job is done (SAME_CPU_WAIT_NS at most, then it sleeps): waking a thread
@@ -317,12 +319,19 @@ static HRESULT request(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULON
     return done ? hr : E_FAIL;
 }
 
+__thread int tracer_rejit_inliners;
+
 void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
 {
-    request(t, mod, tokens, n, assembly, 0);
+    request(t, mod, tokens, n, assembly, 0, tracer_rejit_inliners);
+}
+
+void tracer_request_rejit_inliners(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
+{
+    request(t, mod, tokens, n, assembly, 0, 1);
 }
 
 HRESULT tracer_request_revert(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
 {
-    return request(t, mod, tokens, n, assembly, 1);
+    return request(t, mod, tokens, n, assembly, 1, 0);
 }

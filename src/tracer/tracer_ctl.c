@@ -111,7 +111,9 @@ static int match_loaded(struct tracer *t, const char *assembly)
     while (SUCCEEDED(ICorProfilerModuleEnum_Next(en, 64, mods, &got)) && got > 0)
         for (ULONG i = 0; i < got; i++)
             if (module_assembly(t, mods[i], name, sizeof name) == 0 && strcasecmp(name, assembly) == 0) {
+                tracer_rejit_inliners = 1; /* its methods may be hot, inlined into their callers */
                 t->iface.lpVtbl->ModuleLoadFinished(&t->iface, mods[i], S_OK);
+                tracer_rejit_inliners = 0;
                 matched++;
             }
     ICorProfilerModuleEnum_Release(en);
@@ -147,7 +149,7 @@ static uint32_t for_methods(struct tracer *t, int ti, int revert, HRESULT *worst
             if (FAILED(hr))
                 *worst = hr;
         } else {
-            tracer_request_rejit(t, mod, toks, k, assembly);
+            tracer_request_rejit_inliners(t, mod, toks, k, assembly); /* hot callers may have inlined them */
         }
         total += k;
     }
