@@ -773,7 +773,7 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     }
     pthread_mutex_unlock(&t->wr_lock);
     if (!gasped && clrmux_log_get_level() >= CLRMUX_LOG_INFO) /* for the info line only */
-        tracer_sched_times(atomic_load(&t->ex_tid), &t->ex_run_ns, &t->ex_wait_ns);
+        tracer_export_thread_times(t, &t->ex_run_ns, &t->ex_wait_ns);
     if (t->mout) {
         clrmux_spanfile_close(t->mout);
         t->mout = NULL;
