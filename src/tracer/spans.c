@@ -664,6 +664,12 @@ static inline void seg_start(struct tstate *t, uint32_t k, const struct actx *a,
     s->sampled = y < bound || bound == UINT64_MAX;
 }
 
+/* span_open's USDT probe, out of line (span_open stays a leaf until a tool attaches). */
+static __attribute__((noinline, cold)) void usdt_start(struct tstate *t, const struct open_span *o, uint32_t k)
+{
+    clrmux_usdt_span_start(o->method, o->span_id, t->seg[k].trace_id);
+}
+
 static inline int64_t span_open(struct tstate *t, int32_t method)
 {
     uint32_t d = t->depth;
@@ -695,7 +701,7 @@ static inline int64_t span_open(struct tstate *t, int32_t method)
     t->depth = d + 1;
     spans_ctx_update(t);
     if (CLRMUX_USDT_ON(span_start)) /* USDT clrmux:span_start, when a tool attached (usdt.h) */
-        clrmux_usdt_span_start((uint32_t)method, o->span_id, t->seg[k].trace_id);
+        usdt_start(t, o, k);
     return d;
 }
 
@@ -722,25 +728,12 @@ int64_t clrmux_span_enter(int32_t method)
     return span_open(t, method);
 }
 
-/* A finished span to the calling thread's block of the buffer; a span of a trace that is not
- * recorded, or that finds the buffer full, is counted on the thread instead. */
-static inline void record(struct tstate *t, const uint8_t *trace, uint64_t span, uint64_t parent, uint64_t start,
-                          uint64_t end, uint32_t method, uint32_t tid, uint16_t exc, uint16_t flags, int sampled)
+/* Writes a finished span to cell `pos` of the calling thread's block. */
+static inline __attribute__((always_inline)) void cell_write(struct tstate *t, uint64_t pos, const uint8_t *trace,
+                                                             uint64_t span, uint64_t parent, uint64_t start,
+                                                             uint64_t end, uint32_t method, uint32_t tid, uint16_t exc,
+                                                             uint16_t flags)
 {
-    if (CLRMUX_USDT_ON(span_end)) /* USDT clrmux:span_end, when a tool attached (usdt.h) */
-        clrmux_usdt_span_end(method, span, trace, (uint64_t)((double)(end - start) * ns_per_tick()),
-                             flags & CLRMUX_SPAN_ERROR);
-    if (!sampled) {
-        bump(&t->unsampled, 1);
-        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
-        return;
-    }
-    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
-    if (__builtin_expect(pos == t->limit, 0) && !block_room(t)) {
-        atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
-        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
-        return;
-    }
     struct cell *c = &t->cells[pos & (ring.blk - 1)];
     memcpy(c->trace_id, trace, 16);
     c->span_id = span;
@@ -753,6 +746,42 @@ static inline void record(struct tstate *t, const uint8_t *trace, uint64_t span,
     c->flags = flags;
     atomic_store_explicit(&c->ready, 1, memory_order_release);
     atomic_store_explicit(&t->pos, pos + 1, memory_order_relaxed);
+}
+
+/* record()'s rare side, out of line so that the common one stays a leaf (no registers saved
+ * for a call): a tool attached to span_end, a trace not recorded, a full block. */
+static __attribute__((noinline)) void record_slow(struct tstate *t, const uint8_t *trace, uint64_t span,
+                                                  uint64_t parent, uint64_t start, uint64_t end, uint32_t method,
+                                                  uint32_t tid, uint16_t exc, uint16_t flags, int sampled)
+{
+    if (CLRMUX_USDT_ON(span_end)) /* USDT clrmux:span_end, when a tool attached (usdt.h) */
+        clrmux_usdt_span_end(method, span, trace, (uint64_t)((double)(end - start) * ns_per_tick()),
+                             flags & CLRMUX_SPAN_ERROR);
+    if (!sampled) {
+        bump(&t->unsampled, 1);
+        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
+        return;
+    }
+    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    if (pos == t->limit && !block_room(t)) {
+        atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
+        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
+        return;
+    }
+    cell_write(t, pos, trace, span, parent, start, end, method, tid, exc, flags);
+}
+
+/* A finished span to the calling thread's block of the buffer; a span of a trace that is not
+ * recorded, or that finds the buffer full, is counted on the thread instead. */
+static inline void record(struct tstate *t, const uint8_t *trace, uint64_t span, uint64_t parent, uint64_t start,
+                          uint64_t end, uint32_t method, uint32_t tid, uint16_t exc, uint16_t flags, int sampled)
+{
+    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    if (__builtin_expect(!sampled || pos == t->limit || CLRMUX_USDT_ON(span_end), 0)) {
+        record_slow(t, trace, span, parent, start, end, method, tid, exc, flags, sampled);
+        return;
+    }
+    cell_write(t, pos, trace, span, parent, start, end, method, tid, exc, flags);
 }
 
 void spans_record_async(struct tstate *t, const struct clrmux_async_span *s, uint64_t end, uint16_t exc, int error)
@@ -768,16 +797,21 @@ static __attribute__((noinline, cold)) void lost_frame_ends(struct tstate *t)
         t->lost--;
 }
 
-/* Ends the spans from the top down to (and including) `slot`, at tick `end`. */
-static inline void close_down_to(struct tstate *t, int64_t slot, uint64_t end)
+/* Ends the top span at tick `end`. */
+static inline __attribute__((always_inline)) void close_top(struct tstate *t, uint64_t end)
 {
-    while ((int64_t)t->depth > slot) {
-        uint32_t d = --t->depth;
-        const struct open_span *o = &t->stack[d];
-        const struct seg *sg = &t->seg[o->seg];
-        record(t, sg->trace_id, o->span_id, o->segroot ? sg->root_parent : t->stack[d - 1].span_id, o->start, end,
-               o->method, t->tid, o->exc, (uint16_t)(o->flags | (sg->joined ? CLRMUX_SPAN_JOINED : 0)), sg->sampled);
-    }
+    uint32_t d = --t->depth;
+    const struct open_span *o = &t->stack[d];
+    const struct seg *sg = &t->seg[o->seg];
+    record(t, sg->trace_id, o->span_id, o->segroot ? sg->root_parent : t->stack[d - 1].span_id, o->start, end,
+           o->method, t->tid, o->exc, (uint16_t)(o->flags | (sg->joined ? CLRMUX_SPAN_JOINED : 0)), sg->sampled);
+}
+
+/* Ends the spans from the top down to (and including) `slot`, at tick `end`. */
+static __attribute__((noinline)) void close_down_to(struct tstate *t, int64_t slot, uint64_t end)
+{
+    while ((int64_t)t->depth > slot)
+        close_top(t, end);
     if (t->depth == 0)
         t->pending_exc = 0, t->lost = 0;
     spans_ctx_update(t);
@@ -793,6 +827,13 @@ void clrmux_span_exit(int64_t slot)
     if (!t || slot >= (int64_t)t->depth)
         return;
     uint64_t end = ticks();
+    if (__builtin_expect(slot + 1 == (int64_t)t->depth, 1)) { /* the top span: the common case */
+        close_top(t, end);
+        if (!t->depth)
+            t->pending_exc = 0, t->lost = 0;
+        spans_ctx_update(t);
+        return;
+    }
     /* spans above `slot` were left without their exit probe (an unwind the tracer did not see
      * end them; closed here so the stack stays consistent) */
     close_down_to(t, slot, end);

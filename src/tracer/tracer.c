@@ -417,6 +417,9 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (base && !atomic_load_explicit(&t->unhandled.state, memory_order_relaxed) &&
         strcmp(assembly, "System.Private.CoreLib") == 0)
         tracer_queue_hook_lookup(t, mod, base);
+    /* an Activity can exist from now on: root spans call the agent's JoinRoot (spans.h) */
+    if (strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0)
+        clrmux_spans_join_possible();
     /* the join waits for Activity's initialization (activity.h) */
     if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_load(&t->ds_module) &&
         clrmux_activity_find((ICorProfilerInfo3 *)t->info, mod, &t->activity) == 0)
