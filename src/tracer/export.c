@@ -491,6 +491,7 @@ void *tracer_export_thread(void *arg)
     int64_t flush_at = t->start_ns + (int64_t)t->flush_ms * 1000000;
     int64_t metrics_at = t->start_ns + (int64_t)t->metrics_ms * 1000000;
     int more = 0; /* the last export stopped at its budget with spans left: no wait */
+    int64_t times_at = 0; /* its own account's next update (own_times_update) */
     pthread_mutex_lock(&t->wr_lock);
     if (!t->final)
         tracer_open_metrics(t);
@@ -516,8 +517,11 @@ void *tracer_export_thread(void *arg)
             continue;
         }
         pthread_mutex_lock(&t->wr_lock);
+        int ran = 0; /* it wrote spans (not final, not held) */
         if (!t->final && clrmux_mono_ns() >= atomic_load(&t->hold_until_ns)) {
+            uint64_t enc = t->encoded;
             more = tracer_export_pending(t, flush);
+            ran = t->encoded != enc;
             if (now >= metrics_at) {
                 metrics_at = now + (int64_t)t->metrics_ms * 1000000;
                 tracer_export_metrics(t);
@@ -528,7 +532,14 @@ void *tracer_export_thread(void *arg)
                 clrmux_http_pump(t->mhttp, poll);
         }
         pthread_mutex_unlock(&t->wr_lock);
-        own_times_update(t, sfd);
+        /* a batch or more waiting already (written meanwhile): no sleep first (only after a
+         * pass that wrote: a pass that could write nothing sleeps, whatever is pending) */
+        if (ran && !more && clrmux_spans_pending() >= EXPORT_BATCH)
+            more = 1;
+        if (!more || now >= times_at) { /* about to sleep, or at least every poll interval */
+            own_times_update(t, sfd);
+            times_at = now + (int64_t)poll * 1000000;
+        }
     }
     /* Shutdown wrote the last spans and metrics itself (final) */
     own_times_update(t, sfd);
