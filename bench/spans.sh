@@ -16,9 +16,11 @@
 #    run queue for a CPU (schedstat); as root, the 1 M/s runs again with the export thread in
 #    the real-time class (chrt -f 1; BENCH_SPANS_RT=0: not run), so that it gets its CPU on a
 #    busy machine.
-#    Beside it, `otelapp pipeline CALLS RATE QUEUE`:
+#    Beside it, `otelapp pipeline CALLS RATE QUEUE [ENDPOINT]`:
 #    the same calls with hand-made OpenTelemetry spans into the SDK's batch processor (default
-#    queue of 2048, and a queue that holds every span: its drain rate).
+#    queue of 2048, and a queue that holds every span: its drain rate), with a counting exporter,
+#    then with the SDK's OTLP exporter (HTTP/protobuf) to a local sink (bench/sink.c).
+# 3. The probes natively (bench/probes.c): ns per span beside the floor, each feature's share.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -173,3 +175,28 @@ for q in 2048 "$LOAD"; do
     done
 done
 echo "  (exported/s: spans exported over the time from the first call to the end of ForceFlush)"
+# The SDK's OTLP exporter (HTTP/protobuf) to a local sink (bench/sink.c: reads each request and
+# answers 200), through the same batch processor: the SDK's encoding and sending, as clrmux's
+# rows above include its encoding and writing.
+if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -o "$WORK/sink" bench/sink.c; then
+    "$WORK/sink" "$WORK/sinkport" 600 >"$WORK/sink.out" &
+    SINK_PID=$!
+    for _ in $(seq 100); do [ -s "$WORK/sinkport" ] && break; sleep 0.1; done
+    if [ -s "$WORK/sinkport" ]; then
+        echo
+        echo "OpenTelemetry SDK: otelapp pipeline $LOAD RATE QUEUE ENDPOINT (batch processor, OTLP exporter, HTTP/protobuf to a local sink)"
+        printf '  %-30s %12s %12s %12s %16s\n' "queue, rate" "calls/s" "exported" "dropped" "exported/s"
+        for q in 2048 "$LOAD"; do
+            for rate in 1000000 0; do
+                out=$(dotnet "$APP" pipeline "$LOAD" "$rate" "$q" "http://127.0.0.1:$(cat "$WORK/sinkport")")
+                label="queue $q, $([ "$rate" = 0 ] && echo "full speed" || echo "1 M/s")"
+                printf '  %-30s %12s %12s %12s %16s\n' "$label" "$(f calls_per_s <<<"$out")" "$(f exported <<<"$out")" \
+                    "$(f dropped <<<"$out")" "$(f exported_per_s <<<"$out")"
+                [ -n "$SUMMARY" ] && echo "otlp_${q}_$rate $(f calls_per_s <<<"$out") $(f exported <<<"$out") $(f dropped <<<"$out") $(f exported_per_s <<<"$out")" >>"$SUMMARY"
+            done
+        done
+        echo "  (calls/s below the rate: the SDK's span and its export took the app's thread's CPU)"
+    fi
+    kill "$SINK_PID" 2>/dev/null
+    wait "$SINK_PID" 2>/dev/null
+fi
