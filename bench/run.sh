@@ -47,10 +47,16 @@ echo "== 2. instructions per dispatched callback (callgrind)"
 if command -v valgrind >/dev/null 2>&1; then
     # Ir counted only inside loop_thread / loop_inline (--toggle-collect), for N calls minus
     # the same run with 0 calls, divided by N.
+    # The harness calls at once after Initialize, as the runtime does (BENCH_DISPATCH_AT_ONCE:
+    # no wait for clrmux's membarrier(2) registration, which its own thread makes meanwhile).
+    # k1nomb: k1 with membarrier(2) failing (bench/nomembarrier.c, LD_PRELOAD), as under a
+    # seccomp filter that leaves it out: a child that may detach then goes the long way.
+    gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -shared -fPIC -o "$WORK/nomembarrier.so" bench/nomembarrier.c -ldl
     ir() { # ir CONFIG CB CALLS
-        local out="$WORK/cg.$1.$2.$3"
-        valgrind --tool=callgrind --toggle-collect="loop_$2" --callgrind-out-file="$out" \
-            "$BIN" one "$1" "$2" "$3" >/dev/null 2>"$out.err" \
+        local out="$WORK/cg.$1.$2.$3" cfg=$1 pre=
+        [ "$cfg" = k1nomb ] && cfg=k1 pre="$WORK/nomembarrier.so"
+        env BENCH_DISPATCH_AT_ONCE=1 ${pre:+LD_PRELOAD=$pre} valgrind --tool=callgrind --toggle-collect="loop_$2" --callgrind-out-file="$out" \
+            "$BIN" one "$cfg" "$2" "$3" >/dev/null 2>"$out.err" \
             || { echo "bench: callgrind run failed:" >&2; cat "$out.err" >&2; exit 1; }
         awk '/^(summary|totals):/ {print $2; exit}' "$out"
     }
@@ -64,7 +70,7 @@ if command -v valgrind >/dev/null 2>&1; then
         for cfg in direct:"direct (1 child, no clrmux)" k1:"clrmux k=1" k1p:"clrmux k=1, never detaches" \
                    k4s1:"clrmux k=4, 1 subscribed" k4s1p:"clrmux k=4, 1 subscr., never det." \
                    k8:"clrmux k=8" k8p:"clrmux k=8, never detach" \
-                   k2r:"clrmux k=2 s1, ENABLE_REJIT x2"; do
+                   k2r:"clrmux k=2 s1, ENABLE_REJIT x2" k1nomb:"clrmux k=1, no membarrier(2)"; do
             key=${cfg%%:*} label=${cfg#*:}
             a=$(ir "$key" "$cb" 0)
             b=$(ir "$key" "$cb" "$CG_N")

@@ -16,9 +16,11 @@
 #    run queue for a CPU (schedstat); as root, the 1 M/s runs again with the export thread in
 #    the real-time class (chrt -f 1; BENCH_SPANS_RT=0: not run), so that it gets its CPU on a
 #    busy machine.
-#    Beside it, `otelapp pipeline CALLS RATE QUEUE`:
+#    Beside it, `otelapp pipeline CALLS RATE QUEUE [ENDPOINT]`:
 #    the same calls with hand-made OpenTelemetry spans into the SDK's batch processor (default
-#    queue of 2048, and a queue that holds every span: its drain rate).
+#    queue of 2048, and a queue that holds every span: its drain rate), with a counting exporter,
+#    then with the SDK's OTLP exporter (HTTP/protobuf) to a local sink (bench/sink.c).
+# 3. The probes natively (bench/probes.c): ns per span beside the floor, each feature's share.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -52,23 +54,31 @@ f() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p"; }
 BUF=$(((5 + ROUNDS) * CALLS * 2))
 conf fast /dev/null "$BUF"
 conf slow /dev/null "$BUF" "suppress_gc_transition = false"
+conf nojoin /dev/null "$BUF" "agent = false" "join_activity = false"
 
 echo "spans: otelapp spans $CALLS $ROUNDS (median of $ROUNDS rounds, thread CPU time, one process per line)"
 printf '  %-44s %9s %9s %9s %10s %10s %8s\n' "probes" "plain ns" "clrmux" "OTel SDK" "clrmux/sp" "OTel/span" "OTel/clrmux"
-for c in fast slow; do
+for c in fast slow nojoin; do
     out=$(run "$c" spans "$CALLS" "$ROUNDS")
     p=$(f plain_ns <<<"$out"); tr=$(f traced_ns <<<"$out"); o=$(f otel_ns <<<"$out")
     [ -n "$p" ] && [ -n "$tr" ] && [ -n "$o" ] || { echo "spans: unexpected output: $out" >&2; cat "$WORK/$c.log" >&2; exit 1; }
-    label=$([ "$c" = fast ] && echo "without GC transition (SuppressGCTransition)" || echo "with GC transition")
+    case $c in
+    fast) label="without GC transition (SuppressGCTransition)" ;;
+    slow) label="with GC transition" ;;
+    *) label="without GC transition, no join check" ;;
+    esac
     awk -v l="$label" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "  %-44s %9.2f %9.2f %9.2f %10.2f %10.2f %7.1fx\n", l, p, t, o, t - p, o - p, (o - p) / (t - p) }'
     [ -n "$SUMMARY" ] && awk -v c="$c" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "span_%s %.2f %.2f %.1f\n", c, t - p, o - p, (o - p) / (t - p) }' >>"$SUMMARY"
     if [ "$c" = fast ]; then
         fast_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
         fast_otel=$(awk -v p="$p" -v o="$o" 'BEGIN { printf "%.2f", o - p }')
     fi
+    [ "$c" = nojoin ] && nojoin_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
     grep -q 'tracer: 1 method(s) rewritten' "$WORK/$c.log" || { echo "spans: Traced was not rewritten:" >&2; cat "$WORK/$c.log" >&2; exit 1; }
 done
 echo "  (ns per call; clrmux/sp and OTel/span: the method's cost minus Plain's; OTel/clrmux: their ratio)"
+echo "  (no join check: agent = false, join_activity = false: a root span does not look for an Activity or an async"
+echo "   context to join; the check's share, from two processes (noisy on a shared machine): $(awk -v a="$fast_sp" -v b="$nojoin_sp" 'BEGIN { printf "%.2f", a - b }') ns)"
 # The time source's cost on this machine (bench/clocks.c) beside the span costs just measured:
 # two TSC reads are the floor under a span timed as the probes time it.
 if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -o "$WORK/clocks" bench/clocks.c; then
@@ -81,6 +91,30 @@ if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -o "$WORK/cl
         awk -v fl="$fl" -v t="$fast_sp" -v o="$fast_otel" 'BEGIN { printf "  clrmux/sp %.2f ns = the floor %.2f + %.2f ns; OTel/span / floor = %.1fx: the best ratio a TSC-timed span could show in this run\n", t, fl, t - fl, o / fl }'
         [ -n "$SUMMARY" ] && echo "span_floor $fl $(f rdtsc <<<"$cw") $(f clock_monotonic <<<"$cw")" >>"$SUMMARY"
     fi
+fi
+# The probes' native cost beside the floor, and each feature's share (bench/probes.c): the
+# probes built as libclrmux.so builds them, and without one feature each, timed in turn in one
+# process with the floor.
+PSRCS="src/tracer/spans.c src/tracer/spans_async.c src/tracer/spans_clock.c src/tracer/spans_ctx.c src/tracer/spans_queue.c
+       src/tracer/usdt.c src/common/platform_posix.c"
+PCF="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc -g -fPIC -pthread -O2 -fno-omit-frame-pointer"
+PB=build/bench
+mkdir -p "$PB"
+# shellcheck disable=SC2086
+if command -v gcc >/dev/null 2>&1 &&
+    gcc $PCF -shared -o "$PB/libprobes_full.so" $PSRCS -ldl &&
+    gcc $PCF -shared -DCLRMUX_BENCH_NO_LABELS -o "$PB/libprobes_nolabels.so" $PSRCS -ldl &&
+    gcc $PCF -shared -DCLRMUX_NO_USDT -o "$PB/libprobes_nousdt.so" $PSRCS -ldl &&
+    gcc $PCF -shared -DCLRMUX_NO_USDT -DCLRMUX_BENCH_NO_LABELS -o "$PB/libprobes_bare.so" $PSRCS -ldl &&
+    gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Isrc -o "$PB/probes" bench/probes.c -ldl; then
+    echo
+    echo "probes: ns per span natively (clrmux_span_enter_fast + clrmux_span_exit; bench/probes.c, thread CPU time,"
+    echo "  median of ${BENCH_PROBES_ROUNDS:-21} rounds of 200000, the builds and the floor in turn in one process)"
+    pout=$("$PB/probes" "${BENCH_PROBES_ROUNDS:-21}" 200000 "full=$ROOT/$PB/libprobes_full.so" \
+        "nolabels=$ROOT/$PB/libprobes_nolabels.so" "nousdt=$ROOT/$PB/libprobes_nousdt.so" "bare=$ROOT/$PB/libprobes_bare.so")
+    grep -v '^probes_summary' <<<"$pout"
+    echo "  (the metrics of a recorded span are counted by the export thread as it drains it: no per-call work)"
+    [ -n "$SUMMARY" ] && grep '^probes_summary' <<<"$pout" >>"$SUMMARY"
 fi
 echo
 echo "export: otelapp load $LOAD RATE, tracing Traced, default buffer_spans (262144): one export thread"
@@ -141,3 +175,28 @@ for q in 2048 "$LOAD"; do
     done
 done
 echo "  (exported/s: spans exported over the time from the first call to the end of ForceFlush)"
+# The SDK's OTLP exporter (HTTP/protobuf) to a local sink (bench/sink.c: reads each request and
+# answers 200), through the same batch processor: the SDK's encoding and sending, as clrmux's
+# rows above include its encoding and writing.
+if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -o "$WORK/sink" bench/sink.c; then
+    "$WORK/sink" "$WORK/sinkport" 600 >"$WORK/sink.out" &
+    SINK_PID=$!
+    for _ in $(seq 100); do [ -s "$WORK/sinkport" ] && break; sleep 0.1; done
+    if [ -s "$WORK/sinkport" ]; then
+        echo
+        echo "OpenTelemetry SDK: otelapp pipeline $LOAD RATE QUEUE ENDPOINT (batch processor, OTLP exporter, HTTP/protobuf to a local sink)"
+        printf '  %-30s %12s %12s %12s %16s\n' "queue, rate" "calls/s" "exported" "dropped" "exported/s"
+        for q in 2048 "$LOAD"; do
+            for rate in 1000000 0; do
+                out=$(dotnet "$APP" pipeline "$LOAD" "$rate" "$q" "http://127.0.0.1:$(cat "$WORK/sinkport")")
+                label="queue $q, $([ "$rate" = 0 ] && echo "full speed" || echo "1 M/s")"
+                printf '  %-30s %12s %12s %12s %16s\n' "$label" "$(f calls_per_s <<<"$out")" "$(f exported <<<"$out")" \
+                    "$(f dropped <<<"$out")" "$(f exported_per_s <<<"$out")"
+                [ -n "$SUMMARY" ] && echo "otlp_${q}_$rate $(f calls_per_s <<<"$out") $(f exported <<<"$out") $(f dropped <<<"$out") $(f exported_per_s <<<"$out")" >>"$SUMMARY"
+            done
+        done
+        echo "  (calls/s below the rate: the SDK's span and its export took the app's thread's CPU)"
+    fi
+    kill "$SINK_PID" 2>/dev/null
+    wait "$SINK_PID" 2>/dev/null
+fi

@@ -3,6 +3,10 @@
  * exports the per-method metrics, names threads (see tracer.h). */
 #include "tracer/tracer_impl.h"
 
+#ifdef __linux__
+#include <fcntl.h>
+#endif
+
 /* libclrmux_otlp.so from the folder of libclrmux.so, or NULL (logged by the caller). */
 const struct clrmux_otlp_pb_api *tracer_load_pb(void)
 {
@@ -407,6 +411,60 @@ void tracer_sched_times(long tid, uint64_t *run, uint64_t *wait)
 #endif
 }
 
+/* The calling thread's run-queue wait in ns from its schedstat, read through fd (kept open:
+ * no open(2) per pass; /proc's seq files answer pread at offset 0 afresh); 0 when unknown. */
+static uint64_t own_wait_ns(int fd)
+{
+#ifdef __linux__
+    char buf[96];
+    if (fd < 0)
+        return 0;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    unsigned long long r, w;
+    return sscanf(buf, "%llu %llu", &r, &w) == 2 ? (uint64_t)w : 0;
+#else
+    (void)fd;
+    return 0;
+#endif
+}
+
+/* The export thread's own account of its time (tracer_impl.h: ex_own_*): its CPU clock and
+ * its run-queue wait. */
+static void own_times_update(struct tracer *t, int fd)
+{
+    atomic_store_explicit(&t->ex_own_run_ns, thread_cpu_ns(), memory_order_relaxed);
+    uint64_t w = own_wait_ns(fd);
+    if (w)
+        atomic_store_explicit(&t->ex_own_wait_ns, w, memory_order_relaxed);
+}
+
+void tracer_export_thread_times(struct tracer *t, uint64_t *run, uint64_t *wait)
+{
+    /* ended: its final figures; else its last pass's, or its live schedstat when newer (it
+     * may sleep up to a poll interval between passes). A thread that ends between the two
+     * reads left its final figures before it ended: read again. */
+    int ended = atomic_load_explicit(&t->ex_ended, memory_order_acquire);
+    uint64_t r = atomic_load_explicit(&t->ex_own_run_ns, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&t->ex_own_wait_ns, memory_order_relaxed);
+    if (!ended) {
+        uint64_t lr = 0, lw = 0;
+        tracer_sched_times(atomic_load(&t->ex_tid), &lr, &lw);
+        if (!lr && atomic_load_explicit(&t->ex_ended, memory_order_acquire)) {
+            r = atomic_load_explicit(&t->ex_own_run_ns, memory_order_relaxed);
+            w = atomic_load_explicit(&t->ex_own_wait_ns, memory_order_relaxed);
+        }
+        if (lr > r)
+            r = lr;
+        if (lw > w)
+            w = lw;
+    }
+    *run = r;
+    *wait = w;
+}
+
 /* Waits on the span buffer (woken at its high-water mark), drains it at least every POLL_MS,
  * writes and flushes what it holds every flush_ms, exports the metrics every metrics_ms.
  * Writes under wr_lock, and none after the last gasp (final) or while it holds them. */
@@ -416,11 +474,24 @@ void *tracer_export_thread(void *arg)
     clrmux_block_termination_signals();
     pthread_setname_np(pthread_self(), "clrmux-export");
     atomic_store(&t->ex_tid, clrmux_thread_id());
+#ifdef __linux__
+    /* the CPUs the process had at Initialize, not those of the ReJIT thread that started it:
+     * that thread narrows its own affinity for a while around some jobs (rejit.c), and a
+     * thread inherits its creator's, so an export thread started meanwhile would have been
+     * held to one CPU for good, beside the app's busiest thread */
+    if (t->rj_affinity_ok)
+        pthread_setaffinity_np(pthread_self(), sizeof t->rj_affinity, &t->rj_affinity);
+#endif
+    int sfd = -1;
+#ifdef __linux__
+    sfd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+#endif
     const long poll = t->flush_ms < POLL_MS ? t->flush_ms : POLL_MS;
     /* counted from Initialize: the thread starts up to EXPORT_DELAY_MAX_MS after it */
     int64_t flush_at = t->start_ns + (int64_t)t->flush_ms * 1000000;
     int64_t metrics_at = t->start_ns + (int64_t)t->metrics_ms * 1000000;
     int more = 0; /* the last export stopped at its budget with spans left: no wait */
+    int64_t times_at = 0; /* its own account's next update (own_times_update) */
     pthread_mutex_lock(&t->wr_lock);
     if (!t->final)
         tracer_open_metrics(t);
@@ -446,8 +517,11 @@ void *tracer_export_thread(void *arg)
             continue;
         }
         pthread_mutex_lock(&t->wr_lock);
+        int ran = 0; /* it wrote spans (not final, not held) */
         if (!t->final && clrmux_mono_ns() >= atomic_load(&t->hold_until_ns)) {
+            uint64_t enc = t->encoded;
             more = tracer_export_pending(t, flush);
+            ran = t->encoded != enc;
             if (now >= metrics_at) {
                 metrics_at = now + (int64_t)t->metrics_ms * 1000000;
                 tracer_export_metrics(t);
@@ -458,7 +532,21 @@ void *tracer_export_thread(void *arg)
                 clrmux_http_pump(t->mhttp, poll);
         }
         pthread_mutex_unlock(&t->wr_lock);
+        /* a batch or more waiting already (written meanwhile): no sleep first (only after a
+         * pass that wrote: a pass that could write nothing sleeps, whatever is pending) */
+        if (ran && !more && clrmux_spans_pending() >= EXPORT_BATCH)
+            more = 1;
+        if (!more || now >= times_at) { /* about to sleep, or at least every poll interval */
+            own_times_update(t, sfd);
+            times_at = now + (int64_t)poll * 1000000;
+        }
     }
     /* Shutdown wrote the last spans and metrics itself (final) */
+    own_times_update(t, sfd);
+    atomic_store_explicit(&t->ex_ended, 1, memory_order_release);
+#ifdef __linux__
+    if (sfd >= 0)
+        close(sfd);
+#endif
     return NULL;
 }

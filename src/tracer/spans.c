@@ -108,6 +108,9 @@ struct mcounters {
     _Atomic uint64_t buckets[CLRMUX_HIST_BOUNDS + 1];
 };
 static struct mcounters *metrics;
+/* the drained spans' counts: written by the consumer alone (plain loads and stores, no
+ * atomic read-modify-write per span), read by the snapshots; metrics holds the rest */
+static struct mcounters *dmetrics;
 
 const double clrmux_hist_bounds_s[CLRMUX_HIST_BOUNDS] = {1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3,
                                                          1e-2, 5e-2, 1e-1, 5e-1, 1,    5,    10};
@@ -143,6 +146,38 @@ static void account(uint32_t method, uint64_t dur_ns, int error)
         atomic_fetch_add_explicit(&m->errors, 1, memory_order_relaxed);
 }
 
+static inline void bump(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+/* A drained span's call, counted by the consumer (its own counters). */
+static inline void account_drained(uint32_t method, uint64_t dur_ns, int error)
+{
+    if (method >= CLRMUX_SPAN_MAX_METHODS)
+        return;
+    struct mcounters *m = &dmetrics[method];
+    unsigned b = 0;
+    while (b < CLRMUX_HIST_BOUNDS && dur_ns > hist_bounds_ns[b])
+        b++;
+    bump(&m->calls, 1);
+    bump(&m->count, 1);
+    bump(&m->sum_ns, dur_ns);
+    bump(&m->buckets[b], 1);
+    if (error)
+        bump(&m->errors, 1);
+}
+
+static void add_counters(struct clrmux_method_metrics *o, struct mcounters *m)
+{
+    o->calls += atomic_load_explicit(&m->calls, memory_order_relaxed);
+    o->errors += atomic_load_explicit(&m->errors, memory_order_relaxed);
+    o->count += atomic_load_explicit(&m->count, memory_order_relaxed);
+    o->sum_ns += atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
+    for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
+        o->buckets[b] += atomic_load_explicit(&m->buckets[b], memory_order_relaxed);
+}
+
 static void threads_add_metrics(struct clrmux_method_metrics *out, uint32_t first, uint32_t n);
 
 void clrmux_metrics_snapshot(struct clrmux_method_metrics *out, uint32_t n)
@@ -153,13 +188,8 @@ void clrmux_metrics_snapshot(struct clrmux_method_metrics *out, uint32_t n)
     if (n > CLRMUX_SPAN_MAX_METHODS)
         n = CLRMUX_SPAN_MAX_METHODS;
     for (uint32_t i = 0; i < n; i++) {
-        struct mcounters *m = &metrics[i];
-        out[i].calls = atomic_load_explicit(&m->calls, memory_order_relaxed);
-        out[i].errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
-        out[i].count = atomic_load_explicit(&m->count, memory_order_relaxed);
-        out[i].sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
-        for (int b = 0; b <= CLRMUX_HIST_BOUNDS; b++)
-            out[i].buckets[b] = atomic_load_explicit(&m->buckets[b], memory_order_relaxed);
+        add_counters(&out[i], &metrics[i]);
+        add_counters(&out[i], &dmetrics[i]);
     }
     threads_add_metrics(out, 0, n);
 }
@@ -169,13 +199,8 @@ void clrmux_method_metrics_get(uint32_t method, struct clrmux_method_metrics *ou
     memset(out, 0, sizeof *out);
     if (!metrics || method >= CLRMUX_SPAN_MAX_METHODS)
         return;
-    struct mcounters *m = &metrics[method];
-    out->calls = atomic_load_explicit(&m->calls, memory_order_relaxed);
-    out->errors = atomic_load_explicit(&m->errors, memory_order_relaxed);
-    out->count = atomic_load_explicit(&m->count, memory_order_relaxed);
-    out->sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
-    for (int i = 0; i <= CLRMUX_HIST_BOUNDS; i++)
-        out->buckets[i] = atomic_load_explicit(&m->buckets[i], memory_order_relaxed);
+    add_counters(out, &metrics[method]);
+    add_counters(out, &dmetrics[method]);
     threads_add_metrics(out, method, 1);
 }
 
@@ -247,12 +272,15 @@ int clrmux_spans_init(size_t capacity)
     struct cell *c = clrmux_map_zero(bytes);
     struct block *bl = clrmux_lazy_calloc(nblocks, sizeof *bl);
     metrics = clrmux_lazy_calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *metrics);
-    if (!c || !bl || !metrics || stack_init(&ring.freeq, nblocks) != 0 || idxq_init(&ring.fullq, nblocks) != 0) {
+    dmetrics = clrmux_lazy_calloc(CLRMUX_SPAN_MAX_METHODS, sizeof *dmetrics);
+    if (!c || !bl || !metrics || !dmetrics || stack_init(&ring.freeq, nblocks) != 0 || idxq_init(&ring.fullq, nblocks) != 0) {
         if (c)
             clrmux_unmap_zero(c, bytes);
         clrmux_lazy_free(bl);
         clrmux_lazy_free(metrics);
         metrics = NULL;
+        clrmux_lazy_free(dmetrics);
+        dmetrics = NULL;
         stack_free(&ring.freeq);
         idxq_free(&ring.fullq);
         return -1;
@@ -289,6 +317,8 @@ void clrmux_spans_fini(void)
     idxq_free(&ring.fullq);
     clrmux_lazy_free(metrics);
     metrics = NULL;
+    clrmux_lazy_free(dmetrics);
+    dmetrics = NULL;
     atomic_store(&sample_bound, UINT64_MAX);
 }
 
@@ -403,7 +433,7 @@ size_t clrmux_spans_drain(struct clrmux_span *out, size_t max)
     double npt = ns_per_tick();
     for (size_t i = 0; i < n; i++) {
         uint64_t t0 = (uint64_t)out[i].start_ns, t1 = (uint64_t)out[i].end_ns;
-        account(out[i].method, (uint64_t)((double)(t1 - t0) * npt), out[i].flags & CLRMUX_SPAN_ERROR);
+        account_drained(out[i].method, (uint64_t)((double)(t1 - t0) * npt), out[i].flags & CLRMUX_SPAN_ERROR);
         out[i].start_ns = spans_tick_to_ns(t0);
         out[i].end_ns = spans_tick_to_ns(t1);
     }
@@ -422,11 +452,6 @@ void clrmux_spans_stats(struct clrmux_span_stats *s)
 }
 
 /* ---- per-thread state (struct tstate: spans_int.h) ---------------------------------------- */
-
-static inline void bump(_Atomic uint64_t *c, uint64_t v)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
-}
 
 /* Counts a call whose span is not recorded, on its own thread. */
 static void account_local(struct tstate *t, uint32_t method, uint64_t dur_ticks, int error)
@@ -639,6 +664,12 @@ static inline void seg_start(struct tstate *t, uint32_t k, const struct actx *a,
     s->sampled = y < bound || bound == UINT64_MAX;
 }
 
+/* span_open's USDT probe, out of line (span_open stays a leaf until a tool attaches). */
+static __attribute__((noinline, cold)) void usdt_start(struct tstate *t, const struct open_span *o, uint32_t k)
+{
+    clrmux_usdt_span_start(o->method, o->span_id, t->seg[k].trace_id);
+}
+
 static inline int64_t span_open(struct tstate *t, int32_t method)
 {
     uint32_t d = t->depth;
@@ -670,7 +701,7 @@ static inline int64_t span_open(struct tstate *t, int32_t method)
     t->depth = d + 1;
     spans_ctx_update(t);
     if (CLRMUX_USDT_ON(span_start)) /* USDT clrmux:span_start, when a tool attached (usdt.h) */
-        clrmux_usdt_span_start((uint32_t)method, o->span_id, t->seg[k].trace_id);
+        usdt_start(t, o, k);
     return d;
 }
 
@@ -697,25 +728,12 @@ int64_t clrmux_span_enter(int32_t method)
     return span_open(t, method);
 }
 
-/* A finished span to the calling thread's block of the buffer; a span of a trace that is not
- * recorded, or that finds the buffer full, is counted on the thread instead. */
-static inline void record(struct tstate *t, const uint8_t *trace, uint64_t span, uint64_t parent, uint64_t start,
-                          uint64_t end, uint32_t method, uint32_t tid, uint16_t exc, uint16_t flags, int sampled)
+/* Writes a finished span to cell `pos` of the calling thread's block. */
+static inline __attribute__((always_inline)) void cell_write(struct tstate *t, uint64_t pos, const uint8_t *trace,
+                                                             uint64_t span, uint64_t parent, uint64_t start,
+                                                             uint64_t end, uint32_t method, uint32_t tid, uint16_t exc,
+                                                             uint16_t flags)
 {
-    if (CLRMUX_USDT_ON(span_end)) /* USDT clrmux:span_end, when a tool attached (usdt.h) */
-        clrmux_usdt_span_end(method, span, trace, (uint64_t)((double)(end - start) * ns_per_tick()),
-                             flags & CLRMUX_SPAN_ERROR);
-    if (!sampled) {
-        bump(&t->unsampled, 1);
-        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
-        return;
-    }
-    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
-    if (__builtin_expect(pos == t->limit, 0) && !block_room(t)) {
-        atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
-        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
-        return;
-    }
     struct cell *c = &t->cells[pos & (ring.blk - 1)];
     memcpy(c->trace_id, trace, 16);
     c->span_id = span;
@@ -728,6 +746,42 @@ static inline void record(struct tstate *t, const uint8_t *trace, uint64_t span,
     c->flags = flags;
     atomic_store_explicit(&c->ready, 1, memory_order_release);
     atomic_store_explicit(&t->pos, pos + 1, memory_order_relaxed);
+}
+
+/* record()'s rare side, out of line so that the common one stays a leaf (no registers saved
+ * for a call): a tool attached to span_end, a trace not recorded, a full block. */
+static __attribute__((noinline)) void record_slow(struct tstate *t, const uint8_t *trace, uint64_t span,
+                                                  uint64_t parent, uint64_t start, uint64_t end, uint32_t method,
+                                                  uint32_t tid, uint16_t exc, uint16_t flags, int sampled)
+{
+    if (CLRMUX_USDT_ON(span_end)) /* USDT clrmux:span_end, when a tool attached (usdt.h) */
+        clrmux_usdt_span_end(method, span, trace, (uint64_t)((double)(end - start) * ns_per_tick()),
+                             flags & CLRMUX_SPAN_ERROR);
+    if (!sampled) {
+        bump(&t->unsampled, 1);
+        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
+        return;
+    }
+    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    if (pos == t->limit && !block_room(t)) {
+        atomic_fetch_add_explicit(&st_dropped, 1, memory_order_relaxed); /* full */
+        account_local(t, method, end - start, flags & CLRMUX_SPAN_ERROR);
+        return;
+    }
+    cell_write(t, pos, trace, span, parent, start, end, method, tid, exc, flags);
+}
+
+/* A finished span to the calling thread's block of the buffer; a span of a trace that is not
+ * recorded, or that finds the buffer full, is counted on the thread instead. */
+static inline void record(struct tstate *t, const uint8_t *trace, uint64_t span, uint64_t parent, uint64_t start,
+                          uint64_t end, uint32_t method, uint32_t tid, uint16_t exc, uint16_t flags, int sampled)
+{
+    uint64_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+    if (__builtin_expect(!sampled || pos == t->limit || CLRMUX_USDT_ON(span_end), 0)) {
+        record_slow(t, trace, span, parent, start, end, method, tid, exc, flags, sampled);
+        return;
+    }
+    cell_write(t, pos, trace, span, parent, start, end, method, tid, exc, flags);
 }
 
 void spans_record_async(struct tstate *t, const struct clrmux_async_span *s, uint64_t end, uint16_t exc, int error)
@@ -743,16 +797,21 @@ static __attribute__((noinline, cold)) void lost_frame_ends(struct tstate *t)
         t->lost--;
 }
 
-/* Ends the spans from the top down to (and including) `slot`, at tick `end`. */
-static inline void close_down_to(struct tstate *t, int64_t slot, uint64_t end)
+/* Ends the top span at tick `end`. */
+static inline __attribute__((always_inline)) void close_top(struct tstate *t, uint64_t end)
 {
-    while ((int64_t)t->depth > slot) {
-        uint32_t d = --t->depth;
-        const struct open_span *o = &t->stack[d];
-        const struct seg *sg = &t->seg[o->seg];
-        record(t, sg->trace_id, o->span_id, o->segroot ? sg->root_parent : t->stack[d - 1].span_id, o->start, end,
-               o->method, t->tid, o->exc, (uint16_t)(o->flags | (sg->joined ? CLRMUX_SPAN_JOINED : 0)), sg->sampled);
-    }
+    uint32_t d = --t->depth;
+    const struct open_span *o = &t->stack[d];
+    const struct seg *sg = &t->seg[o->seg];
+    record(t, sg->trace_id, o->span_id, o->segroot ? sg->root_parent : t->stack[d - 1].span_id, o->start, end,
+           o->method, t->tid, o->exc, (uint16_t)(o->flags | (sg->joined ? CLRMUX_SPAN_JOINED : 0)), sg->sampled);
+}
+
+/* Ends the spans from the top down to (and including) `slot`, at tick `end`. */
+static __attribute__((noinline)) void close_down_to(struct tstate *t, int64_t slot, uint64_t end)
+{
+    while ((int64_t)t->depth > slot)
+        close_top(t, end);
     if (t->depth == 0)
         t->pending_exc = 0, t->lost = 0;
     spans_ctx_update(t);
@@ -768,6 +827,13 @@ void clrmux_span_exit(int64_t slot)
     if (!t || slot >= (int64_t)t->depth)
         return;
     uint64_t end = ticks();
+    if (__builtin_expect(slot + 1 == (int64_t)t->depth, 1)) { /* the top span: the common case */
+        close_top(t, end);
+        if (!t->depth)
+            t->pending_exc = 0, t->lost = 0;
+        spans_ctx_update(t);
+        return;
+    }
     /* spans above `slot` were left without their exit probe (an unwind the tracer did not see
      * end them; closed here so the stack stays consistent) */
     close_down_to(t, slot, end);

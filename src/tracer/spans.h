@@ -219,6 +219,15 @@ int clrmux_span_ctx_current(struct clrmux_span_ctx *out);
 /* The calling thread's innermost open span (whatever the async context). Returns 1, or 0 (no
  * span open). Never blocks or allocates. */
 int clrmux_span_ctx_top(struct clrmux_span_ctx *out);
+/* The join word: nonzero once a root span may have a context to join through the agent's
+ * JoinRoot, i.e. once an Activity can exist (System.Diagnostics.DiagnosticSource is loaded:
+ * clrmux_spans_join_possible) or an async span context was entered or set
+ * (clrmux_span_async_enter, clrmux_span_ctx_set). The rewritten IL reads it before it calls
+ * JoinRoot: until then a root span costs no managed call. Valid for the process's life; it
+ * never goes back to 0. */
+const uint32_t *clrmux_spans_join_word(void);
+void clrmux_spans_join_possible(void);
+
 /* Joins the calling thread's root span (open, slot 0, nothing above it) to context c: c's
  * trace, c's span as parent, c's sampling decision (as clrmux_span_join does for a W3C Id).
  * Anything else (no root span alone on the stack, span_id 0) is ignored. Never blocks or

@@ -25,11 +25,22 @@ int clrmux_span_peek(int64_t slot, struct clrmux_span_ctx *out)
     return 1;
 }
 
+static uint32_t join_word; /* clrmux_spans_join_word */
+
+const uint32_t *clrmux_spans_join_word(void) { return &join_word; }
+
+void clrmux_spans_join_possible(void)
+{
+    if (!__atomic_load_n(&join_word, __ATOMIC_RELAXED))
+        __atomic_store_n(&join_word, 1, __ATOMIC_RELAXED);
+}
+
 int clrmux_span_async_enter(int64_t slot, struct clrmux_span_ctx *out)
 {
     struct tstate *t = spans_tls;
     if (!t || slot < 0 || slot >= (int64_t)t->depth)
         return 0;
+    clrmux_spans_join_possible(); /* the flow has a context from now on: root spans look */
     t->stack[slot].entered = 1;
     ctx_of(t, &t->stack[slot], out);
     return 1;
@@ -80,6 +91,7 @@ void clrmux_span_ctx_set(const struct clrmux_span_ctx *c)
         return; /* no state and no context: nothing to clear */
     struct actx *a = &t->actx;
     if (c && c->span_id) {
+        clrmux_spans_join_possible();
         memcpy(a->trace_id, c->trace_id, 16);
         a->local_root = c->local_root;
         a->sampled = (uint8_t)(c->sampled & 1);

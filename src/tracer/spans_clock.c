@@ -32,19 +32,22 @@ int64_t clrmux_now_ns(void)
 struct cal_point {
     uint64_t tick;
     int64_t ns;
+    double slope; /* ns per tick to the next point (set when that point is added) */
 };
 
 static struct cal {
     struct cal_point p[CAL_POINTS]; /* ring, oldest at first */
     size_t first, n;
     double last_slope; /* ns per tick between the last two points */
+    size_t hint;       /* the segment [hint, hint + 1) the last lookup fell in: a drain's spans
+                          mostly fall in the same one, so few lookups search */
 } cal;
 
 /* The tightest of a few (tick, clock, tick) readings: a reading the scheduler interrupted
  * would misplace the point. */
 static struct cal_point cal_sample(void)
 {
-    struct cal_point best = {0, 0};
+    struct cal_point best = {0, 0, 0};
     uint64_t best_w = UINT64_MAX;
     for (int i = 0; i < 5; i++) {
         uint64_t a = ticks();
@@ -52,7 +55,7 @@ static struct cal_point cal_sample(void)
         uint64_t b = ticks();
         if (b - a < best_w) {
             best_w = b - a;
-            best = (struct cal_point){a + (b - a) / 2, ns};
+            best = (struct cal_point){a + (b - a) / 2, ns, 0};
         }
     }
     return best;
@@ -70,11 +73,13 @@ static void cal_add(struct cal_point p)
     if (cal.n == CAL_POINTS) {
         cal.first = (cal.first + 1) % CAL_POINTS;
         cal.n--;
+        cal.hint = 0; /* its indexes moved */
     }
     *cal_at(cal.n++) = p;
     if (cal.n >= 2) {
-        const struct cal_point *a = cal_at(cal.n - 2), *b = cal_at(cal.n - 1);
-        cal.last_slope = (double)(b->ns - a->ns) / (double)(b->tick - a->tick);
+        struct cal_point *a = cal_at(cal.n - 2);
+        const struct cal_point *b = cal_at(cal.n - 1);
+        cal.last_slope = a->slope = (double)(b->ns - a->ns) / (double)(b->tick - a->tick);
     }
 }
 
@@ -92,7 +97,7 @@ static double cal_rate(struct cal_point a, struct cal_point b)
 /* The first point, and a provisional rate over ~20 us (no 1 ms spin at start-up). */
 double spans_cal_init(void)
 {
-    cal.first = cal.n = 0;
+    cal.first = cal.n = cal.hint = 0;
     struct cal_point p0 = cal_sample(), p1;
     cal_add(p0);
     int spins = 0;
@@ -113,15 +118,16 @@ static void cal_second_point(void)
     while (p1.ns < p0.ns + CAL_MIN_NS && p1.ns >= p0.ns && ++spins < 1000000);
     cal_add(p1);
     if (cal.n < 2) /* the clock went back meanwhile: a nominal 1 tick = 1 ns second point */
-        cal_add((struct cal_point){p0.tick + CAL_MIN_NS, p0.ns + CAL_MIN_NS});
+        cal_add((struct cal_point){p0.tick + CAL_MIN_NS, p0.ns + CAL_MIN_NS, 0});
 }
 
-static int64_t seg(const struct cal_point *a, const struct cal_point *b, uint64_t tick)
+/* tick mapped through the segment from point a to the next one (a->slope: the same
+ * division, done once when that point was added) */
+static inline int64_t seg(const struct cal_point *a, uint64_t tick)
 {
-    double slope = (double)(b->ns - a->ns) / (double)(b->tick - a->tick);
     if (tick >= a->tick)
-        return a->ns + (int64_t)((double)(tick - a->tick) * slope);
-    return a->ns - (int64_t)((double)(a->tick - tick) * slope);
+        return a->ns + (int64_t)((double)(tick - a->tick) * a->slope);
+    return a->ns - (int64_t)((double)(a->tick - tick) * a->slope);
 }
 
 int64_t spans_tick_to_ns(uint64_t tick)
@@ -130,10 +136,13 @@ int64_t spans_tick_to_ns(uint64_t tick)
     if (n < 2)
         return clrmux_now_ns();
     const struct cal_point *a = cal_at(n - 2);
-    if (tick >= a->tick) /* the last segment (the common case: no division) */
+    if (tick >= a->tick) /* the last segment */
         return a->ns + (int64_t)((double)(tick - a->tick) * cal.last_slope);
+    size_t h = cal.hint;
+    if (h + 2 < n && cal_at(h)->tick <= tick && tick < cal_at(h + 1)->tick) /* the last lookup's */
+        return seg(cal_at(h), tick);
     if (tick < cal_at(0)->tick)
-        return seg(cal_at(0), cal_at(1), tick);
+        return seg(cal_at(0), tick);
     size_t lo = 0, hi = n - 1; /* p[lo].tick <= tick < p[hi].tick */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -142,7 +151,8 @@ int64_t spans_tick_to_ns(uint64_t tick)
         else
             hi = mid;
     }
-    return seg(cal_at(lo), cal_at(hi), tick);
+    cal.hint = lo;
+    return seg(cal_at(lo), tick);
 }
 
 double spans_cal_fix(void)

@@ -419,6 +419,9 @@ static HRESULT STDMETHODCALLTYPE tr_ModuleLoadFinished(ICorProfilerCallback11 *T
     if (base && !atomic_load_explicit(&t->unhandled.state, memory_order_relaxed) &&
         strcmp(assembly, "System.Private.CoreLib") == 0)
         tracer_queue_hook_lookup(t, mod, base);
+    /* an Activity can exist from now on: root spans call the agent's JoinRoot (spans.h) */
+    if (strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0)
+        clrmux_spans_join_possible();
     /* the join waits for Activity's initialization (activity.h) */
     if (t->join_activity && strcasecmp(assembly, CLRMUX_DIAGNOSTICSOURCE) == 0 && !atomic_load(&t->ds_module) &&
         clrmux_activity_find((ICorProfilerInfo3 *)t->info, mod, &t->activity) == 0)
@@ -775,7 +778,7 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
     }
     pthread_mutex_unlock(&t->wr_lock);
     if (!gasped && clrmux_log_get_level() >= CLRMUX_LOG_INFO) /* for the info line only */
-        tracer_sched_times(atomic_load(&t->ex_tid), &t->ex_run_ns, &t->ex_wait_ns);
+        tracer_export_thread_times(t, &t->ex_run_ns, &t->ex_wait_ns);
     if (t->mout) {
         clrmux_spanfile_close(t->mout);
         t->mout = NULL;

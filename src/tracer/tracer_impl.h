@@ -217,8 +217,13 @@ struct tracer {
     uint64_t metric_lines;
     uint64_t written, lines, dropped_logged;
     uint64_t encoded, encode_cpu_ns; /* spans the export thread encoded, and its CPU time doing it */
-    uint64_t ex_run_ns, ex_wait_ns;  /* the export thread's time on a CPU and waiting for one
-                                        (Linux schedstat, read at Shutdown; 0: unknown) */
+    uint64_t ex_run_ns, ex_wait_ns;  /* the export thread's time on a CPU and waiting for one,
+                                        as Shutdown reports it (tracer_export_thread_times) */
+    /* the export thread's own account, updated by it after each pass and as it ends: its CPU
+     * clock (CLOCK_THREAD_CPUTIME_ID) and its run-queue wait (its schedstat, read through a
+     * descriptor it keeps); ex_ended once the figures are final */
+    _Atomic uint64_t ex_own_run_ns, ex_own_wait_ns;
+    _Atomic int ex_ended;
     int64_t batch_now_ns;            /* the wall clock at the current batch (thread names' cache) */
     struct clrmux_unhandled_hook unhandled; /* AppContext.OnUnhandledException: flush first */
     struct linebuf line;                    /* the OTLP JSON line being written */
@@ -332,5 +337,9 @@ void tracer_open_metrics(struct tracer *t);             /* opens metrics_output 
 void tracer_finish_http(struct tracer *t);              /* Shutdown: send what is queued, bounded */
 /* thread tid's run and run-queue wait times in ns (Linux schedstat; 0 when unknown) */
 void tracer_sched_times(long tid, uint64_t *run, uint64_t *wait);
+/* The export thread's time on a CPU and waiting for one so far, in ns, whatever state it is in
+ * (running, waiting, ended: its own account, or its live schedstat when that is newer); both
+ * 0 when it never ran. */
+void tracer_export_thread_times(struct tracer *t, uint64_t *run, uint64_t *wait);
 
 #endif

@@ -248,10 +248,14 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         atomic_store(&t->methods[idx].joins, 1);
     }
     if (mg) {
-        /* if (slot == 0) JoinRoot(): a root span continues the flow's innermost context */
+        /* if (slot == 0 && *join_word) JoinRoot(): a root span continues the flow's innermost
+         * context, once there can be one (an Activity, an async span: spans.h) */
         uint32_t nested = clrmux_il_b_label(&be);
         clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
         clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRTRUE_S, nested);
+        b_fnptr(&be, (void *)clrmux_spans_join_word());
+        clrmux_il_b_op(&be, CLRMUX_IL_OP_LDIND_U4);
+        clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRFALSE_S, nested);
         b_fnptr(&be, mg->join_root);
         clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)as.join_root);
         clrmux_il_b_mark(&be, nested);

@@ -30,7 +30,8 @@
 #ifdef CLRMUX_USDT
 /* the semaphores (sys/sdt.h's names: provider_probe_semaphore), in section .probes; a tool
  * that attaches adds 1, and takes it off when it detaches */
-extern volatile unsigned short clrmux_span_start_semaphore, clrmux_span_end_semaphore;
+extern volatile unsigned short clrmux_span_start_semaphore __attribute__((visibility("hidden")));
+extern volatile unsigned short clrmux_span_end_semaphore __attribute__((visibility("hidden")));
 #define CLRMUX_USDT_ON(probe) __builtin_expect(clrmux_##probe##_semaphore != 0, 0)
 #else
 #define CLRMUX_USDT_ON(probe) 0

@@ -352,6 +352,44 @@ if [ "$(cat "$WORK/sgc-true.rc")" = 0 ] && [ "$(cat "$WORK/sgc-false.rc")" = 0 ]
     ok "the probes are called without a GC transition: $stop_t transition(s) and $poll_t GC poll(s) in Traced's code ($stop_f transitions with suppress_gc_transition = false)"
 else bad "the probes run without a GC transition" "rc=$(cat "$WORK/sgc-true.rc")/$(cat "$WORK/sgc-false.rc") transitions=$stop_t/$stop_f polls=$poll_t; $(tail -n 3 "$WORK/sgc-true.out"; grep -i 'tracer' "$WORK/sgc-true.log" | tail -3)"; fi
 
+# ---- the export thread's statistics against /proc (issue 27 goal 3) ----------------------
+# tracebench writes 1.2 M spans to a file; while it runs, the export thread (clrmux-export) is
+# found in /proc and its schedstat (ns on a CPU, ns waiting on the run queue) sampled until
+# the process is gone. The shutdown line's "the export thread ran X ms and waited Y ms for a
+# CPU" must be at least the last sample (the thread only adds time) and X at most the run's
+# wall time: whatever state the thread ended in (it often ends before Shutdown reads it, and
+# its /proc entry is then gone).
+printf '[loader]\nlog_level = info\n[child tracer]\nbuiltin = tracer\noutput = %s\ntrace = tracebench!TraceBench.Calls::Traced\n' \
+    "$WORK/exstat.jsonl" >"$WORK/exstat.conf"
+ex_t0=$(date +%s%N)
+env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
+    CLRMUX_CONFIG="$WORK/exstat.conf" CLRMUX_LOG_FILE="$WORK/exstat.log" \
+    "${DOTNET[@]}" build/clr/tracebench/tracebench.dll 100000 7 20 >"$WORK/exstat.out" 2>&1 &
+ex_pid=$!
+ex_run=0 ex_wait=0 ex_seen=0 ex_tid=
+while kill -0 "$ex_pid" 2>/dev/null; do
+    if [ -z "$ex_tid" ]; then
+        for ex_t in /proc/$ex_pid/task/*; do
+            [ "$(cat "$ex_t/comm" 2>/dev/null)" = clrmux-export ] && ex_tid=${ex_t##*/} && break
+        done
+    fi
+    if [ -n "$ex_tid" ] && read -r r w _ 2>/dev/null <"/proc/$ex_pid/task/$ex_tid/schedstat"; then
+        ex_run=$r ex_wait=$w ex_seen=$((ex_seen + 1))
+    fi
+    sleep 0.02
+done
+wait "$ex_pid"
+ex_rc=$?
+ex_wall_ms=$((($(date +%s%N) - ex_t0) / 1000000))
+ex_line=$(grep -o 'the export thread ran [0-9.]* ms and waited [0-9.]* ms for a CPU' "$WORK/exstat.log")
+ex_lran=$(sed -n 's/.* ran \([0-9.]*\) ms .*/\1/p' <<<"$ex_line")
+ex_lwait=$(sed -n 's/.* waited \([0-9.]*\) ms .*/\1/p' <<<"$ex_line")
+if [ "$ex_rc" = 0 ] && [ "$ex_seen" -gt 0 ] && [ -n "$ex_lran" ] &&
+    awk -v lr="$ex_lran" -v lw="$ex_lwait" -v pr="$ex_run" -v pw="$ex_wait" -v wall="$ex_wall_ms" \
+        'BEGIN { exit !(lr > 0 && lr * 1e6 >= pr - 1e5 && lw * 1e6 >= pw - 1e5 && lr <= wall) }'; then
+    ok "the export thread's statistics: ran $ex_lran ms, waited $ex_lwait ms (its last /proc schedstat: $((ex_run / 1000000)) ms, $((ex_wait / 1000000)) ms, $ex_seen samples; run $ex_wall_ms ms)"
+else bad "the export thread's statistics match /proc" "rc=$ex_rc samples=$ex_seen proc=$ex_run/$ex_wait ns line='$ex_line' wall=$ex_wall_ms ms; $(grep tracer "$WORK/exstat.log" | tail -3)"; fi
+
 # ---- OTLP/HTTP export (endpoint =): a collector on 127.0.0.1, then none ------------------
 # A tiny collector (python3 http.server on 127.0.0.1, a free port, 120 s at most, killed
 # below): it records each POST (path, Content-Type, the status it answered, the body) as a

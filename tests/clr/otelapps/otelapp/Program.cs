@@ -47,7 +47,8 @@ public static class Program
         if (mode == "load")
             return SpanBench.Load(int.Parse(args[1], inv), long.Parse(args[2], inv));
         if (mode == "pipeline")
-            return SpanBench.Pipeline(int.Parse(args[1], inv), long.Parse(args[2], inv), int.Parse(args[3], inv));
+            return SpanBench.Pipeline(int.Parse(args[1], inv), long.Parse(args[2], inv), int.Parse(args[3], inv),
+                                      args.Length > 4 ? args[4] : null);
         if (mode == "bench")
             return Bench(args.Length > 1 ? int.Parse(args[1]) : 1000000, args.Length > 2 ? args[2] : "none");
         var printer = new PrintProcessor();

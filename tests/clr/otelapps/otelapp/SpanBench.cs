@@ -7,9 +7,11 @@
 //                                Thread CPU time, median of the rounds after 5 warm-up rounds.
 //   otelapp load CALLS RATE      CALLS calls of Traced at RATE calls/s (0: full speed), paced on
 //                                the Stopwatch; the tracer's log gives the spans written/dropped.
-//   otelapp pipeline CALLS RATE QUEUE  the same with Otel (hand-made spans) into the SDK's batch
-//                                processor (max queue QUEUE, batches of 512, a counting exporter):
-//                                prints the spans exported and dropped and the spans/s drained.
+//   otelapp pipeline CALLS RATE QUEUE [ENDPOINT]  the same with Otel (hand-made spans) into the
+//                                SDK's batch processor (max queue QUEUE, batches of 512), with a
+//                                counting exporter or (ENDPOINT) the OTLP exporter, HTTP/protobuf to
+//                                ENDPOINT/v1/traces: prints the spans exported and dropped and the
+//                                spans/s drained.
 using System.Diagnostics;
 using System.Globalization;
 using System.Runtime.CompilerServices;
@@ -121,21 +123,45 @@ public static class SpanBench
         return 0;
     }
 
-    public static int Pipeline(int n, long rate, int queue)
+    // Counts the spans it hands to the OTLP exporter, which encodes and sends them.
+    sealed class CountingOtlp : BaseExporter<Activity>
+    {
+        readonly BaseExporter<Activity> inner;
+        public long Count;
+        public CountingOtlp(BaseExporter<Activity> inner) => this.inner = inner;
+        public override ExportResult Export(in Batch<Activity> batch)
+        {
+            ExportResult r = inner.Export(batch);
+            if (r == ExportResult.Success)
+                Interlocked.Add(ref Count, batch.Count);
+            return r;
+        }
+        protected override bool OnShutdown(int timeoutMilliseconds) => inner.Shutdown(timeoutMilliseconds);
+    }
+
+    public static int Pipeline(int n, long rate, int queue, string endpoint = null)
     {
         var exporter = new CountingExporter();
+        CountingOtlp otlp = endpoint == null ? null : new CountingOtlp(new OpenTelemetry.Exporter.OtlpTraceExporter(
+            new OpenTelemetry.Exporter.OtlpExporterOptions
+            {
+                Endpoint = new Uri(endpoint.TrimEnd('/') + "/v1/traces"),
+                Protocol = OpenTelemetry.Exporter.OtlpExportProtocol.HttpProtobuf,
+            }));
         var provider = Sdk.CreateTracerProviderBuilder().AddSource("OtelApp.SpanBench").SetSampler(new AlwaysOnSampler())
-            .AddProcessor(new BatchActivityExportProcessor(exporter, maxQueueSize: queue)).Build();
+            .AddProcessor(new BatchActivityExportProcessor(otlp != null ? otlp : exporter, maxQueueSize: queue)).Build();
         for (int i = 0; i < 20000; i++)
             Otel(i);
         provider.ForceFlush();
         exporter.Count = 0;
+        if (otlp != null)
+            otlp.Count = 0;
         Thread.Sleep(200);
         var sw = Stopwatch.StartNew();
         double secs = Paced(n, rate, Otel);
         provider.ForceFlush();
         double total = sw.Elapsed.TotalSeconds;
-        long exported = Interlocked.Read(ref exporter.Count);
+        long exported = Interlocked.Read(ref otlp != null ? ref otlp.Count : ref exporter.Count);
         provider.Dispose();
         Console.WriteLine(string.Format(CultureInfo.InvariantCulture,
             "calls={0} seconds={1:F3} calls_per_s={2:F0} exported={3} dropped={4} exported_per_s={5:F0}",
