@@ -340,6 +340,7 @@ cross-test:
 
 test: all unit tsan fuzz-quick attach-tool
 	@tests/cross.sh
+	@tests/circles.sh
 	@tests/cli.sh
 	@tests/docs.sh
 	@tests/packaging.sh

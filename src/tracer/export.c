@@ -54,6 +54,18 @@ static const char *thread_name_cb(void *ctx, uint32_t tid)
     return e->name[0] ? e->name : NULL;
 }
 
+const char *tracer_method_name(void *ctx, uint32_t id)
+{
+    struct tracer *t = ctx;
+    return id < atomic_load_explicit(&t->nmethods, memory_order_acquire) ? t->methods[id].name : NULL;
+}
+
+const char *tracer_exc_name(void *ctx, uint32_t id)
+{
+    struct tracer *t = ctx;
+    return id > 0 && id <= atomic_load_explicit(&t->nexc, memory_order_acquire) ? t->exc_names[id - 1] : NULL;
+}
+
 static const char *exc_msg_cb(void *ctx, uint32_t id)
 {
     struct tracer *t = ctx;
@@ -510,7 +522,7 @@ void *tracer_export_thread(void *arg)
         int flush = now >= flush_at;
         if (flush)
             flush_at = now + (int64_t)t->flush_ms * 1000000;
-        tracer_activity_poll(t, 1); /* Activity initialized: rewrite again to join (activity.h) */
+        t->export_pass(t, 1); /* tracer.c: Activity initialized: rewrite again to join (activity.h) */
         if (atomic_load(&t->gasp_waiting)) { /* let the last gasp take wr_lock */
             struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);

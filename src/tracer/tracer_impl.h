@@ -192,6 +192,9 @@ struct tracer {
     _Atomic int join_rejit;
 
     /* export */
+    /* what the export thread does on each pass besides exporting (tracer.c gives
+     * tracer_activity_poll at creation: the export thread calls up into it only through this) */
+    void (*export_pass)(struct tracer *t, int rejit);
     pthread_mutex_t ex_lock;
     pthread_cond_t ex_cond;
     int ex_stop, ex_started;
@@ -260,7 +263,8 @@ struct tracer {
 /* tracer.c: the process's tracer (NULL until one is created); tracer_ctl.c finds it here */
 extern _Atomic(struct tracer *) the_tracer;
 
-/* tracer.c: names for the exporter (struct clrmux_otlp_names callbacks; ctx: the tracer) */
+/* export.c: names for the exporter (struct clrmux_otlp_names callbacks; ctx: the tracer; also
+ * the USDT probes' method names) */
 const char *tracer_method_name(void *ctx, uint32_t id);
 const char *tracer_exc_name(void *ctx, uint32_t id);
 /* tracer_meta.c: UTF-16 to UTF-8, and type names from metadata */
@@ -320,8 +324,11 @@ extern __thread int tracer_rejit_inliners;
 /* the same with RequestRevert (the tracer's rewrite of those methods goes; tracer_ctl.c);
  * returns the HRESULT, or E_FAIL when it was not made within REJIT_WAIT_SECONDS */
 HRESULT tracer_request_revert(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly);
-/* tracer.c: the last gasp (common/lastgasp.h's clrmux_lastgasp_fn), registered by the ReJIT thread */
+/* tracer_end.c: the last gasp (common/lastgasp.h's clrmux_lastgasp_fn), registered by the ReJIT
+ * thread; and the closing summary: at Shutdown (cause NULL: INFO lines) or at the last gasp
+ * (a WARN line with `flushed`, what that flush wrote, and what could not be saved) */
 void tracer_last_gasp(void *ctx, const char *cause, int64_t deadline_ns, int final);
+void tracer_log_summary(struct tracer *t, const char *cause, uint64_t flushed);
 
 /* export.c */
 const struct clrmux_otlp_pb_api *tracer_load_pb(void); /* libclrmux_otlp.so, or NULL */
