@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rooms call downward (the house rule): no two files of src/ may call into each other,
-# directly or around a loop, and no two rooms (src/loader, src/tracer, src/profiler,
+# directly or around a loop, and no two rooms (src/entry, src/loader, src/tracer, src/profiler,
 # src/control, src/common, src/cli) either. Read from the linker's symbol tables, not from
 # the includes: for every object file of src/ that `make` built, `nm` lists the global
 # symbols it defines (functions T, data D/B/R/C, TLS and weak ones alike) and the ones it
@@ -39,7 +39,8 @@
 # It also prints the room graph (each arrow with its count of file arrows and one symbol)
 # and the rooms' floors, bottom first.
 #
-#   tests/circles.sh            (after `make`; fast: nm and one small compile, no dotnet)
+#   tests/circles.sh            (after `make`; fast: nm and one small compile, no dotnet; in
+#                               `make test` after tests/cross.sh)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
