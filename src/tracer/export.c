@@ -297,8 +297,12 @@ int tracer_export_pending(struct tracer *t, int flush)
 
 void tracer_export_all(struct tracer *t, int64_t deadline_mono_ns)
 {
-    /* bounded: threads still recording spans at the end must not keep the caller here */
-    for (int i = 0; i < 64 && tracer_export_pending(t, 1); i++)
+    /* bounded: threads still recording spans at the end must not keep the caller here. What
+     * is finished when it starts is written (the staged spans and the ring's), and no more:
+     * threads that go on recording faster than a file takes them (a flood at the last gasp)
+     * would otherwise keep it writing until the deadline, and the last gasp past it */
+    const uint64_t finished = t->encoded + (t->nstage - t->shead) + clrmux_spans_pending();
+    for (int i = 0; i < 64 && tracer_export_pending(t, 1) && t->encoded < finished; i++)
         if (deadline_mono_ns && clrmux_mono_ns() >= deadline_mono_ns)
             break;
 }
