@@ -1,13 +1,13 @@
-/* `clrmux ctl PID COMMAND [ARGS...]`: the client of a process's control channel (the
- * protocol: src/control/ctl_proto.h; where it listens: src/control/ctl_path.h).
+/* Reaching a process's control channel on Linux (ctl_reach.h), for `clrmux ctl` (ctl.c).
  *
  * It finds the process's socket from what /proc says of it (its effective user, its
  * CLRMUX_CONTROL_DIR or TMPDIR, its id in its own PID namespace) and reaches it through
- * /proc/PID/root (a process in another mount namespace, a service with PrivateTmp), sends one
- * request line, prints the reply's body on stdout and exits 0, or prints the process's error
- * on stderr and exits 1. When the process has no control channel it says why: not a process,
- * not .NET, not under clrmux (then `clrmux attach`), or clrmux there without one. */
-#include "cli/ctl.h"
+ * /proc/PID/root (a process in another mount namespace, a service with PrivateTmp), sends the
+ * request line and reads the reply until the process closes the connection. When the process
+ * has no control channel it says why: not a process, not .NET, not under clrmux (then
+ * `clrmux attach`), or clrmux there without one. */
+#if !defined(_WIN32)
+#include "cli/ctl_reach.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "control/ctl_path.h"
-#include "control/ctl_proto.h"
 
 #define REPLY_TIMEOUT_MS 60000 /* trace add waits for the ReJIT thread, 10 s per module at most */
 
@@ -131,50 +130,8 @@ static void explain(long pid, unsigned long uid, const char *sock, int err)
                         "process)\n", sock, strerror(err), pid, pid);
 }
 
-static const char *const ctl_usage =
-    "usage: clrmux ctl PID COMMAND [ARGS...]\n"
-    "  status [--json]                       children, tracer targets and counts, profiler, log\n"
-    "  trace add 'Asm!Ns.Type::Method'       trace a method from its next call (ReJIT)\n"
-    "  trace remove 'Asm!Ns.Type::Method'    stop tracing it (clrmux's rewrite reverted)\n"
-    "  trace list [--json]\n"
-    "  profile flush|start|stop              write the current profile now; stop/start the sampler\n"
-    "  log-level error|warn|info|debug|trace\n";
-
-int clrmux_cmd_ctl(int argc, char **argv)
+int clrmux_ctl_reach(long pid, const char *req, size_t len, char **out, size_t *out_len)
 {
-    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        fputs(ctl_usage, argc < 1 ? stderr : stdout);
-        return argc < 1 ? 2 : 0;
-    }
-    char *end = NULL;
-    errno = 0;
-    long pid = strtol(argv[0], &end, 10);
-    if (errno || !end || *end || pid <= 0) {
-        fprintf(stderr, "clrmux ctl: '%s' is not a process id\n%s", argv[0], ctl_usage);
-        return 2;
-    }
-    if (argc < 2) {
-        fprintf(stderr, "clrmux ctl: no command\n%s", ctl_usage);
-        return 2;
-    }
-    char req[CLRMUX_CTL_MAX_REQUEST];
-    size_t len = 0;
-    for (int i = 1; i < argc; i++) {
-        int n = snprintf(req + len, sizeof req - len, "%s%s", i > 1 ? " " : "", argv[i]);
-        if (n < 0 || (size_t)n >= sizeof req - len - 1) {
-            fprintf(stderr, "clrmux ctl: the command is longer than %d bytes\n", CLRMUX_CTL_MAX_REQUEST - 2);
-            return 2;
-        }
-        len += (size_t)n;
-    }
-    struct clrmux_ctl_req parsed;
-    char err[600];
-    if (clrmux_ctl_parse(req, len, &parsed, err, sizeof err) != 0) { /* said here rather than by the process */
-        fprintf(stderr, "clrmux ctl: %s\n%s", err, ctl_usage);
-        return 2;
-    }
-    req[len++] = '\n';
-
     unsigned long uid = 0;
     long nspid = pid;
     if (status_of(pid, &uid, &nspid) != 0) {
@@ -234,8 +191,11 @@ int clrmux_cmd_ctl(int argc, char **argv)
     shutdown(fd, SHUT_WR);
     size_t cap = 1 << 16, got = 0;
     char *reply = malloc(cap + 1);
-    if (!reply)
+    if (!reply) {
+        fprintf(stderr, "clrmux ctl: out of memory\n");
+        close(fd);
         return 1;
+    }
     for (;;) {
         struct pollfd p = {fd, POLLIN, 0};
         int r = poll(&p, 1, REPLY_TIMEOUT_MS);
@@ -261,17 +221,8 @@ int clrmux_cmd_ctl(int argc, char **argv)
     }
     close(fd);
     reply[got] = 0;
-    if (!strncmp(reply, "ok\n", 3)) {
-        fwrite(reply + 3, 1, got - 3, stdout);
-        free(reply);
-        return 0;
-    }
-    if (!strncmp(reply, "error: ", 7)) {
-        fprintf(stderr, "clrmux ctl: %s%s", reply + 7, got && reply[got - 1] == '\n' ? "" : "\n");
-        free(reply);
-        return 1;
-    }
-    fprintf(stderr, "clrmux ctl: process %ld %s\n", pid, got ? "sent a reply that is not clrmux's" : "closed the connection without a reply");
-    free(reply);
-    return 1;
+    *out = reply;
+    *out_len = got;
+    return 0;
 }
+#endif
