@@ -3,7 +3,8 @@
  *
  * It opens the pipe (waiting while its one instance serves another client), for
  * identification only (SECURITY_IDENTIFICATION: whoever holds the name may learn who asks,
- * never act as them), reads in message mode, writes the request line and reads the reply,
+ * never act as them), refuses it unless process PID serves it (GetNamedPipeServerProcessId:
+ * another process may have taken the name first), reads in message mode, writes the request line and reads the reply,
  * one message, within a deadline (overlapped I/O). When there is no pipe it says why, from
  * the process's modules: no such process, not a .NET process (no coreclr.dll), a .NET
  * process without clrmux (no libclrmux.dll: on Windows clrmux is loaded at start-up; there is
@@ -141,6 +142,15 @@ static HANDLE open_pipe(DWORD pid, const char *name, const wchar_t *wname)
         HANDLE h = CreateFileW(wname, GENERIC_READ | GENERIC_WRITE, 0, NULL, OPEN_EXISTING,
                                FILE_FLAG_OVERLAPPED | SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION, NULL);
         if (h != INVALID_HANDLE_VALUE) {
+            /* the name is anyone's to take before the process starts (the process then has no
+             * channel): the pipe must be served by that process */
+            ULONG server = 0;
+            if (GetNamedPipeServerProcessId(h, &server) && server != pid) {
+                fprintf(stderr, "clrmux ctl: %s is held by process %lu, not by process %lu: not its control channel; "
+                                "nothing sent\n", name, (unsigned long)server, (unsigned long)pid);
+                CloseHandle(h);
+                return INVALID_HANDLE_VALUE;
+            }
             DWORD mode = PIPE_READMODE_MESSAGE; /* the reply is one message */
             if (SetNamedPipeHandleState(h, &mode, NULL, NULL))
                 return h;

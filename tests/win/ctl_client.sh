@@ -8,6 +8,7 @@
 #     refused without a tracer, exit 1; a method name outside ASCII reaches the process as
 #     UTF-8),
 #   - one with no channel (not a .NET process), and a process id that is not there;
+#   - one that took the pipe name of another process id (a client must refuse it);
 #   - usage: --help, --version, an unknown command (exit 2, nothing sent), run/check/attach
 #     said to be Linux-only.
 # Wine's process ids are its Windows ones (GetCurrentProcessId): each server prints its own.
@@ -30,7 +31,7 @@ has() { grep -qF -- "$2" <<<"$1"; }
 
 SERVERS=()
 cleanup() {
-    exec 3>&- 4>&- 5>&- 2>/dev/null
+    exec 3>&- 4>&- 5>&- 6>&- 2>/dev/null
     local p i
     for p in "${SERVERS[@]}"; do
         for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -40,14 +41,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start MODE FD: ctl_serve.exe MODE with its standard input the fifo held open on FD (closing
-# FD ends it); its Windows process id into the variable named MODE_PID
+# start MODE FD [ARG]: ctl_serve.exe MODE [ARG] with its standard input the fifo held open on FD
+# (closing FD ends it); it prints its Windows process id into MODE.out
 start() {
     local mode=$1 fd=$2
+    shift 2
     mkfifo "$WORK/$mode.in"
     # (the fifos' write ends of the others are not inherited: only FD may hold each open;
     # wineserver, when this starts it, keeps none either)
-    "$WINE" "$SERVE" "$mode" <"$WORK/$mode.in" >"$WORK/$mode.out" 2>"$WORK/$mode.err" 3>&- 4>&- 5>&- &
+    "$WINE" "$SERVE" "$mode" "$@" <"$WORK/$mode.in" >"$WORK/$mode.out" 2>"$WORK/$mode.err" 3>&- 4>&- 5>&- 6>&- &
     SERVERS+=($!)
     eval "exec $fd>\"\$WORK/\$mode.in\""
 }
@@ -57,21 +59,23 @@ done
 start bare 3
 start mux 4
 start idle 5
+start squat 6 4000004 # takes the pipe name of process 4000004, which is not there
 for i in $(seq 600); do # the first Wine process of a prefix may take a while
-    grep -q '^pid ' "$WORK/bare.out" && grep -q '^pid ' "$WORK/mux.out" && grep -q '^pid ' "$WORK/idle.out" && break
+    grep -q '^pid ' "$WORK/bare.out" && grep -q '^pid ' "$WORK/mux.out" && grep -q '^pid ' "$WORK/idle.out" \
+        && grep -q '^pid ' "$WORK/squat.out" && break
     sleep 0.1
 done
 pid_of() { awk '/^pid /{print $2}' "$WORK/$1.out" | tr -d '\r'; }
-BARE=$(pid_of bare) MUX=$(pid_of mux) IDLE=$(pid_of idle)
-if [ -z "$BARE" ] || [ -z "$MUX" ] || [ -z "$IDLE" ]; then
-    bad "the serving processes did not start (pids '$BARE' '$MUX' '$IDLE')" "$(cat "$WORK"/*.err)"
+BARE=$(pid_of bare) MUX=$(pid_of mux) IDLE=$(pid_of idle) SQUAT=$(pid_of squat)
+if [ -z "$BARE" ] || [ -z "$MUX" ] || [ -z "$IDLE" ] || [ -z "$SQUAT" ]; then
+    bad "the serving processes did not start (pids '$BARE' '$MUX' '$IDLE' '$SQUAT')" "$(cat "$WORK"/*.err)"
     echo "$PASS passed, $FAIL failed"
     exit 1
 fi
 
 # cli ARGS...: runs clrmux.exe; rc, out and err (without Windows's CRs) set
 cli() {
-    LC_ALL=C.UTF-8 "$WINE" "$CLI" "$@" >"$WORK/out" 2>"$WORK/err" 3>&- 4>&- 5>&-
+    LC_ALL=C.UTF-8 "$WINE" "$CLI" "$@" >"$WORK/out" 2>"$WORK/err" 3>&- 4>&- 5>&- 6>&-
     rc=$?
     out=$(tr -d '\r' <"$WORK/out")
     err=$(tr -d '\r' <"$WORK/err")
@@ -128,8 +132,13 @@ cli ctl "$IDLE" status
 cli ctl 4000000 status
 [ $rc = 1 ] && [ "$err" = "clrmux ctl: no process 4000000" ] && ok "no such process: '$err'" || bad "no such process (rc=$rc)" "$(both)"
 
+cli ctl 4000004 status
+[ $rc = 1 ] && [ "$err" = "clrmux ctl: \\\\.\\pipe\\clrmux-ctl-4000004 is held by process $SQUAT, not by process 4000004: not its control channel; nothing sent" ] \
+    && ! has "$out" squatted && ok "a pipe name taken by another process (GetNamedPipeServerProcessId): refused, exit 1" \
+    || bad "a pipe name taken by another process (rc=$rc)" "$(both)"
+
 # ---- the servers end when their input closes ------------------------------------------------
-exec 3>&- 4>&- 5>&-
+exec 3>&- 4>&- 5>&- 6>&-
 ended=1
 for p in "${SERVERS[@]}"; do
     for i in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
