@@ -172,7 +172,7 @@ $(BUILD)/tools/attach/clrmux-attach.dll: tools/attach/Program.cs tools/attach/cl
 
 # the launcher: validates and runs through libclrmux.so's exported clrmux_check_config
 # (and `clrmux ctl`: the control channel's protocol and names, src/control/ctl_proto.c, ctl_path.c)
-CLI_SRCS := $(wildcard src/cli/*.c) src/control/ctl_proto.c src/control/ctl_path.c
+CLI_SRCS := $(filter-out %_win.c,$(wildcard src/cli/*.c)) src/control/ctl_proto.c src/control/ctl_path.c
 $(BUILD)/clrmux: $(CLI_SRCS) $(wildcard src/cli/*.h) src/control/ctl_proto.h src/control/ctl_path.h include/clrmux/clrmux.h | setup
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DCLRMUX_VERSION='"$(VERSION)"' -o $@ $(CLI_SRCS) -ldl
@@ -281,6 +281,15 @@ $(BUILD)/win-x64/test_platform.exe: tests/win/test_platform.c src/common/platfor
 $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 	@mkdir -p $(dir $@)
 	$(WIN_CC) $(WIN_CFLAGS) -shared -o $@ $<
+# the launcher for Windows: clrmux.exe, `clrmux ctl` alone (src/cli/clrmux_win.c; ctl.c with its
+# Windows half ctl_reach_win.c and the protocol and names of src/control), its objects in
+# build/win-x64/obj beside the DLL's (tests/circles.sh reads them), C runtime linked in
+WIN_CLI_OBJS := $(patsubst %.c,$(BUILD)/win-x64/obj/%.o,src/cli/clrmux_win.c src/cli/ctl.c src/cli/ctl_reach_win.c \
+                src/control/ctl_proto.c src/control/ctl_path.c)
+windows: $(BUILD)/win-x64/clrmux.exe
+$(BUILD)/win-x64/obj/src/cli/clrmux_win.o: WIN_CFLAGS += -DCLRMUX_VERSION='"$(VERSION)"'
+$(BUILD)/win-x64/clrmux.exe: $(WIN_CLI_OBJS)
+	$(WIN_CC) -o $@ $(WIN_CLI_OBJS) -static -static-libgcc -lshell32
 # Unit tests for Windows (cmocka built from Debian's source by scripts/win-deps.sh): the loader's
 # tests whose subject is in libclrmux.dll, linked with its objects built -DCLRMUX_TESTING.
 # cmocka.h declares its printf-like functions with the MS printf format, while everything here
@@ -326,6 +335,11 @@ WIN_FAKES := $(patsubst fake_profilers/%.c,$(BUILD)/win-x64/fake/lib%.dll,$(wild
 WIN_UNIT_MUX := mux_com mux_masks mux_route mux_elt mux_eventpipe mux_initialize mux_hostile check runtime_version
 windows: $(WIN_FAKES) $(WIN_UNIT_MUX:%=$(BUILD)/win-x64/unit/test_%.exe) $(BUILD)/win-x64/unit/test_lastgasp_win.exe \
          $(BUILD)/win-x64/unit/test_ctl_win.exe
+# the control channel's server in a process of its own, for `clrmux.exe ctl` to reach under Wine
+# (tests/win/ctl_client.sh; not a unit test: it serves until its standard input closes)
+windows: $(BUILD)/win-x64/ctl_serve.exe
+$(BUILD)/win-x64/ctl_serve.exe: tests/win/ctl_serve.c $(WIN_TEST_OBJS)
+	$(WIN_CC) $(WIN_TEST_CFLAGS) -o $@ $< $(WIN_TEST_OBJS) -static -lwinpthread $(WIN_SYSLIBS)
 # Windows-only unit tests (tests/win/test_*.c with the loader's objects)
 $(BUILD)/win-x64/unit/test_%.exe: tests/win/test_%.c $(WIN_TEST_OBJS)
 	@mkdir -p $(dir $@)

@@ -4,7 +4,7 @@
 #   clrmux_VERSION_amd64.deb          the same tree in /opt/clrmux, /usr/bin/clrmux (dpkg-deb)
 #   clrmux-VERSION-linux-arm64.tar.gz the same for Linux arm64 (make arm64), and
 #   clrmux_VERSION_arm64.deb          when the arm64 cross toolchain is there (under CI: must be)
-#   clrmux-VERSION-win-x64.zip        clrmux-VERSION/{libclrmux.dll,loader.conf,docs/,...} for Windows
+#   clrmux-VERSION-win-x64.zip        clrmux-VERSION/{libclrmux.dll,clrmux.exe,loader.conf,docs/,...} for Windows
 #                                     x64 (make windows) when mingw-w64 is there (CI: must be)
 #   Clrmux.Bundle.VERSION.nupkg       the native files under runtimes/linux-x64/native/ (and
 #                                     runtimes/linux-arm64/native/, runtimes/win-x64/native/), dotnet pack of
@@ -82,10 +82,10 @@ fi
 # Windows x64: libclrmux.dll (make windows) with its loader.conf, zipped
 WIN_NATIVE=""
 if command -v "${WIN_CC:-x86_64-w64-mingw32-gcc}" >/dev/null 2>&1 && command -v zip >/dev/null 2>&1 \
-        && make -s NO_SETUP=1 -j2 build/win-x64/libclrmux.dll >"$STAGE/win-x64.log" 2>&1; then
+        && make -s NO_SETUP=1 -j2 build/win-x64/libclrmux.dll build/win-x64/clrmux.exe >"$STAGE/win-x64.log" 2>&1; then
     W="$STAGE/win-x64/clrmux-$VERSION"
     mkdir -p "$W"
-    cp build/win-x64/libclrmux.dll README.md loader.conf.example THIRD_PARTY_NOTICES.md "$W/"
+    cp build/win-x64/libclrmux.dll build/win-x64/clrmux.exe README.md loader.conf.example THIRD_PARTY_NOTICES.md "$W/"
     mkdir -p "$W/docs" && cp docs/*.md "$W/docs/"
     [ -f build/Clrmux.Agent.dll ] && cp build/Clrmux.Agent.dll "$W/"
     cp packaging/loader-win.conf "$W/loader.conf"

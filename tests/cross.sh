@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The cross builds in `make test`: Linux arm64 (make arm64; the unit tests, then a real .NET 10
 # runtime with clrmux, tests/clr/arm64.sh, under qemu-aarch64) and Windows x64 (make windows;
-# the platform layer's test, the loader's unit tests, then a real .NET 10 runtime with
-# libclrmux.dll, tests/clr/windows.sh, under Wine). A missing toolchain, emulator or
+# the platform layer's test, the loader's unit tests, `clrmux ctl` (clrmux.exe,
+# tests/win/ctl_client.sh), then a real .NET 10 runtime with libclrmux.dll,
+# tests/clr/windows.sh, under Wine). A missing toolchain, emulator or
 # library is reported loudly and that platform is skipped, except under CI (CI=true), where
 # scripts/setup.sh installs them and a skip is a failure.
 #   tests/cross.sh [arm64|windows]...   (default: both)
@@ -135,6 +136,12 @@ windows() {
         fakedir="$trusted/units/fake"
     fi
     run_units "Windows x64 (wine)" "$BUILD/win-x64/unit" "$fakedir" env WINEPREFIX="$prefix" WINEDEBUG=-all "$wine"
+    # `clrmux ctl` for Windows (clrmux.exe) against processes that serve the named pipe
+    if BUILD=$BUILD WINE=$wine WINEPREFIX="$prefix" tests/win/ctl_client.sh; then
+        PASS=$((PASS + 1))
+    else
+        FAIL=$((FAIL + 1))
+    fi
     # a real .NET 10 runtime for win-x64 (a self-contained app) under Wine
     if ! command -v dotnet >/dev/null 2>&1; then
         skip_platform "win-x64 .NET under Wine: dotnet is not on PATH"

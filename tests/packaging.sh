@@ -139,6 +139,8 @@ if [ -s "$WZIP" ]; then
         bash -c "[ -s '$WZ/README.md' ] && [ -s '$WZ/loader.conf.example' ] && ! grep -q '^builtin' '$WZ/loader.conf'"
     check "win-x64 zip: THIRD_PARTY_NOTICES.md" notices "$WZ/THIRD_PARTY_NOTICES.md"
     check "win-x64 zip: docs/*.md" docs_in "$WZ"
+    check "win-x64 zip: clrmux.exe (clrmux ctl) is a PE32+ x86-64 console program" \
+        bash -c "file '$WZ/clrmux.exe' | grep -q 'PE32+ executable (console).*x86-64'"
     check "win-x64 zip: libclrmux.dll exports DllGetClassObject and DllCanUnloadNow" \
         bash -c "! command -v x86_64-w64-mingw32-objdump >/dev/null || x86_64-w64-mingw32-objdump -p '$WZ/libclrmux.dll' | grep -c '\] Dll\(GetClassObject\|CanUnloadNow\)$' | grep -qx 2"
 fi

@@ -24,7 +24,6 @@
 #include "control/ctl_path.h"
 #include "control/ctl_perfmap.h"
 #include "control/ctl_proto.h"
-#include "loader/mux.h"
 
 static struct {
     int perf_map, control;
@@ -384,7 +383,5 @@ void clrmux_ctl_shutdown(void)
     }
 }
 
-/* The channel as the mux takes it (loader/mux.h), given by the library's entry. */
-const struct clrmux_mux_control clrmux_control_channel = {clrmux_ctl_configure, clrmux_ctl_start, clrmux_ctl_shutdown};
 
 #endif

@@ -19,7 +19,6 @@
 #include "control/ctl_path.h"
 #include "control/ctl_perfmap.h"
 #include "control/ctl_proto.h"
-#include "loader/mux.h"
 
 #define PIPE_BUF_BYTES 65536
 
@@ -317,8 +316,6 @@ void clrmux_ctl_shutdown(void)
         SetEvent(g.stop_event);
 }
 
-/* The channel as the mux takes it (loader/mux.h), given by the library's entry. */
-const struct clrmux_mux_control clrmux_control_channel = {clrmux_ctl_configure, clrmux_ctl_start, clrmux_ctl_shutdown};
 
 #ifdef CLRMUX_TESTING
 int clrmux_ctl_test_start(void)

@@ -31,6 +31,7 @@ static _Atomic int nprofilers;
 static ICorProfilerCallback11 *create_profiler(const struct clrmux_child_conf *cc, const struct clrmux_config *cfg,
                                                int *version)
 {
+    (void)cfg;
     (void)version;
     LOG_ERROR("child '%s': the built-in profiler (builtin = profiler) is unavailable on Windows (its samplers are "
               "Linux-only); child skipped, the other children run", cc->name);

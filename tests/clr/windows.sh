@@ -10,7 +10,10 @@
 # child path in a non-ASCII folder), a configuration in a folder others may write (refused, the app runs
 # unprofiled), the built-in profiler (not in the Windows build: logged, skipped, the other
 # children run), and the built-in tracer (spans of a method and the one it calls, with their
-# parent/child ids, in an OTLP JSON file; alone and beside a recorder child).
+# parent/child ids, in an OTLP JSON file; alone and beside a recorder child). Then `clrmux.exe
+# ctl` (build/win-x64/clrmux.exe) asks the app held before its end (SAMPLE_HOLD=1) over its
+# named pipe: status and trace list with the tracer's counts, trace add of a method called
+# after it (a span per call: ReJIT), a refused trace add; and the app without clrmux.
 # Prints one line per check and a closing "N passed, N failed" line.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -240,4 +243,86 @@ e=$(tr -d '\r' <"$WORK/open.err")
 if grep -q "refused: .*open is writable by Everyone" <<<"$e" && ! [ -e "$WORK/open_a.rec" ]; then
     ok "a configuration in a folder Everyone may write (its ACL, as Wine maps mode 0777) is refused; no child loads"
 else bad "a configuration in a folder Everyone may write is refused" "$e"; fi
+# ---- clrmux ctl (build/win-x64/clrmux.exe) asks the running process ---------------------------
+# the app held before its end (SAMPLE_HOLD=1: "hold pid N" on stderr, then it waits for its input
+# to close), under clrmux with the tracer, and without a profiler
+CLI="$W/clrmux.exe"
+hold() { # hold TAG [VAR=VALUE...]: the app in the background, its input a fifo held on fd 7; HELD_PID
+    local tag=$1 i
+    shift
+    rm -f "$WORK/$tag.in" && mkfifo "$WORK/$tag.in"
+    env "$@" SAMPLE_HOLD=1 timeout 300 "$WINE" "$PUB/$app/$app.exe" <"$WORK/$tag.in" >"$WORK/$tag.out" \
+        2>"$WORK/$tag.err" 7>&- &
+    HELD=$!
+    exec 7>"$WORK/$tag.in"
+    HELD_PID=""
+    for i in $(seq 600); do
+        HELD_PID=$(tr -d '\r' <"$WORK/$tag.err" | awk '/^hold pid /{print $3}')
+        [ -n "$HELD_PID" ] && break
+        kill -0 "$HELD" 2>/dev/null || break
+        sleep 0.1
+    done
+}
+release() { # release TAG: closes its input; the app's exit status into TAG.rc
+    exec 7>&-
+    wait "$HELD"
+    echo $? >"$WORK/$1.rc"
+}
+ctl() { LC_ALL=C.UTF-8 "$WINE" "$CLI" ctl "$@" >"$WORK/ctl.out" 2>"$WORK/ctl.err" 7>&-; rc=$?; out=$(tr -d '\r' <"$WORK/ctl.out"); err=$(tr -d '\r' <"$WORK/ctl.err"); }
+if ! [ -f "$CLI" ]; then
+    bad "clrmux ctl: $CLI is not built (make windows)"
+else
+    hold held "${PROF[@]}" CLRMUX_CONFIG="$(winpath "$D/tracer.conf")"
+    if [ -z "$HELD_PID" ]; then
+        bad "clrmux ctl: the held app did not start" "$(tail -n 10 "$WORK/held.err")"
+    else
+        ctl "$HELD_PID" status
+        if [ $rc = 0 ] && [[ $(head -n 1 <<<"$out") == "clrmux "*" in process $HELD_PID ("*", .NET 10."* ]] \
+                && grep -qE '^  traced  sample!Sample.Work::TryFail  \(.*tracer\.conf:[0-9]+\)  1 method\(s\), 5 call\(s\), 0 error\(s\)$' <<<"$out" \
+                && grep -qE '^  traced  sample!Sample.Work::Fail  \(.*tracer\.conf:[0-9]+\)  1 method\(s\), 5 call\(s\), 5 error\(s\)$' <<<"$out"; then
+            ok "clrmux.exe ctl PID status in a process under libclrmux.dll: the tracer's targets with 5 calls each ($(head -n 1 <<<"$out"))"
+        else bad "clrmux.exe ctl PID status in a process under libclrmux.dll (rc=$rc)" "$out
+$err"; fi
+        ctl "$HELD_PID" trace list --json
+        if [ $rc = 0 ] && [[ $out == '[{"target":"sample!Sample.Work::TryFail",'*'"calls":5,"errors":0}'* ]]; then
+            ok "clrmux.exe ctl PID trace list --json: the targets as JSON"
+        else bad "clrmux.exe ctl PID trace list --json (rc=$rc)" "$out
+$err"; fi
+        ctl "$HELD_PID" trace add 'sample!Sample.Work::Fib'
+        if [ $rc = 0 ] && [[ $out == "sample!Sample.Work::Fib added: 1 method(s) rewritten through ReJIT"* ]]; then
+            ok "clrmux.exe ctl PID trace add: '$out'"
+        else bad "clrmux.exe ctl PID trace add (rc=$rc)" "$out
+$err"; fi
+        ctl "$HELD_PID" trace add 'sample!Sample.Work::NoSuchMethod'
+        [ $rc = 1 ] && [[ $err == "clrmux ctl: "* ]] && [ -z "$out" ] && ok "clrmux.exe ctl PID trace add of a method that is not there: refused, exit 1 ('$err')" \
+            || bad "clrmux.exe ctl PID trace add of a method that is not there (rc=$rc)" "$out
+$err"
+    fi
+    release held
+    if [ "$(cat "$WORK/held.rc")" = 0 ] && cmp -s <(tr -d '\r' <"$WORK/base.out") <(tr -d '\r' <"$WORK/held.out"); then
+        ok "the app asked by clrmux ctl ends as without: its output is unchanged"
+    else bad "the app asked by clrmux ctl ends as without (rc $(cat "$WORK/held.rc"))" "$(tail -n 8 "$WORK/held.err")"; fi
+    # after its input closes the app calls Fib(5): 15 calls, each a span since the trace add
+    sp="$D/spans-$HELD_PID.otlp.jsonl"
+    fib=$(python3 -c 'import json, sys
+n = 0
+for line in open(sys.argv[1], encoding="utf-8"):
+    if line.strip():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                n += sum(1 for s in ss["spans"] if s["name"].endswith("Fib"))
+print(n)' "$sp" 2>&1)
+    if [ -n "$HELD_PID" ] && [ "$fib" = 15 ] && [ -z "$(check_spans "$sp")" ]; then
+        ok "after clrmux.exe ctl trace add, each of the 15 later calls of Fib has its span (ReJIT on Windows), beside the 5 + 5 of loader.conf"
+    else bad "after clrmux.exe ctl trace add, the 15 later calls of Fib have spans" "Fib spans: $fib; $(check_spans "$sp")"; fi
+    hold bare
+    if [ -n "$HELD_PID" ]; then
+        ctl "$HELD_PID" status
+        [ $rc = 1 ] && [[ $err == "clrmux ctl: process $HELD_PID is a .NET process that does not run under clrmux; "* ]] \
+            && ok "clrmux.exe ctl PID of a .NET process without clrmux: '${err:0:90}...'" \
+            || bad "clrmux.exe ctl PID of a .NET process without clrmux (rc=$rc)" "$out
+$err"
+    else bad "clrmux ctl: the held app without a profiler did not start" "$(tail -n 10 "$WORK/bare.err")"; fi
+    release bare
+fi
 finish

@@ -9,6 +9,9 @@
 //   recursive method                     : Sample.Work.Fib(int)
 //
 // Output is identical on every run; last line is "done".
+// SAMPLE_HOLD=1 (tests/clr/windows.sh, where `clrmux ctl` asks the process): before "done",
+// "hold pid N" on stderr, then it waits until its standard input closes, then calls Fib(5)
+// (15 calls, which `clrmux ctl PID trace add` has the tracer trace meanwhile).
 using System.Runtime.CompilerServices;
 using SampleLib;
 
@@ -80,6 +83,18 @@ public static class Work
     }
 }
 
+public static class Hold
+{
+    // Its own method, so that Main's JIT compilation loads no assembly more than before.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void UntilInputCloses()
+    {
+        Console.Error.WriteLine("hold pid " + System.Diagnostics.Process.GetCurrentProcess().Id);
+        Console.In.ReadToEnd();
+        Work.Fib(5);
+    }
+}
+
 public static class Program
 {
     public static int Main()
@@ -122,6 +137,8 @@ public static class Program
         // 5. recursion.
         Console.WriteLine("fib(20)=" + Work.Fib(20));
 
+        if (Environment.GetEnvironmentVariable("SAMPLE_HOLD") == "1")
+            Hold.UntilInputCloses();
         Console.WriteLine("done");
         return 0;
     }
