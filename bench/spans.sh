@@ -30,7 +30,7 @@ if [ "${1:-}" = "--summary" ]; then SUMMARY=$2; shift 2; fi
 CALLS=${BENCH_SPANS_CALLS:-50000}
 ROUNDS=${BENCH_SPANS_ROUNDS:-21}
 LOAD=${BENCH_SPANS_LOAD:-2000000}
-LIB="$ROOT/build/libclrmux.so"
+LIB="${BENCH_SPANS_LIB:-$ROOT/build/libclrmux.so}" # BENCH_SPANS_LIB: another build's, to compare
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 command -v dotnet >/dev/null 2>&1 || { echo "spans: dotnet is not on PATH: benchmark skipped"; exit 0; }
 [ -f "$LIB" ] || { echo "spans: build/libclrmux.so missing (make all)" >&2; exit 1; }
