@@ -9,7 +9,8 @@
 #    batch processor, an exporter that counts). Run twice: the probes without a GC transition
 #    (the default, SuppressGCTransition) and with one (suppress_gc_transition = false).
 #    Prints ns per span (the method's cost minus Plain's) and OpenTelemetry's / clrmux's.
-# 2. Export. `otelapp load CALLS RATE` calls Traced CALLS times at RATE calls/s (0: full speed)
+# 2. Export. `otelapp load CALLS RATE` calls Traced CALLS times at RATE calls/s (0: full speed;
+#    paced in steps of 1000 calls, the thread yielding its CPU while ahead: BENCH_PACE=spin spins)
 #    with the default span buffer (262144 spans); from the tracer's shutdown log: spans written
 #    and dropped, and the spans/s of the export thread (spans over its CPU time: drain, OTLP
 #    JSON, write(2)), to /dev/null and to a file, and the time the export thread waited on the
