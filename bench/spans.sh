@@ -9,7 +9,8 @@
 #    batch processor, an exporter that counts). Run twice: the probes without a GC transition
 #    (the default, SuppressGCTransition) and with one (suppress_gc_transition = false).
 #    Prints ns per span (the method's cost minus Plain's) and OpenTelemetry's / clrmux's.
-# 2. Export. `otelapp load CALLS RATE` calls Traced CALLS times at RATE calls/s (0: full speed)
+# 2. Export. `otelapp load CALLS RATE` calls Traced CALLS times at RATE calls/s (0: full speed;
+#    paced in steps of 1000 calls, the thread yielding its CPU while ahead: BENCH_PACE=spin spins)
 #    with the default span buffer (262144 spans); from the tracer's shutdown log: spans written
 #    and dropped, and the spans/s of the export thread (spans over its CPU time: drain, OTLP
 #    JSON, write(2)), to /dev/null and to a file, and the time the export thread waited on the
@@ -30,7 +31,7 @@ if [ "${1:-}" = "--summary" ]; then SUMMARY=$2; shift 2; fi
 CALLS=${BENCH_SPANS_CALLS:-50000}
 ROUNDS=${BENCH_SPANS_ROUNDS:-21}
 LOAD=${BENCH_SPANS_LOAD:-2000000}
-LIB="$ROOT/build/libclrmux.so"
+LIB="${BENCH_SPANS_LIB:-$ROOT/build/libclrmux.so}" # BENCH_SPANS_LIB: another build's, to compare
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 command -v dotnet >/dev/null 2>&1 || { echo "spans: dotnet is not on PATH: benchmark skipped"; exit 0; }
 [ -f "$LIB" ] || { echo "spans: build/libclrmux.so missing (make all)" >&2; exit 1; }

@@ -3,7 +3,10 @@
  * profiler in libclrmux_profiler.so reads through function pointers it gets from its host).
  *
  * Writer (the owning thread only, src/tracer/spans.c): seq odd (relaxed store), the fields
- * (release stores), seq even (release store); no fence (TSan supports none). Records are never freed: at thread exit the tracer clears
+ * (release stores), seq even (release store); no fence (TSan supports none). One change skips
+ * the seqlock: when the thread's last span closes, span_id, local_root_id and depth are set to
+ * 0 (in that order) and the trace words left as they were; the reader treats a copy whose
+ * local_root_id is 0 as no span (an open span always has a local root: itself at least). Records are never freed: at thread exit the tracer clears
  * the ids and `tid` and recycles the record for a later thread, so a reader holding a stale
  * pointer reads valid memory and sees by `tid` that the record is no longer its thread's.
  * Reader: any thread, including a signal handler on the owning thread (which may have
@@ -61,6 +64,8 @@ static inline int clrmux_span_context_read(const struct clrmux_span_context *c, 
         memcpy(out->trace_id, w, 16);
         if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) != s0)
             continue;
+        if (!out->local_root_id) /* the span closed meanwhile (the clear skips the seqlock) */
+            return 0;
         return !tid || owner == tid;
     }
     return 0;

@@ -38,20 +38,6 @@ struct clrmux_mux *clrmux_the_mux;
  * gate keeps these routes off the fast ways): a constant 0 for every other callback. */
 #define OWN_THREADS(m, N) (clrmux_route_is_thread(CLRMUX_ROUTE_##N) && atomic_load_explicit(&(m)->own.active, memory_order_relaxed))
 
-/* The callbacks' entry points keep no frame record of their own (GCC's omit-frame-pointer for
- * them alone; libclrmux.so is built with -fno-omit-frame-pointer): the direct way is a tail
- * call anyway, and the counted way then saves one register around the child's call instead
- * of building a frame (4 instructions fewer per callback: bench/run.sh part 2). A
- * frame-pointer walk that interrupts a child's callback goes on through the runtime's frames
- * from the child's record; it misses the runtime frame that called the entry point (its
- * return address is on the stack, not in a record), as it would a child called directly
- * from a leaf without a frame record. */
-#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__aarch64__))
-#define CLRMUX_TRAMPOLINE __attribute__((optimize("omit-frame-pointer")))
-#else
-#define CLRMUX_TRAMPOLINE
-#endif
-
 /* MASK and ALL: the children of the callback's route. The fast ways as FAST_WAYS; a route
  * with several subscribers is walked by mux_walk_in_N while the thread is counted in with
  * the same plain add, once membarrier(2) is registered; else mux_walk_N counts itself in

@@ -79,7 +79,7 @@ static __attribute__((noinline)) HRESULT jit_inlining_slow(struct clrmux_mux *m,
     return jit_inlining_walk(m, callerId, calleeId, pfShouldInline);
 }
 
-HRESULT STDMETHODCALLTYPE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
+HRESULT STDMETHODCALLTYPE CLRMUX_TRAMPOLINE mux_JITInlining(ICorProfilerCallback11 *This, FunctionID callerId,
                                                  FunctionID calleeId, BOOL *pfShouldInline)
 {
     struct clrmux_mux *m = impl(This);

@@ -831,7 +831,7 @@ void clrmux_span_exit(int64_t slot)
         close_top(t, end);
         if (!t->depth)
             t->pending_exc = 0, t->lost = 0;
-        spans_ctx_update(t);
+        spans_ctx_update_closed(t);
         return;
     }
     /* spans above `slot` were left without their exit probe (an unwind the tracer did not see

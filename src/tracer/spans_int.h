@@ -199,7 +199,8 @@ static inline void spans_ctx_update(struct tstate *t)
         if (s->sampled)
             span = o->span_id, root = s->local_root, trace = s->trace_id;
     } else if (t->actx.span_id && t->actx.sampled) { /* a continuation of an async span */
-        span = t->actx.span_id, root = t->actx.local_root, trace = t->actx.trace_id;
+        span = t->actx.span_id, trace = t->actx.trace_id;
+        root = t->actx.local_root ? t->actx.local_root : span; /* as seg_start: never 0 with a span */
     }
     __atomic_store_n(&c->span_id, span, __ATOMIC_RELEASE);
     __atomic_store_n(&c->local_root_id, root, __ATOMIC_RELEASE);
@@ -210,6 +211,29 @@ static inline void spans_ctx_update(struct tstate *t)
         __atomic_store_n(&c->trace_words[1], w[1], __ATOMIC_RELEASE);
     }
     __atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* spans_ctx_update after a span closed. When no span is left open and no recorded async
+ * context shows instead, the view only loses its span: span_id, local_root_id and depth go to
+ * 0 without the seqlock's two stores (the trace words stay). A reader checks span_id first:
+ * one that loaded 0 reports no span; one that loaded the old id before the clear and then a
+ * cleared local_root_id reads an inconsistent pair unless the seq check catches it, so the
+ * reader (common/spanctx.h) rejects a copy whose local_root_id is 0; the next open goes
+ * through the seqlock. */
+static inline void spans_ctx_update_closed(struct tstate *t)
+{
+#ifdef CLRMUX_BENCH_NO_LABELS
+    (void)t;
+    return;
+#endif
+    if (t->depth || (t->actx.span_id && t->actx.sampled)) {
+        spans_ctx_update(t);
+        return;
+    }
+    struct clrmux_span_context *c = t->ctx;
+    __atomic_store_n(&c->span_id, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->local_root_id, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->depth, 0, __ATOMIC_RELEASE);
 }
 
 /* Ids on the probes' path: wyrand (one 64x64->128 multiply per id; the per-thread state is

@@ -353,9 +353,9 @@ if [ "$(cat "$WORK/sgc-true.rc")" = 0 ] && [ "$(cat "$WORK/sgc-false.rc")" = 0 ]
 else bad "the probes run without a GC transition" "rc=$(cat "$WORK/sgc-true.rc")/$(cat "$WORK/sgc-false.rc") transitions=$stop_t/$stop_f polls=$poll_t; $(tail -n 3 "$WORK/sgc-true.out"; grep -i 'tracer' "$WORK/sgc-true.log" | tail -3)"; fi
 
 # ---- the export thread's statistics against /proc (issue 27 goal 3) ----------------------
-# tracebench writes 1.2 M spans to a file; while it runs, the export thread (clrmux-export) is
-# found in /proc and its schedstat (ns on a CPU, ns waiting on the run queue) sampled until
-# the process is gone. The shutdown line's "the export thread ran X ms and waited Y ms for a
+# tracebench writes 2.5 M spans to a file in 25 rounds 40 ms apart; while it runs, the export
+# thread (clrmux-export) is found in /proc and its schedstat (ns on a CPU, ns waiting on the
+# run queue) sampled until the process is gone. The shutdown line's "the export thread ran X ms and waited Y ms for a
 # CPU" must be at least the last sample (the thread only adds time) and X at most the run's
 # wall time: whatever state the thread ended in (it often ends before Shutdown reads it, and
 # its /proc entry is then gone).
@@ -364,19 +364,21 @@ printf '[loader]\nlog_level = info\n[child tracer]\nbuiltin = tracer\noutput = %
 ex_t0=$(date +%s%N)
 env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" \
     CLRMUX_CONFIG="$WORK/exstat.conf" CLRMUX_LOG_FILE="$WORK/exstat.log" \
-    "${DOTNET[@]}" build/clr/tracebench/tracebench.dll 100000 7 20 >"$WORK/exstat.out" 2>&1 &
+    "${DOTNET[@]}" build/clr/tracebench/tracebench.dll 100000 20 40 >"$WORK/exstat.out" 2>&1 &
 ex_pid=$!
 ex_run=0 ex_wait=0 ex_seen=0 ex_tid=
-while kill -0 "$ex_pid" 2>/dev/null; do
+while kill -0 "$ex_pid" 2>/dev/null; do # builtins only: no fork per read on a loaded machine
     if [ -z "$ex_tid" ]; then
         for ex_t in /proc/$ex_pid/task/*; do
-            [ "$(cat "$ex_t/comm" 2>/dev/null)" = clrmux-export ] && ex_tid=${ex_t##*/} && break
+            ex_c=
+            read -r ex_c 2>/dev/null <"$ex_t/comm"
+            [ "$ex_c" = clrmux-export ] && ex_tid=${ex_t##*/} && break
         done
     fi
     if [ -n "$ex_tid" ] && read -r r w _ 2>/dev/null <"/proc/$ex_pid/task/$ex_tid/schedstat"; then
         ex_run=$r ex_wait=$w ex_seen=$((ex_seen + 1))
     fi
-    sleep 0.02
+    sleep 0.01
 done
 wait "$ex_pid"
 ex_rc=$?

@@ -96,7 +96,11 @@ public static class SpanBench
         return 0;
     }
 
-    // n calls of f at `rate` calls/s (0: as fast as possible), in steps of 1000 calls
+    // n calls of f at `rate` calls/s (0: as fast as possible), in steps of 1000 calls; ahead of
+    // the rate, the thread yields its CPU (sched_yield) rather than spin on it: an app making
+    // 1 M calls/s of a short method leaves most of its core to the others (BENCH_PACE=spin: the
+    // thread spins as it used to, holding its core)
+    static readonly bool SpinPace = Environment.GetEnvironmentVariable("BENCH_PACE") == "spin";
     static double Paced(int n, long rate, Func<int, int> f)
     {
         var sw = Stopwatch.StartNew();
@@ -105,7 +109,10 @@ public static class SpanBench
         {
             if (rate > 0)
                 while (sw.Elapsed.TotalSeconds * rate < i)
-                    Thread.SpinWait(20);
+                    if (SpinPace)
+                        Thread.SpinWait(20);
+                    else
+                        Thread.Yield();
             for (int j = 0; j < 1000; j++)
                 s = f(s);
         }
