@@ -276,10 +276,19 @@ else
     if [ -z "$HELD_PID" ]; then
         bad "clrmux ctl: the held app did not start" "$(tail -n 10 "$WORK/held.err")"
     else
-        ctl "$HELD_PID" status
-        if [ $rc = 0 ] && [[ $(head -n 1 <<<"$out") == "clrmux "*" in process $HELD_PID ("*", .NET 10."* ]] \
+        # the calls are counted as the export thread drains the span buffer (a poll interval
+        # after they end, once the thread has started): asked again until they are, 20 s at most
+        status_ok() {
+            [ $rc = 0 ] && [[ $(head -n 1 <<<"$out") == "clrmux "*" in process $HELD_PID ("*", .NET 10."* ]] \
                 && grep -qE '^  traced  sample!Sample.Work::TryFail  \(.*tracer\.conf:[0-9]+\)  1 method\(s\), 5 call\(s\), 0 error\(s\)$' <<<"$out" \
-                && grep -qE '^  traced  sample!Sample.Work::Fail  \(.*tracer\.conf:[0-9]+\)  1 method\(s\), 5 call\(s\), 5 error\(s\)$' <<<"$out"; then
+                && grep -qE '^  traced  sample!Sample.Work::Fail  \(.*tracer\.conf:[0-9]+\)  1 method\(s\), 5 call\(s\), 5 error\(s\)$' <<<"$out"
+        }
+        for i in $(seq 40); do
+            ctl "$HELD_PID" status
+            status_ok && break
+            sleep 0.5
+        done
+        if status_ok; then
             ok "clrmux.exe ctl PID status in a process under libclrmux.dll: the tracer's targets with 5 calls each ($(head -n 1 <<<"$out"))"
         else bad "clrmux.exe ctl PID status in a process under libclrmux.dll (rc=$rc)" "$out
 $err"; fi
