@@ -330,8 +330,14 @@ namespace Clrmux.Agent
         private const string Stop = "System.Net.Http.HttpRequestOut.Stop";
         private const string Error = "System.Net.Http.Exception";
 
+        /// <summary>.NET 9 and later give HttpClient's Activity every attribute the Start and
+        /// Stop events would fill in (method, server, url.full, status, protocol, error.type):
+        /// those events are not asked for there, so the runtime neither makes their payloads nor
+        /// calls OnNext twice per request; the exception event still is.</summary>
+        private static readonly bool s_nativeTags = Environment.Version.Major >= 9;
+
         public static bool IsEnabled(string name) =>
-            name == "System.Net.Http.HttpRequestOut" || name == Start || name == Stop || name == Error;
+            name == "System.Net.Http.HttpRequestOut" || name == Error || (!s_nativeTags && (name == Start || name == Stop));
 
         private static readonly PropertyFetcher s_request = new("Request"), s_response = new("Response"),
             s_taskStatus = new("RequestTaskStatus"), s_exception = new("Exception");
