@@ -17,7 +17,10 @@
 # with 5 s, tier-1 compilation still took a fifth of the front's CPU in the timed run, for
 # every config (perf: libclrjit.so 19-28%; 3% after 25 s), and swamped the difference.
 # Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16),
-# ASYNC_CALLS (200000).
+# ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 2), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
+# clrmux-notrace: no method span, clrmux-noact: no Activity span, clrmux-noagent: agent = false,
+# clrmux-idle: the tracer loaded with nothing to record, clrmux-base: the build in WEB_BASE, a
+# folder with another libclrmux.so and its agent, for a before/after in one run).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -56,7 +59,7 @@ CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 CONFIGS=${WEB_CONFIGS:-none clrmux sdk}
 for cfg in $CONFIGS; do
     case $cfg in # the breakdown's configurations: clrmux with a part left out
-    clrmux) extra="trace = shop!Shop.Store::BenchAsync" ;;
+    clrmux|clrmux-base) extra="trace = shop!Shop.Store::BenchAsync" ;;           # clrmux-base: WEB_BASE's build
     clrmux-notrace) extra="" ;;                                                      # no method span
     clrmux-noact) extra=$'trace = shop!Shop.Store::BenchAsync\ninstrument = none\nactivity_sources = none' ;; # no Activity span
     clrmux-noagent) extra=$'trace = shop!Shop.Store::BenchAsync\nagent = false' ;; # no managed agent
@@ -71,9 +74,11 @@ for cfg in $CONFIGS; do
 done
 
 start() { # start CONFIG ROLE HTTP GRPC
-    local cfg=$1 role=$2 env=()
+    local cfg=$1 role=$2 env=() lib
     case $cfg in
-    clrmux*) env=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so"
+    clrmux*) lib=$ROOT/build/libclrmux.so
+             [ "$cfg" = clrmux-base ] && lib=${WEB_BASE:?clrmux-base: WEB_BASE names a folder with another build of libclrmux.so and its agent}/libclrmux.so
+             env=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$lib"
                   CLRMUX_CONFIG="$WORK/$cfg-$role.conf" CLRMUX_LOG_FILE="$WORK/$cfg-$role.log") ;;
     sdk) env=(SHOP_OTEL=otlp OTEL_EXPORTER_OTLP_ENDPOINT="$SINK" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_SERVICE_NAME="$role") ;;
     esac
@@ -136,7 +141,7 @@ if base:
         else:
             print("   CPU per request: %s +%.1f%%; requests/s lost %.1f%%" % (k, 100 * tc, 100 * rc))
 PYEOF
-for f in "$WORK"/clrmux-*.log; do grep -hE "ERROR|dropped \(" "$f" | head -3 || true; done
+for f in "$WORK"/clrmux-*.log; do grep -hE "ERROR|[1-9][0-9]* dropped \(" "$f" | head -3 || true; done
 
 [ "${WEB_ASYNC:-1}" = 0 ] && exit 0
 echo "== 2. ns per call in-process (asyncbench, ${ASYNC_CALLS:-200000} calls x 5 rounds; medians)"
