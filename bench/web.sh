@@ -89,6 +89,18 @@ start() { # start CONFIG ROLE HTTP GRPC
     LAST=$!
 }
 ready() { for _ in $(seq 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.2; done; return 1; }
+exp_ms() { # exp_ms PID...: user + system CPU time of the processes' span exporter threads (clrmux's
+    # clrmux-export, the SDK's batch processor thread), in ms; they live as long as the process
+    local t=0 p f
+    for p in "$@"; do
+        for f in /proc/"$p"/task/*; do
+            case $(cat "$f/comm" 2>/dev/null) in
+            clrmux-export|OpenTelemetry-B*) t=$((t + $(sed 's/.*) //' "$f/stat" | awk '{print $12 + $13}'))) ;;
+            esac
+        done
+    done
+    echo $((t * 1000 / $(getconf CLK_TCK)))
+}
 cpu_ms() { # cpu_ms PID...: user + system CPU time of the processes, in ms
     local t=0 p
     for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
@@ -96,37 +108,41 @@ cpu_ms() { # cpu_ms PID...: user + system CPU time of the processes, in ms
 }
 
 echo "== 1. requests/s of GET /bench (front -> back over HTTP), wrk -c$CONNS ${SECS}s, $ROUNDS interleaved rounds"
-declare -A RPS CPU
+declare -A RPS CPU EXP
 for r in $(seq "$ROUNDS"); do
     for cfg in $CONFIGS; do
         start "$cfg" back "$P3" "$P4"; bp=$LAST
         start "$cfg" front "$P1" "$P2"; fp=$LAST
         ready "http://127.0.0.1:$P3/hello" && ready "http://127.0.0.1:$P1/bench" || { echo "$cfg did not start"; tail "$WORK/$cfg-front.out"; exit 1; }
         wrk -t1 -c"$CONNS" -d"${WARMUP}s" "http://127.0.0.1:$P1/bench" >/dev/null # warm-up: JIT, tiering, pools
-        c0=$(cpu_ms "$fp" "$bp")
+        c0=$(cpu_ms "$fp" "$bp") e0=$(exp_ms "$fp" "$bp")
         out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$P1/bench")
-        c1=$(cpu_ms "$fp" "$bp")
+        c1=$(cpu_ms "$fp" "$bp") e1=$(exp_ms "$fp" "$bp")
         rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
         n=$(awk '/requests in/ {print $1}' <<<"$out")
         kill -TERM "$fp" "$bp"; wait "$fp" "$bp" 2>/dev/null || true
         us=$(( (c1 - c0) * 1000 / (n > 0 ? n : 1) ))
         RPS[$cfg]+="$rps "
         CPU[$cfg]+="$us "
-        printf '   round %d %-14s %8.0f req/s  %5d us CPU per request (front + back)\n' "$r" "$cfg" "$rps" "$us"
+        EXP[$cfg]+="$ex "
+        ex=$(( (e1 - e0) * 10000 / (n > 0 ? n : 1) )) # tenths of a us
+        printf '   round %d %-14s %8.0f req/s  %5d us CPU per request (front + back), %d.%d of them the exporter thread\n' \
+            "$r" "$cfg" "$rps" "$us" $((ex / 10)) $((ex % 10))
     done
 done
 args=()
-for cfg in $CONFIGS; do args+=("$cfg|${RPS[$cfg]}|${CPU[$cfg]}"); done
+for cfg in $CONFIGS; do args+=("$cfg|${RPS[$cfg]}|${CPU[$cfg]}|${EXP[$cfg]}"); done
 python3 - "${args[@]}" <<'PYEOF'
 import statistics, sys
-r, c = {}, {}
+r, c, e = {}, {}, {}
 for a in sys.argv[1:]:
-    k, rv, cv = a.split("|")
+    k, rv, cv, ev = a.split("|")
     r[k], c[k] = statistics.median(map(float, rv.split())), statistics.median(map(float, cv.split()))
+    e[k] = statistics.median(map(float, ev.split())) / 10
 base = "none" if "none" in r else None
 for k in r:
-    print("   %-14s median %8.0f req/s (x%.3f of none)  %6.0f us CPU/request (x%.3f of none)" % (
-        k, r[k], r[k] / r[base] if base else float("nan"), c[k], c[k] / c[base] if base else float("nan")))
+    print("   %-14s median %8.0f req/s (x%.3f of none)  %6.0f us CPU/request (x%.3f of none), exporter thread %.1f us" % (
+        k, r[k], r[k] / r[base] if base else float("nan"), c[k], c[k] / c[base] if base else float("nan"), e[k]))
 if base:
     if "sdk" in c:
         ts, rs = c["sdk"] / c[base] - 1, 1 - r["sdk"] / r[base]
