@@ -124,8 +124,8 @@ for r in $(seq "$ROUNDS"); do
         us=$(( (c1 - c0) * 1000 / (n > 0 ? n : 1) ))
         RPS[$cfg]+="$rps "
         CPU[$cfg]+="$us "
-        EXP[$cfg]+="$ex "
         ex=$(( (e1 - e0) * 10000 / (n > 0 ? n : 1) )) # tenths of a us
+        EXP[$cfg]+="$ex "
         printf '   round %d %-14s %8.0f req/s  %5d us CPU per request (front + back), %d.%d of them the exporter thread\n' \
             "$r" "$cfg" "$rps" "$us" $((ex / 10)) $((ex % 10))
     done
