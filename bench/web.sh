@@ -17,7 +17,10 @@
 # with 5 s, tier-1 compilation still took a fifth of the front's CPU in the timed run, for
 # every config (perf: libclrjit.so 19-28%; 3% after 25 s), and swamped the difference.
 # Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16),
-# ASYNC_CALLS (200000).
+# ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 2), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
+# clrmux-notrace: no method span, clrmux-noact: no Activity span, clrmux-noagent: agent = false,
+# clrmux-idle: the tracer loaded with nothing to record, clrmux-base: the build in WEB_BASE, a
+# folder with another libclrmux.so and its agent, for a before/after in one run).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -53,22 +56,30 @@ PIDS+=($!)
 for _ in $(seq 100); do [ -s "$WORK/sinkport" ] && break; sleep 0.1; done
 SINK=http://127.0.0.1:$(cat "$WORK/sinkport")
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
-for svc in front back; do
-    cat >"$WORK/$svc.conf" <<EOF
-[child tracer]
-builtin = tracer
-service_name = $svc
-endpoint = $SINK/v1/traces
-metrics_endpoint = $SINK/v1/metrics
-trace = shop!Shop.Store::BenchAsync
-EOF
+CONFIGS=${WEB_CONFIGS:-none clrmux sdk}
+for cfg in $CONFIGS; do
+    case $cfg in # the breakdown's configurations: clrmux with a part left out
+    clrmux|clrmux-base) extra="trace = shop!Shop.Store::BenchAsync" ;;           # clrmux-base: WEB_BASE's build
+    clrmux-notrace) extra="" ;;                                                      # no method span
+    clrmux-noact) extra=$'trace = shop!Shop.Store::BenchAsync\ninstrument = none\nactivity_sources = none' ;; # no Activity span
+    clrmux-noagent) extra=$'trace = shop!Shop.Store::BenchAsync\nagent = false' ;; # no managed agent
+    clrmux-idle) extra=$'agent = false\ninstrument = none\nactivity_sources = none' ;; # the tracer loaded, nothing traced
+    none|sdk) continue ;;
+    *) echo "bench/web.sh: unknown configuration $cfg (WEB_CONFIGS)"; exit 1 ;;
+    esac
+    for svc in front back; do
+        printf '[child tracer]\nbuiltin = tracer\nservice_name = %s\nendpoint = %s/v1/traces\nmetrics_endpoint = %s/v1/metrics\n%s\n' \
+            "$svc" "$SINK" "$SINK" "$extra" >"$WORK/$cfg-$svc.conf"
+    done
 done
 
 start() { # start CONFIG ROLE HTTP GRPC
-    local cfg=$1 role=$2 env=()
+    local cfg=$1 role=$2 env=() lib
     case $cfg in
-    clrmux) env=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$ROOT/build/libclrmux.so"
-                 CLRMUX_CONFIG="$WORK/$role.conf" CLRMUX_LOG_FILE="$WORK/$cfg-$role.log") ;;
+    clrmux*) lib=$ROOT/build/libclrmux.so
+             [ "$cfg" = clrmux-base ] && lib=${WEB_BASE:?clrmux-base: WEB_BASE names a folder with another build of libclrmux.so and its agent}/libclrmux.so
+             env=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$lib"
+                  CLRMUX_CONFIG="$WORK/$cfg-$role.conf" CLRMUX_LOG_FILE="$WORK/$cfg-$role.log") ;;
     sdk) env=(SHOP_OTEL=otlp OTEL_EXPORTER_OTLP_ENDPOINT="$SINK" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_SERVICE_NAME="$role") ;;
     esac
     env "${env[@]}" no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 SHOP_ROLE="$role" SHOP_HTTP="$3" SHOP_GRPC="$4" \
@@ -78,6 +89,18 @@ start() { # start CONFIG ROLE HTTP GRPC
     LAST=$!
 }
 ready() { for _ in $(seq 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.2; done; return 1; }
+exp_ms() { # exp_ms PID...: user + system CPU time of the processes' span exporter threads (clrmux's
+    # clrmux-export, the SDK's batch processor thread), in ms; they live as long as the process
+    local t=0 p f
+    for p in "$@"; do
+        for f in /proc/"$p"/task/*; do
+            case $(cat "$f/comm" 2>/dev/null) in
+            clrmux-export|OpenTelemetry-B*) t=$((t + $(sed 's/.*) //' "$f/stat" | awk '{print $12 + $13}'))) ;;
+            esac
+        done
+    done
+    echo $((t * 1000 / $(getconf CLK_TCK)))
+}
 cpu_ms() { # cpu_ms PID...: user + system CPU time of the processes, in ms
     local t=0 p
     for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
@@ -85,39 +108,58 @@ cpu_ms() { # cpu_ms PID...: user + system CPU time of the processes, in ms
 }
 
 echo "== 1. requests/s of GET /bench (front -> back over HTTP), wrk -c$CONNS ${SECS}s, $ROUNDS interleaved rounds"
-declare -A RPS CPU
+declare -A RPS CPU EXP
 for r in $(seq "$ROUNDS"); do
-    for cfg in none clrmux sdk; do
+    for cfg in $CONFIGS; do
         start "$cfg" back "$P3" "$P4"; bp=$LAST
         start "$cfg" front "$P1" "$P2"; fp=$LAST
         ready "http://127.0.0.1:$P3/hello" && ready "http://127.0.0.1:$P1/bench" || { echo "$cfg did not start"; tail "$WORK/$cfg-front.out"; exit 1; }
         wrk -t1 -c"$CONNS" -d"${WARMUP}s" "http://127.0.0.1:$P1/bench" >/dev/null # warm-up: JIT, tiering, pools
-        c0=$(cpu_ms "$fp" "$bp")
+        c0=$(cpu_ms "$fp" "$bp") e0=$(exp_ms "$fp" "$bp")
         out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$P1/bench")
-        c1=$(cpu_ms "$fp" "$bp")
+        c1=$(cpu_ms "$fp" "$bp") e1=$(exp_ms "$fp" "$bp")
         rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
         n=$(awk '/requests in/ {print $1}' <<<"$out")
         kill -TERM "$fp" "$bp"; wait "$fp" "$bp" 2>/dev/null || true
         us=$(( (c1 - c0) * 1000 / (n > 0 ? n : 1) ))
         RPS[$cfg]+="$rps "
         CPU[$cfg]+="$us "
-        printf '   round %d %-7s %8.0f req/s  %5d us CPU per request (front + back)\n' "$r" "$cfg" "$rps" "$us"
+        ex=$(( (e1 - e0) * 10000 / (n > 0 ? n : 1) )) # tenths of a us
+        EXP[$cfg]+="$ex "
+        printf '   round %d %-14s %8.0f req/s  %5d us CPU per request (front + back), %d.%d of them the exporter thread\n' \
+            "$r" "$cfg" "$rps" "$us" $((ex / 10)) $((ex % 10))
     done
 done
-python3 - "${RPS[none]}" "${RPS[clrmux]}" "${RPS[sdk]}" "${CPU[none]}" "${CPU[clrmux]}" "${CPU[sdk]}" <<'PYEOF'
+args=()
+for cfg in $CONFIGS; do args+=("$cfg|${RPS[$cfg]}|${CPU[$cfg]}|${EXP[$cfg]}"); done
+python3 - "${args[@]}" <<'PYEOF'
 import statistics, sys
-k3 = ("none", "clrmux", "sdk")
-r = {k: statistics.median(map(float, v.split())) for k, v in zip(k3, sys.argv[1:4])}
-c = {k: statistics.median(map(float, v.split())) for k, v in zip(k3, sys.argv[4:7])}
-for k in k3:
-    print("   %-7s median %8.0f req/s (x%.3f of none)  %6.0f us CPU/request (x%.3f of none)" % (k, r[k], r[k] / r["none"], c[k], c[k] / c["none"]))
-tc, ts = c["clrmux"] / c["none"] - 1, c["sdk"] / c["none"] - 1
-rc, rs = 1 - r["clrmux"] / r["none"], 1 - r["sdk"] / r["none"]
-print("   CPU per request: clrmux +%.1f%%, the SDK +%.1f%%: clrmux's cost / the SDK's %.2f (goal: <= 0.5)" % (100 * tc, 100 * ts, tc / ts if ts > 0 else float("nan")))
-print("   requests/s lost: clrmux %.1f%%, the SDK %.1f%%: ratio %.2f" % (100 * rc, 100 * rs, rc / rs if rs > 0 else float("nan")))
+r, c, e = {}, {}, {}
+for a in sys.argv[1:]:
+    k, rv, cv, ev = a.split("|")
+    r[k], c[k] = statistics.median(map(float, rv.split())), statistics.median(map(float, cv.split()))
+    e[k] = statistics.median(map(float, ev.split())) / 10
+base = "none" if "none" in r else None
+for k in r:
+    print("   %-14s median %8.0f req/s (x%.3f of none)  %6.0f us CPU/request (x%.3f of none), exporter thread %.1f us" % (
+        k, r[k], r[k] / r[base] if base else float("nan"), c[k], c[k] / c[base] if base else float("nan"), e[k]))
+if base:
+    if "sdk" in c:
+        ts, rs = c["sdk"] / c[base] - 1, 1 - r["sdk"] / r[base]
+    for k in c:
+        if k in (base, "sdk"):
+            continue
+        tc, rc = c[k] / c[base] - 1, 1 - r[k] / r[base]
+        if "sdk" in c:
+            print("   CPU per request: %s +%.1f%%, the SDK +%.1f%%: %s's cost / the SDK's %.2f (goal: <= 0.5)" % (
+                k, 100 * tc, 100 * ts, k, tc / ts if ts > 0 else float("nan")))
+            print("   requests/s lost: %s %.1f%%, the SDK %.1f%%: ratio %.2f" % (k, 100 * rc, 100 * rs, rc / rs if rs > 0 else float("nan")))
+        else:
+            print("   CPU per request: %s +%.1f%%; requests/s lost %.1f%%" % (k, 100 * tc, 100 * rc))
 PYEOF
-for f in "$WORK"/clrmux-*.log; do grep -hE "ERROR|dropped \(" "$f" | head -3 || true; done
+for f in "$WORK"/clrmux-*.log; do grep -hE "ERROR|[1-9][0-9]* dropped \(" "$f" | head -3 || true; done
 
+[ "${WEB_ASYNC:-1}" = 0 ] && exit 0
 echo "== 2. ns per call in-process (asyncbench, ${ASYNC_CALLS:-200000} calls x 5 rounds; medians)"
 cat >"$WORK/async.conf" <<EOF
 [child tracer]

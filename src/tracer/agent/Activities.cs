@@ -30,6 +30,13 @@ namespace Clrmux.Agent
         };
 
         internal static HashSet<string> Instrument = new(StringComparer.OrdinalIgnoreCase);
+        // Instrument's answers for the three, read per Activity without hashing
+        private static bool s_aspNetCore, s_httpClient, s_grpc;
+
+        /// <summary>Whether the built-in instrumentation `builtin` (one of the constants) is on.</summary>
+        internal static bool InstrumentOn(string builtin) =>
+            ReferenceEquals(builtin, AspNetCore) ? s_aspNetCore : ReferenceEquals(builtin, HttpClient) ? s_httpClient
+            : ReferenceEquals(builtin, Grpc) ? s_grpc : Instrument.Contains(builtin);
         private static string[] s_patterns = Array.Empty<string>();
         private static double s_ratio = 1;
         private static ActivityListener? s_listener;
@@ -42,6 +49,9 @@ namespace Clrmux.Agent
         {
             foreach (string i in Native.Utf8(Native.Api->Instrument).Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries))
                 Instrument.Add(i);
+            s_aspNetCore = Instrument.Contains(AspNetCore);
+            s_httpClient = Instrument.Contains(HttpClient);
+            s_grpc = Instrument.Contains(Grpc);
             s_patterns = Native.Utf8(Native.Api->ActivitySources).Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
             s_ratio = Native.Api->SampleRatio;
             AsyncSpans.ContextOf = ContextOf;
@@ -79,7 +89,7 @@ namespace Clrmux.Agent
         {
             string builtin = BuiltinOf(source, operation);
             if (builtin.Length != 0)
-                return Instrument.Contains(builtin);
+                return InstrumentOn(builtin);
             return s_wanted.GetOrAdd(source.Name, MatchPatterns);
         }
 
@@ -118,6 +128,9 @@ namespace Clrmux.Agent
 
         private static bool Recording(ActivitySource source, string operation) =>
             Wanted(source, operation) && !Owned(source);
+
+        private static bool Recording(ActivitySource source, string builtin, string operation) =>
+            (builtin.Length != 0 ? InstrumentOn(builtin) : Wanted(source, operation)) && !Owned(source);
 
         private static ActivitySamplingResult Decide(ActivitySource source, string operation, ActivityContext parent, bool hasParent)
         {
@@ -213,12 +226,14 @@ namespace Clrmux.Agent
 
         private static void OnStopped(Activity a)
         {
-            if (a.IdFormat != ActivityIdFormat.W3C || !a.Recorded || !a.IsAllDataRequested ||
-                !Recording(a.Source, a.OperationName))
+            if (a.IdFormat != ActivityIdFormat.W3C || !a.Recorded || !a.IsAllDataRequested)
+                return;
+            string builtin = BuiltinOf(a.Source, a.OperationName);
+            if (!Recording(a.Source, builtin, a.OperationName))
                 return;
             try
             {
-                Write(a, SpanWriter.SpanIdValue(a.SpanId));
+                Write(a, builtin, SpanWriter.SpanIdValue(a.SpanId));
             }
             catch (Exception e)
             {
@@ -226,9 +241,8 @@ namespace Clrmux.Agent
             }
         }
 
-        private static void Write(Activity a, ulong id)
+        private static void Write(Activity a, string builtin, ulong id)
         {
-            string builtin = BuiltinOf(a.Source, a.OperationName);
             Enrichment.Completed e = Enrichment.Complete(a, builtin);
             SpanWriter w = SpanWriter.Begin();
             w.U16(SpanWriter.Version);
@@ -265,24 +279,25 @@ namespace Clrmux.Agent
             w.Str(a.Source.Name.Length != 0 ? a.Source.Name : a.OperationName);
             w.Str(a.Source.Version);
             w.Str(a.TraceStateString);
-            w.Attrs(a.TagObjects);
+            // the Enumerate* forms: struct enumerators, nothing allocated per span
+            w.Attrs(a.EnumerateTagObjects());
             int mark = w.Mark(), n = 0;
-            foreach (ActivityEvent ev in a.Events)
+            foreach (ref readonly ActivityEvent ev in a.EnumerateEvents())
             {
                 w.I64(SpanWriter.UnixNs(ev.Timestamp.UtcDateTime));
                 w.Str(ev.Name);
-                w.Attrs(ev.Tags);
+                w.Attrs(ev.EnumerateTagObjects());
                 n++;
             }
             w.SetCount(mark, n);
             mark = w.Mark();
             n = 0;
-            foreach (ActivityLink l in a.Links)
+            foreach (ref readonly ActivityLink l in a.EnumerateLinks())
             {
                 w.TraceId(l.Context.TraceId);
                 w.U64(SpanWriter.SpanIdValue(l.Context.SpanId));
                 w.Str(l.Context.TraceState);
-                w.Attrs(l.Tags ?? (IEnumerable<KeyValuePair<string, object?>>)Array.Empty<KeyValuePair<string, object?>>());
+                w.Attrs(l.EnumerateTagObjects());
                 n++;
             }
             w.SetCount(mark, n);

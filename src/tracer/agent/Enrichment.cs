@@ -58,8 +58,12 @@ namespace Clrmux.Agent
         internal static void Fill(Activity a, string key, object? value)
         {
             if (value != null && a.GetTagItem(key) == null)
-                a.SetTag(key, value);
+                a.AddTag(key, value); // absent: appended, not searched for again
         }
+
+        /// <summary>Whether a lacks key: its value is worth computing (a newer runtime sets
+        /// many of them itself).</summary>
+        internal static bool Missing(Activity a, string key) => a.GetTagItem(key) == null;
 
         private static readonly HashSet<string> s_methods = new(StringComparer.Ordinal)
         {
@@ -69,7 +73,9 @@ namespace Clrmux.Agent
         /// <summary>http.request.method (and _original) by the conventions.</summary>
         internal static void FillMethod(Activity a, string method)
         {
-            string m = method.ToUpperInvariant();
+            if (!Missing(a, "http.request.method"))
+                return; // set by the runtime (with its _original when it had to)
+            string m = s_methods.Contains(method) ? method : method.ToUpperInvariant();
             if (s_methods.Contains(m))
             {
                 Fill(a, "http.request.method", m);
@@ -100,52 +106,83 @@ namespace Clrmux.Agent
             }));
         }
 
-        private static int? IntTag(Activity a, string key) => a.GetTagItem(key) switch
+        private static int? IntTag(Activity a, string key) => IntOf(a.GetTagItem(key));
+
+        private static int? IntOf(object? v) => v switch
         {
             int i => i,
             long l => (int)l,
-            string s when int.TryParse(s, out int v) => v,
+            string s when int.TryParse(s, out int n) => n,
             _ => null,
         };
+
+        /// <summary>The tags Complete reads, found in one pass over the Activity's tags.</summary>
+        private ref struct Read
+        {
+            public string? Grpc, Method, Route, ErrorType;
+            public object? Status;
+            public bool HasErrorType;
+
+            public Read(Activity a)
+            {
+                string? grpcMethod = null, rpcFull = null;
+                foreach (ref readonly KeyValuePair<string, object?> kv in a.EnumerateTagObjects())
+                {
+                    switch (kv.Key)
+                    {
+                    case "http.request.method": Method ??= kv.Value as string; break;
+                    case "http.route": Route ??= kv.Value as string; break;
+                    case "http.response.status_code": Status ??= kv.Value; break;
+                    case "error.type": HasErrorType |= kv.Value != null; ErrorType ??= kv.Value as string; break;
+                    case "grpc.method": grpcMethod ??= kv.Value as string; break;
+                    case "rpc.method_full": rpcFull ??= kv.Value as string; break;
+                    }
+                }
+                Grpc = grpcMethod ?? rpcFull;
+            }
+        }
 
         /// <summary>The span's name and error for the built-in instrumentation `builtin`.</summary>
         internal static Completed Complete(Activity a, string builtin)
         {
             Completed c = default;
-            string? grpc = a.GetTagItem("grpc.method") as string ?? a.GetTagItem("rpc.method_full") as string;
-            if (grpc != null && (builtin == Activities.AspNetCore || builtin == Activities.Grpc || builtin == Activities.HttpClient)
-                && (builtin != Activities.AspNetCore || Activities.Instrument.Contains(Activities.Grpc)))
-                return CompleteGrpc(a, grpc, a.Kind == ActivityKind.Server);
+            if (builtin.Length == 0)
+                return c;
+            Read t = new(a);
+            if (t.Grpc != null && (builtin == Activities.AspNetCore || builtin == Activities.Grpc || builtin == Activities.HttpClient)
+                && (builtin != Activities.AspNetCore || Activities.InstrumentOn(Activities.Grpc)))
+                return CompleteGrpc(a, t.Grpc, a.Kind == ActivityKind.Server);
+            string? errorType = t.ErrorType;
             if (builtin == Activities.AspNetCore)
             {
-                string? method = a.GetTagItem("http.request.method") as string;
-                string? route = a.GetTagItem("http.route") as string;
-                if (method != null)
-                    c.Name = method == "_OTHER" ? "HTTP" : route != null ? method + " " + route : method;
-                int? status = IntTag(a, "http.response.status_code");
+                if (t.Method != null)
+                    c.Name = t.Method == "_OTHER" ? "HTTP" : t.Route != null ? t.Method + " " + t.Route : t.Method;
+                int? status = IntOf(t.Status);
                 if (status >= 500)
                 {
-                    Fill(a, "error.type", status.Value.ToString());
+                    if (!t.HasErrorType)
+                        a.AddTag("error.type", errorType = status.Value.ToString());
                     c.Error = true;
                 }
             }
             else if (builtin == Activities.HttpClient)
             {
-                if (a.GetTagItem("http.request.method") is string method)
-                    c.Name = method == "_OTHER" ? "HTTP" : method;
-                int? status = IntTag(a, "http.response.status_code");
+                if (t.Method != null)
+                    c.Name = t.Method == "_OTHER" ? "HTTP" : t.Method;
+                int? status = IntOf(t.Status);
                 if (status >= 400)
                 {
-                    Fill(a, "error.type", status.Value.ToString());
+                    if (!t.HasErrorType)
+                        a.AddTag("error.type", errorType = status.Value.ToString());
                     c.Error = true;
                 }
-                else if (a.GetTagItem("error.type") != null)
+                else if (t.HasErrorType)
                 {
                     c.Error = true;
                 }
             }
             if (c.Error)
-                c.ErrorMessage = a.GetTagItem("error.type") as string;
+                c.ErrorMessage = errorType;
             return c;
         }
 
@@ -219,24 +256,42 @@ namespace Clrmux.Agent
         {
             if (payload is not Microsoft.AspNetCore.Http.HttpContext ctx)
                 return;
+            // each value computed only when the tag is missing (.NET 10 sets most of them)
             Microsoft.AspNetCore.Http.HttpRequest r = ctx.Request;
             Enrichment.FillMethod(a, r.Method);
-            Enrichment.Fill(a, "url.scheme", r.Scheme);
-            Enrichment.Fill(a, "url.path", (r.PathBase + r.Path).ToString());
-            if (r.QueryString.HasValue)
+            if (Enrichment.Missing(a, "url.scheme"))
+                Enrichment.Fill(a, "url.scheme", r.Scheme);
+            if (Enrichment.Missing(a, "url.path"))
+                Enrichment.Fill(a, "url.path", (r.PathBase + r.Path).ToString());
+            if (r.QueryString.HasValue && Enrichment.Missing(a, "url.query"))
                 Enrichment.Fill(a, "url.query", r.QueryString.Value?.TrimStart('?'));
             if (r.Host.HasValue)
             {
-                Enrichment.Fill(a, "server.address", r.Host.Host);
-                Enrichment.Fill(a, "server.port", r.Host.Port ?? (r.IsHttps ? 443 : 80));
+                if (Enrichment.Missing(a, "server.address"))
+                    Enrichment.Fill(a, "server.address", r.Host.Host);
+                if (Enrichment.Missing(a, "server.port"))
+                    Enrichment.Fill(a, "server.port", r.Host.Port ?? (r.IsHttps ? 443 : 80));
             }
-            string proto = r.Protocol;
-            if (proto.StartsWith("HTTP/", StringComparison.OrdinalIgnoreCase))
-                Enrichment.Fill(a, "network.protocol.version", proto.Substring(5) == "2" || proto.Substring(5) == "2.0" ? "2" : proto.Substring(5) == "3" ? "3" : proto.Substring(5));
-            string ua = r.Headers.UserAgent.ToString();
-            if (ua.Length != 0)
-                Enrichment.Fill(a, "user_agent.original", ua);
-            if (ctx.Connection.RemoteIpAddress is { } ip)
+            if (Enrichment.Missing(a, "network.protocol.version"))
+            {
+                string proto = r.Protocol;
+                string? version = proto switch // Kestrel's own strings, compared without a copy
+                {
+                    "HTTP/1.1" => "1.1",
+                    "HTTP/2" or "HTTP/2.0" => "2",
+                    "HTTP/3" => "3",
+                    "HTTP/1.0" => "1.0",
+                    _ => proto.StartsWith("HTTP/", StringComparison.OrdinalIgnoreCase) ? proto.Substring(5) : null,
+                };
+                Enrichment.Fill(a, "network.protocol.version", version);
+            }
+            if (Enrichment.Missing(a, "user_agent.original"))
+            {
+                string ua = r.Headers.UserAgent.ToString();
+                if (ua.Length != 0)
+                    Enrichment.Fill(a, "user_agent.original", ua);
+            }
+            if (Enrichment.Missing(a, "client.address") && ctx.Connection.RemoteIpAddress is { } ip)
                 Enrichment.Fill(a, "client.address", ip.ToString());
         }
 
@@ -244,7 +299,10 @@ namespace Clrmux.Agent
         {
             if (payload is not Microsoft.AspNetCore.Http.HttpContext ctx)
                 return;
-            Enrichment.Fill(a, "http.response.status_code", ctx.Response.StatusCode);
+            if (Enrichment.Missing(a, "http.response.status_code"))
+                Enrichment.Fill(a, "http.response.status_code", ctx.Response.StatusCode);
+            if (!Enrichment.Missing(a, "http.route"))
+                return;
             Microsoft.AspNetCore.Http.Endpoint? ep = Microsoft.AspNetCore.Http.EndpointHttpContextExtensions.GetEndpoint(ctx);
             if (ep is Microsoft.AspNetCore.Routing.RouteEndpoint re && re.RoutePattern.RawText is { } route)
                 Enrichment.Fill(a, "http.route", route.StartsWith('/') ? route : "/" + route);
@@ -272,20 +330,17 @@ namespace Clrmux.Agent
         private const string Stop = "System.Net.Http.HttpRequestOut.Stop";
         private const string Error = "System.Net.Http.Exception";
 
+        /// <summary>.NET 9 and later give HttpClient's Activity every attribute the Start and
+        /// Stop events would fill in (method, server, url.full, status, protocol, error.type):
+        /// those events are not asked for there, so the runtime neither makes their payloads nor
+        /// calls OnNext twice per request; the exception event still is.</summary>
+        private static readonly bool s_nativeTags = Environment.Version.Major >= 9;
+
         public static bool IsEnabled(string name) =>
-            name == "System.Net.Http.HttpRequestOut" || name == Start || name == Stop || name == Error;
+            name == "System.Net.Http.HttpRequestOut" || name == Error || (!s_nativeTags && (name == Start || name == Stop));
 
-        private static readonly Dictionary<(Type, string), PropertyInfo?> s_props = new();
-
-        private static object? Prop(object payload, string name)
-        {
-            var key = (payload.GetType(), name);
-            PropertyInfo? p;
-            lock (s_props)
-                if (!s_props.TryGetValue(key, out p))
-                    s_props[key] = p = payload.GetType().GetProperty(name);
-            return p?.GetValue(payload);
-        }
+        private static readonly PropertyFetcher s_request = new("Request"), s_response = new("Response"),
+            s_taskStatus = new("RequestTaskStatus"), s_exception = new("Exception");
 
         public void OnNext(KeyValuePair<string, object?> e)
         {
@@ -294,31 +349,45 @@ namespace Clrmux.Agent
                 Activity? a = Activity.Current;
                 if (a == null || e.Value == null || a.OperationName != "System.Net.Http.HttpRequestOut" || !a.IsAllDataRequested)
                     return;
-                if (e.Key == Start && Prop(e.Value, "Request") is System.Net.Http.HttpRequestMessage req)
+                if (e.Key == Start)
                 {
-                    Enrichment.FillMethod(a, req.Method.Method);
+                    // .NET 9 and later set all four themselves
+                    bool method = Enrichment.Missing(a, "http.request.method"), address = Enrichment.Missing(a, "server.address"),
+                         port = Enrichment.Missing(a, "server.port"), full = Enrichment.Missing(a, "url.full");
+                    if (!(method || address || port || full) || s_request.Fetch(e.Value) is not System.Net.Http.HttpRequestMessage req)
+                        return;
+                    if (method)
+                        Enrichment.FillMethod(a, req.Method.Method);
                     if (req.RequestUri is { } u)
                     {
-                        Enrichment.Fill(a, "server.address", u.Host);
-                        Enrichment.Fill(a, "server.port", u.Port);
-                        Enrichment.Fill(a, "url.full", u.UserInfo.Length == 0 ? u.AbsoluteUri
-                            : new UriBuilder(u) { UserName = "REDACTED", Password = "REDACTED" }.Uri.AbsoluteUri);
+                        if (address)
+                            Enrichment.Fill(a, "server.address", u.Host);
+                        if (port)
+                            Enrichment.Fill(a, "server.port", u.Port);
+                        if (full)
+                            Enrichment.Fill(a, "url.full", u.UserInfo.Length == 0 ? u.AbsoluteUri
+                                : new UriBuilder(u) { UserName = "REDACTED", Password = "REDACTED" }.Uri.AbsoluteUri);
                     }
                 }
                 else if (e.Key == Stop)
                 {
-                    if (Prop(e.Value, "Response") is System.Net.Http.HttpResponseMessage res)
+                    bool status = Enrichment.Missing(a, "http.response.status_code"), version = Enrichment.Missing(a, "network.protocol.version");
+                    if (!status && !version)
+                        return; // a response, described by the runtime already (.NET 9 and later)
+                    if (s_response.Fetch(e.Value) is System.Net.Http.HttpResponseMessage res)
                     {
-                        Enrichment.Fill(a, "http.response.status_code", (int)res.StatusCode);
-                        Enrichment.Fill(a, "network.protocol.version", Enrichment.ProtocolVersion(res.Version));
+                        if (status)
+                            Enrichment.Fill(a, "http.response.status_code", (int)res.StatusCode);
+                        if (version)
+                            Enrichment.Fill(a, "network.protocol.version", Enrichment.ProtocolVersion(res.Version));
                     }
-                    else if (Prop(e.Value, "RequestTaskStatus") is System.Threading.Tasks.TaskStatus st &&
+                    else if (s_taskStatus.Fetch(e.Value) is System.Threading.Tasks.TaskStatus st &&
                              st == System.Threading.Tasks.TaskStatus.Canceled)
                     {
                         Enrichment.Fill(a, "error.type", "System.Threading.Tasks.TaskCanceledException");
                     }
                 }
-                else if (e.Key == Error && Prop(e.Value, "Exception") is Exception ex)
+                else if (e.Key == Error && s_exception.Fetch(e.Value) is Exception ex)
                 {
                     Enrichment.AddException(a, ex);
                 }
@@ -331,5 +400,54 @@ namespace Clrmux.Agent
 
         public void OnError(Exception error) { }
         public void OnCompleted() { }
+    }
+
+    /// <summary>A property of an event payload (the runtime's internal types), read through a
+    /// delegate bound to its getter: made once per payload type, read without a lock or
+    /// reflection afterwards.</summary>
+    internal sealed class PropertyFetcher
+    {
+        private sealed class Bound
+        {
+            public readonly Type Type;
+            public readonly Func<object, object?>? Get; // null: the type has no such property
+            public Bound(Type type, Func<object, object?>? get) { Type = type; Get = get; }
+        }
+
+        private readonly string _name;
+        private volatile Bound? _bound;
+
+        public PropertyFetcher(string name) => _name = name;
+
+        public object? Fetch(object payload)
+        {
+            Bound? b = _bound;
+            if (b == null || b.Type != payload.GetType())
+                _bound = b = Bind(payload.GetType());
+            return b.Get?.Invoke(payload);
+        }
+
+        private Bound Bind(Type t)
+        {
+            MethodInfo? getter = t.GetProperty(_name, BindingFlags.Public | BindingFlags.Instance)?.GetMethod;
+            if (getter == null || getter.GetParameters().Length != 0)
+                return new Bound(t, null);
+            try
+            {
+                MethodInfo make = typeof(PropertyFetcher).GetMethod(nameof(Make), BindingFlags.NonPublic | BindingFlags.Static)!
+                    .MakeGenericMethod(t, getter.ReturnType);
+                return new Bound(t, (Func<object, object?>)make.Invoke(null, new object[] { getter })!);
+            }
+            catch
+            {
+                return new Bound(t, o => getter.Invoke(o, null)); // a getter that cannot be bound (a struct's): reflection
+            }
+        }
+
+        private static Func<object, object?> Make<TPayload, TValue>(MethodInfo getter)
+        {
+            var get = (Func<TPayload, TValue>)getter.CreateDelegate(typeof(Func<TPayload, TValue>));
+            return o => get((TPayload)o);
+        }
     }
 }

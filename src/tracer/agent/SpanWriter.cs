@@ -129,10 +129,10 @@ namespace Clrmux.Agent
             return sb.Append(']').ToString();
         }
 
-        public void Attrs(IEnumerable<KeyValuePair<string, object?>> tags)
+        public void Attrs(Activity.Enumerator<KeyValuePair<string, object?>> tags)
         {
             int mark = Mark(), n = 0;
-            foreach (KeyValuePair<string, object?> kv in tags)
+            foreach (ref readonly KeyValuePair<string, object?> kv in tags)
                 if (n < ushort.MaxValue && Attr(kv.Key, kv.Value))
                     n++;
             SetCount(mark, n);
