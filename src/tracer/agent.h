@@ -49,6 +49,8 @@ struct clrmux_agent_managed {
 #define CLRMUX_AGENT_F_PUSH 2u       /* keep each thread's async context current at every
                                         ExecutionContext change (ctx_set): the profiler's labels
                                         want it; else contexts are read when a root span opens */
+#define CLRMUX_AGENT_F_RAW_QUERIES 4u /* sanitize_queries = false: db.query.text as the library gave
+                                         it, literals included */
 
 /* What the agent gets from clrmux_agent_api. Strings are UTF-8, owned by the tracer, valid
  * for the process's life. Calls are cdecl; none blocks for long; `span_peek`, `span_detach`,

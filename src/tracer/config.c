@@ -196,6 +196,7 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->join_activity = 1;
     t->suppress_gc = 1;
     t->agent = 1;
+    t->sanitize_queries = 1;
     snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc");
     snprintf(t->activity_sources, sizeof t->activity_sources, "*");
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
@@ -272,6 +273,14 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
             else
                 LOG_ERROR("%s:%d: [child %s]: %s = '%s' is not true or false; default kept", file, kv->line,
                           cc->name, kv->key, kv->value);
+        } else if (strcmp(kv->key, "sanitize_queries") == 0) {
+            if (!strcasecmp(kv->value, "true") || !strcmp(kv->value, "1"))
+                t->sanitize_queries = 1;
+            else if (!strcasecmp(kv->value, "false") || !strcmp(kv->value, "0"))
+                t->sanitize_queries = 0;
+            else
+                LOG_ERROR("%s:%d: [child %s]: sanitize_queries = '%s' is not true or false; default kept", file,
+                          kv->line, cc->name, kv->value);
         } else if (strcmp(kv->key, "agent") == 0) {
             if (!strcasecmp(kv->value, "true") || !strcmp(kv->value, "1"))
                 t->agent = 1;

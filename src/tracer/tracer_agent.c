@@ -54,7 +54,8 @@ int tracer_agent_setup(struct tracer *t, void (*registered)(void))
         .instrument = t->instrument,
         .activity_sources = t->activity_sources,
         .sample_ratio = t->sample_ratio,
-        .flags = (t->instrument[0] || t->activity_sources[0]) ? CLRMUX_AGENT_F_ACTIVITIES : 0,
+        .flags = ((t->instrument[0] || t->activity_sources[0]) ? CLRMUX_AGENT_F_ACTIVITIES : 0) |
+                 (t->sanitize_queries ? 0 : CLRMUX_AGENT_F_RAW_QUERIES),
         .exc_intern = host_exc_intern,
         .record = host_record,
         .registered = registered,

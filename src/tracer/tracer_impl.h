@@ -128,6 +128,7 @@ struct tracer {
     double sample_ratio;
     int join_activity;   /* join_activity = true (default) */
     int agent;           /* agent = true (default): the managed agent (tracer/agent.h) may load */
+    int sanitize_queries; /* sanitize_queries = true (default): literals of db.query.text replaced by ? */
     _Atomic int agent_ready; /* the agent registered its entry points: Task methods get async spans */
     int agent_boot;      /* ProcessStartupHooks is registered for the agent's rewrite (its index + 1) */
     struct clrmux_agent_boot boot; /* its token, the String methods, the path (agent_boot.h) */

@@ -144,8 +144,12 @@ namespace Clrmux.Agent
                     c.Error = true;
                 }
             }
+            else if (builtin.Length == 0 && a.Kind == ActivityKind.Client && DbEnrichment.IsDb(a))
+            {
+                DbEnrichment.Complete(a, ref c);
+            }
             if (c.Error)
-                c.ErrorMessage = a.GetTagItem("error.type") as string;
+                c.ErrorMessage ??= a.GetTagItem("error.type") as string;
             return c;
         }
 

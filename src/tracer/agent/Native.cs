@@ -66,7 +66,7 @@ namespace Clrmux.Agent
     internal static unsafe class Native
     {
         public const int Abi = 2;
-        public const uint FlagActivities = 1, FlagPush = 2;
+        public const uint FlagActivities = 1, FlagPush = 2, FlagRawQueries = 4;
         public const int LogError = 0, LogWarn = 1, LogInfo = 2, LogDebug = 3;
 
         /// <summary>The table, or null when the agent runs without clrmux's tracer.</summary>

@@ -1,0 +1,89 @@
+// The database and queue client of tests/clr/dbq.sh: `dbapp MODE`, the servers' ports in
+// CLRMUX_*_PORT (tests/clr/servers.sh). Each mode runs a few statements or messages, one of
+// them failing, and prints what it got; the spans are clrmux's to record (no SDK here).
+//   pg | mysql | sqlite         statements: sync and async, a literal, a failing query
+//   rabbit-publish QUEUE        publishes one message (RabbitMQ.Client 7)
+//   rabbit-get QUEUE            basic.get of that message, in another process
+using System.Data.Common;
+using System.Diagnostics;
+
+static string Env(string n) => Environment.GetEnvironmentVariable(n) ?? throw new Exception(n + " is not set");
+
+static async Task Statements(DbConnection c, string failing)
+{
+    await c.OpenAsync();
+    using (DbCommand cmd = c.CreateCommand())
+    {
+        cmd.CommandText = "CREATE TABLE IF NOT EXISTS orders (id INT, item VARCHAR(40))";
+        cmd.ExecuteNonQuery();
+        cmd.CommandText = "INSERT INTO orders (id, item) VALUES (42, 'secret-item')";
+        cmd.ExecuteNonQuery();
+        cmd.CommandText = "SELECT count(*) FROM orders WHERE item = 'secret-item'";
+        Console.WriteLine("scalar " + cmd.ExecuteScalar());
+        cmd.CommandText = "SELECT id, item FROM orders WHERE id = 42";
+        using (DbDataReader r = await cmd.ExecuteReaderAsync())
+            while (await r.ReadAsync())
+                Console.WriteLine("row " + r.GetInt32(0));
+        cmd.CommandText = "DELETE FROM orders WHERE id = 42";
+        Console.WriteLine("deleted " + await cmd.ExecuteNonQueryAsync());
+        cmd.CommandText = failing;
+        try { cmd.ExecuteNonQuery(); }
+        catch (DbException e) { Console.WriteLine("failed " + e.GetType().Name); }
+    }
+    await c.CloseAsync();
+}
+
+string mode = args.Length > 0 ? args[0] : "";
+switch (mode)
+{
+case "pg":
+    await Statements(new Npgsql.NpgsqlConnection(
+        $"Host=127.0.0.1;Port={Env("CLRMUX_PG_PORT")};Username=postgres;Database=clrmux;Pooling=false"),
+        "SELECT * FROM no_such_table");
+    break;
+case "mysql":
+    await Statements(new MySqlConnector.MySqlConnection(
+        $"Server=127.0.0.1;Port={Env("CLRMUX_MYSQL_PORT")};User ID=clrmux;Password=clrmux;Database=clrmux;Pooling=false"),
+        "SELECT * FROM no_such_table");
+    break;
+case "sqlite":
+    await Statements(new Microsoft.Data.Sqlite.SqliteConnection("Data Source=" + args[1]), "SELECT * FROM no_such_table");
+    break;
+case "rabbit-publish":
+case "rabbit-get":
+    await Rabbit.Run(mode, args[1], int.Parse(Env("CLRMUX_RABBIT_PORT")));
+    break;
+default:
+    Console.Error.WriteLine("usage: dbapp pg|mysql|sqlite FILE|rabbit-publish QUEUE|rabbit-get QUEUE");
+    return 2;
+}
+Console.WriteLine("done " + (Activity.Current == null ? "" : Activity.Current.OperationName));
+return 0;
+
+static class Rabbit
+{
+    public static async Task Run(string mode, string queue, int port)
+    {
+        var f = new RabbitMQ.Client.ConnectionFactory { HostName = "127.0.0.1", Port = port };
+        await using RabbitMQ.Client.IConnection conn = await f.CreateConnectionAsync();
+        await using RabbitMQ.Client.IChannel ch = await conn.CreateChannelAsync();
+        await ch.QueueDeclareAsync(queue, durable: false, exclusive: false, autoDelete: false);
+        if (mode == "rabbit-publish")
+        {
+            await ch.BasicPublishAsync("", queue, mandatory: false, new RabbitMQ.Client.BasicProperties(), System.Text.Encoding.UTF8.GetBytes("order 42"));
+            Console.WriteLine("published");
+            return;
+        }
+        for (int i = 0; i < 100; i++)
+        {
+            RabbitMQ.Client.BasicGetResult r = await ch.BasicGetAsync(queue, autoAck: true);
+            if (r != null)
+            {
+                Console.WriteLine("got " + System.Text.Encoding.UTF8.GetString(r.Body.Span));
+                return;
+            }
+            await Task.Delay(50);
+        }
+        Console.WriteLine("nothing");
+    }
+}
