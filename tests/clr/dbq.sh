@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Real-runtime tests of database and queue spans (issue 23) against real servers:
+# PostgreSQL, MariaDB and RabbitMQ from their Debian packages (tests/clr/servers.sh starts them
+# once per run, on loopback in a scratch folder, in parallel). The client is
+# tests/clr/otelapps/dbapp (no SDK) under clrmux with the built-in tracer, on .NET 8, 9 and 10.
+# Checks, per library:
+#   - Npgsql 10, MySqlConnector (their own ActivitySources): CLIENT spans named
+#     `OP table`, with db.system.name, db.namespace, db.operation.name, db.query.text (its
+#     literals sanitized; sanitize_queries = false keeps them), server.address, server.port;
+#     a failing query ERROR with error.type;
+#   - RabbitMQ.Client 7 (its own sources): a PRODUCER span in one process, the CONSUMER span of
+#     its basic.get in another, one trace, the consumer's parent the producer;
+# Prints one line per check and "dbq: N passed, N failed". Without dotnet: a loud skip (CI:
+# fail); a server that is not installed: a loud skip of its checks (CI: fail).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+. tests/clr/lib.sh
+. tests/clr/servers.sh
+if [ -z "${CLRMUX_TEST_RUNTIME:-}" ] && command -v dotnet >/dev/null 2>&1; then
+    servers_start pg mysql rabbit || { echo "dbq: 0 passed, 1 failed"; exit 1; }
+fi
+clr_suite dbq "$@"
+
+LIB="$ROOT/build/libclrmux.so"
+for f in "$LIB" build/Clrmux.Agent.dll; do
+    [ -f "$f" ] || { bad "$f is missing (run make all)"; clr_done; }
+done
+tests/clr/build-otelapp.sh dbapp || { bad "building tests/clr/otelapps/dbapp failed (NuGet packages)"; clr_done; }
+APP=build/clr/dbapp/dbapp.dll
+CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-dbq.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+run() { # run TAG [conf lines] -- ARGS...: dbapp under clrmux, spans in $WORK/TAG.otlp.jsonl
+    local tag=$1
+    shift
+    { printf '[child tracer]\nbuiltin = tracer\noutput = %s.otlp.jsonl\n' "$tag"
+      while [ "$1" != "--" ]; do printf '%s\n' "$1"; shift; done; } >"$WORK/$tag.conf"
+    shift
+    env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$WORK/$tag.conf" \
+        CLRMUX_LOG_FILE="$WORK/$tag.log" "${DOTNET[@]}" "$APP" "$@" >"$WORK/$tag.out" 2>&1
+    echo $? >"$WORK/$tag.rc"
+}
+# count LINES: the checker's "ok"/"FAIL" lines, printed with this run's runtime
+count() {
+    sed "s/^ok   - /ok   - [.NET $CLR_RTV] /; s/^FAIL - /FAIL - [.NET $CLR_RTV] /" <<<"$1"
+    PASS=$((PASS + $(grep -c '^ok' <<<"$1"))); FAIL=$((FAIL + $(grep -c '^FAIL' <<<"$1") + $(grep -c Traceback <<<"$1")))
+}
+
+cat >"$WORK/check.py" <<'PYEOF'
+import json, sys
+
+def spans(path):
+    out = []
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return out
+    for l in lines:
+        for rs in json.loads(l)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for s in ss["spans"]:
+                    s["attrs"] = {a["key"]: list(a["value"].values())[0] for a in s.get("attributes", [])}
+                    s["scope"] = ss["scope"].get("name", "")
+                    out.append(s)
+    return out
+
+def check(desc, cond, detail=""):
+    print(("ok   - " if cond else "FAIL - ") + desc + ("" if cond else "  " + str(detail)[:400]))
+
+mode = sys.argv[1]
+if mode == "db":
+    path, system, port, sanitized = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+    ss = [s for s in spans(path) if s.get("kind") == 3 and s["attrs"].get("db.system.name") == system]
+    check(f"{system}: CLIENT spans with db.system.name", len(ss) >= 6, [s["name"] for s in spans(path)])
+    sel = [s for s in ss if s["name"] == "SELECT orders"]
+    check(f"{system}: a `SELECT orders` span", len(sel) >= 1, [s["name"] for s in ss])
+    if sel:
+        a = sel[0]["attrs"]
+        check(f"{system}: db.namespace, db.operation.name, db.collection.name",
+              a.get("db.namespace") == "clrmux" and a.get("db.operation.name") == "SELECT" and
+              a.get("db.collection.name") == "orders", a)
+        check(f"{system}: server.address and server.port",
+              a.get("server.address") == "127.0.0.1" and str(a.get("server.port")) == port, a)
+    ins = [s for s in ss if s["attrs"].get("db.operation.name") == "INSERT"]
+    text = ins[0]["attrs"].get("db.query.text", "") if ins else ""
+    if sanitized:
+        check(f"{system}: db.query.text with its literals sanitized", text == "INSERT INTO orders (id, item) VALUES (?, ?)", text)
+        check(f"{system}: no literal in any attribute", "secret-item" not in json.dumps([s["attrs"] for s in ss]))
+    else:
+        check(f"{system}: sanitize_queries = false keeps the literals", "'secret-item'" in text, text)
+    bad = [s for s in ss if s["attrs"].get("db.collection.name") == "no_such_table"]
+    check(f"{system}: the failing query is ERROR with error.type",
+          len(bad) == 1 and bad[0].get("status", {}).get("code") == 2 and bad[0]["attrs"].get("error.type"),
+          bad)
+    ok = [s for s in ss if s is not (bad[0] if bad else None)]
+    check(f"{system}: the others are not ERROR", all(s.get("status", {}).get("code") != 2 for s in ok),
+          [s["name"] for s in ok if s.get("status", {}).get("code") == 2])
+elif mode == "mq":
+    system, pub, get, queue = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+    p = [s for s in spans(pub) if s.get("kind") == 4 and s["attrs"].get("messaging.system") == system]
+    c = [s for s in spans(get) if s.get("kind") == 5 and s["attrs"].get("messaging.system") == system]
+    check(f"{system}: a PRODUCER span in the publisher", len(p) == 1, [(s["name"], s.get("kind")) for s in spans(pub)])
+    check(f"{system}: a CONSUMER span in the consumer", len(c) == 1, [(s["name"], s.get("kind")) for s in spans(get)])
+    if p and c:
+        pa, ca = p[0]["attrs"], c[0]["attrs"]
+        check(f"{system}: messaging.operation.type, .name and destination",
+              pa.get("messaging.operation.type") == "send" and ca.get("messaging.operation.type") == "receive" and
+              pa.get("messaging.operation.name") and ca.get("messaging.operation.name") and
+              queue in json.dumps(pa) and queue in json.dumps(ca), (pa, ca))
+        check(f"{system}: producer and consumer (two processes) share one trace, the consumer's parent the producer",
+              p[0]["traceId"] == c[0]["traceId"] and c[0].get("parentSpanId") == p[0]["spanId"],
+              (p[0]["traceId"], p[0]["spanId"], c[0]["traceId"], c[0].get("parentSpanId"), c[0].get("links")))
+PYEOF
+
+pyck() { count "$(python3 "$WORK/check.py" "$@" 2>&1)"; }
+skip() { echo "skip - [.NET $CLR_RTV] $1: server not running (tests/clr/servers.sh said why)"; }
+
+# PostgreSQL (Npgsql 10) and MariaDB (MySqlConnector), sanitized by default
+if [ -n "${CLRMUX_PG_PORT:-}" ]; then
+    run pg -- pg
+    check "npgsql: dbapp ran" grep -q "failed PostgresException" "$WORK/pg.out"
+    pyck db "$WORK/pg.otlp.jsonl" postgresql "$CLRMUX_PG_PORT" 1
+else skip postgresql; fi
+if [ -n "${CLRMUX_MYSQL_PORT:-}" ]; then
+    run my -- mysql
+    check "mysqlconnector: dbapp ran" grep -q "failed MySqlException" "$WORK/my.out"
+    pyck db "$WORK/my.otlp.jsonl" mysql "$CLRMUX_MYSQL_PORT" 1
+    run myraw "sanitize_queries = false" -- mysql
+    pyck db "$WORK/myraw.otlp.jsonl" mysql "$CLRMUX_MYSQL_PORT" 0
+else skip mariadb; fi
+
+# RabbitMQ.Client 7: publish in one process, basic.get in another
+if [ -n "${CLRMUX_RABBIT_PORT:-}" ]; then
+    q=orders-$CLR_RT-$$
+    run rpub -- rabbit-publish "$q"
+    run rget -- rabbit-get "$q"
+    check "rabbitmq 7: the consumer got the message" grep -q "got order 42" "$WORK/rget.out"
+    pyck mq rabbitmq "$WORK/rpub.otlp.jsonl" "$WORK/rget.otlp.jsonl" "$q"
+else skip rabbitmq; fi
+
+clr_done
