@@ -779,7 +779,8 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         t->mout = NULL;
     }
     for (int i = 0; i < t->ntargets; i++)
-        if (!atomic_load(&t->target_hits[i]) && t->targets[i].line) /* added at run time: answered then */
+        if (!atomic_load(&t->target_hits[i]) && t->targets[i].line && !t->targets[i].integ) /* added at run time:
+                                                                                             answered then */
             LOG_WARN("tracer: %s:%d: target %s!%s::%s%s matched no method", t->conf, t->targets[i].line,
                      t->targets[i].assembly, t->targets[i].type, t->targets[i].method,
                      t->targets[i].has_params ? "(...)" : "");

@@ -18,6 +18,15 @@ static int32_t host_record(const uint8_t *rec, int32_t len)
     return rc;
 }
 
+static const char *host_integ_spec(int32_t id, int32_t *len)
+{
+    struct tracer *t = host_ctx;
+    if (!t || id < 0 || id >= t->ninteg)
+        return NULL;
+    *len = (int32_t)t->integs[id].spec_len;
+    return t->integs[id].spec;
+}
+
 int tracer_agent_setup(struct tracer *t, void (*registered)(void))
 {
     if (!t->agent)
@@ -59,6 +68,7 @@ int tracer_agent_setup(struct tracer *t, void (*registered)(void))
         .exc_intern = host_exc_intern,
         .record = host_record,
         .registered = registered,
+        .integ_spec = host_integ_spec,
     };
     clrmux_agent_host_set(&h);
     return 0;

@@ -35,7 +35,7 @@ namespace Clrmux.Agent
     internal struct ManagedTable
     {
         public uint Size, Reserved;
-        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot;
+        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot, IntegEnter;
     }
 
     /// <summary>struct clrmux_agent_api.</summary>
@@ -61,6 +61,8 @@ namespace Clrmux.Agent
         public delegate* unmanaged[Cdecl, SuppressGCTransition]<long, SpanCtx*, int> SpanAsyncEnter;
         public delegate* unmanaged[Cdecl, SuppressGCTransition]<ulong, int> SpanFailed;
         public uint* FailedAny;
+        public delegate* unmanaged[Cdecl]<ulong, byte*, int, int> SpanAttach;
+        public delegate* unmanaged[Cdecl]<int, int*, sbyte*> IntegSpec;
     }
 
     internal static unsafe class Native

@@ -1,0 +1,280 @@
+// Bytecode integrations (src/tracer/integ.h): the rewritten IL of a definition's method calls
+// IntegEnter with `this` and its first four arguments right after the entry probe; the agent
+// reads the definition's attributes from them through property paths, writes the W3C context
+// into the message headers a definition names (inject), and attaches kind, name and attributes
+// to the call's span, which the exporter then writes as a span of that kind. Nothing here
+// throws into the app: a null, a missing member or a getter that throws gives no attribute.
+using System;
+using System.Collections;
+using System.Collections.Concurrent;
+using System.Collections.Generic;
+using System.Reflection;
+using System.Text;
+
+namespace Clrmux.Agent
+{
+    internal static unsafe class Integrations
+    {
+        private sealed class Def
+        {
+            public byte Kind;
+            public string Name = "", Scope = "";
+            public string? Inject;
+            public int[] Versions = { -1, -1, -1, -1 };
+            public readonly List<(string Key, string Value)> Attrs = new();
+            public bool Db;
+            public int VersionOk; // 0 unknown, 1 in range, -1 out of range (no attributes)
+        }
+
+        private static readonly Def?[] s_defs = new Def?[64];
+        private static readonly object s_lock = new();
+        private static bool s_failed;
+
+        private static Def? DefOf(int id)
+        {
+            if ((uint)id >= (uint)s_defs.Length)
+                return null;
+            Def? d = s_defs[id];
+            if (d != null)
+                return d;
+            lock (s_lock)
+            {
+                if (s_defs[id] != null)
+                    return s_defs[id];
+                int len;
+                byte* p = (byte*)Native.Api->IntegSpec(id, &len);
+                if (p == null)
+                    return null;
+                d = Parse(Encoding.UTF8.GetString(p, len));
+                s_defs[id] = d;
+                return d;
+            }
+        }
+
+        private static Def Parse(string spec)
+        {
+            var d = new Def();
+            foreach (string line in spec.Split('\n', StringSplitOptions.RemoveEmptyEntries))
+            {
+                int eq = line.IndexOf('=');
+                if (eq < 0)
+                    continue;
+                string k = line.Substring(0, eq), v = line.Substring(eq + 1);
+                switch (k)
+                {
+                case "kind": d.Kind = byte.Parse(v); break;
+                case "name": d.Name = v; break;
+                case "scope": d.Scope = v; break;
+                case "inject": d.Inject = v; break;
+                case "versions":
+                    string[] r = v.Split(',');
+                    for (int i = 0; i < 4 && i < r.Length; i++)
+                        d.Versions[i] = int.Parse(r[i]);
+                    break;
+                case "attr":
+                    int tab = v.IndexOf('\t');
+                    if (tab > 0)
+                    {
+                        d.Attrs.Add((v.Substring(0, tab), v.Substring(tab + 1)));
+                        d.Db |= v.StartsWith("db.", StringComparison.Ordinal);
+                    }
+                    break;
+                }
+            }
+            return d;
+        }
+
+        // "3,0,-1,-1": min major, min minor, max major, max minor; -1 open
+        private static bool InRange(Def d, Version v)
+        {
+            int[] r = d.Versions;
+            if (r[0] >= 0 && (v.Major < r[0] || (v.Major == r[0] && r[1] >= 0 && v.Minor < r[1])))
+                return false;
+            if (r[2] >= 0 && (v.Major > r[2] || (v.Major == r[2] && r[3] >= 0 && v.Minor > r[3])))
+                return false;
+            return true;
+        }
+
+        /// <summary>The rewritten IL's call (tracer_rewrite.c: emit_integ_enter).</summary>
+        public static void IntegEnter(object? self, object? a0, object? a1, object? a2, object? a3, long slot, int id)
+        {
+            try
+            {
+                SpanCtx c;
+                if (Native.Api->SpanPeek(slot, &c) == 0)
+                    return; // not recorded
+                Def? d = DefOf(id);
+                if (d == null)
+                    return;
+                if (d.VersionOk == 0)
+                {
+                    Version? v = self?.GetType().Assembly.GetName().Version;
+                    d.VersionOk = v == null || InRange(d, v) ? 1 : -1;
+                    if (d.VersionOk < 0)
+                        Native.Log(Native.LogInfo, $"integration {d.Scope}: version {v} is outside its range: plain method spans");
+                }
+                if (d.VersionOk < 0)
+                    return;
+                if (d.Inject != null && Eval(d.Inject, self, a0, a1, a2, a3) is { } headers)
+                    Inject(headers, &c);
+                if (c.Sampled == 0)
+                    return; // not exported: nothing to attach
+                var attrs = new List<KeyValuePair<string, object?>>(d.Attrs.Count + 2);
+                foreach ((string key, string path) in d.Attrs)
+                {
+                    object? v = path.StartsWith('\'') ? path.Substring(1, path.Length - 2) : Eval(path, self, a0, a1, a2, a3);
+                    if (v != null)
+                        attrs.Add(new(key, v));
+                }
+                if (d.Db)
+                    DbAttrs(attrs);
+                string name = Render(d.Name, attrs);
+                if (name.Length == 0)
+                    name = Find(attrs, "db.system.name") as string ?? d.Scope;
+                SpanWriter w = SpanWriter.Begin();
+                w.U8(d.Kind);
+                w.Str(name);
+                w.Str(d.Scope);
+                w.U8(0);
+                int mark = w.Mark(), n = 0;
+                foreach (KeyValuePair<string, object?> kv in attrs)
+                    if (w.Attr(kv.Key, kv.Value))
+                        n++;
+                w.SetCount(mark, n);
+                w.Attach(c.SpanId);
+            }
+            catch (Exception e)
+            {
+                // no attributes: the call runs on, its span is a method span
+                if (!s_failed)
+                {
+                    s_failed = true;
+                    Native.Log(Native.LogWarn, $"integration {id}: attributes not read: {e.GetType().Name}: {e.Message} (logged once)");
+                }
+            }
+        }
+
+        private static object? Find(List<KeyValuePair<string, object?>> attrs, string key)
+        {
+            foreach (KeyValuePair<string, object?> kv in attrs)
+                if (kv.Key == key)
+                    return kv.Value;
+            return null;
+        }
+
+        /// <summary>db.query.text sanitized (unless sanitize_queries = false), and the operation
+        /// and table read from it when the definition does not give them.</summary>
+        private static void DbAttrs(List<KeyValuePair<string, object?>> attrs)
+        {
+            for (int i = 0; i < attrs.Count; i++)
+            {
+                if (attrs[i].Key != "db.query.text" || attrs[i].Value is not string text)
+                    continue;
+                if (DbEnrichment.Sanitize)
+                    attrs[i] = new(attrs[i].Key, DbEnrichment.SanitizeSql(text));
+                (string? op, string? table) = DbEnrichment.Summary(text);
+                if (op != null && Find(attrs, "db.operation.name") == null)
+                    attrs.Add(new("db.operation.name", op));
+                if (table != null && Find(attrs, "db.collection.name") == null)
+                    attrs.Add(new("db.collection.name", table));
+                return;
+            }
+        }
+
+        /// <summary>The name template with each {key} replaced by that attribute (or nothing).</summary>
+        private static string Render(string template, List<KeyValuePair<string, object?>> attrs)
+        {
+            var b = new StringBuilder();
+            for (int i = 0; i < template.Length; i++)
+            {
+                int close;
+                if (template[i] == '{' && (close = template.IndexOf('}', i)) > i)
+                {
+                    b.Append(Find(attrs, template.Substring(i + 1, close - i - 1))?.ToString());
+                    i = close;
+                }
+                else
+                {
+                    b.Append(template[i]);
+                }
+            }
+            return string.Join(' ', b.ToString().Split(' ', StringSplitOptions.RemoveEmptyEntries));
+        }
+
+        // ---- property paths: this.A.B, argN.A.B ----
+
+        private static readonly ConcurrentDictionary<(Type, string), Func<object, object?>?> s_getters = new();
+
+        internal static object? Eval(string path, object? self, object? a0, object? a1, object? a2, object? a3)
+        {
+            string[] parts = path.Split('.');
+            object? o = parts[0] switch
+            {
+                "this" => self,
+                "arg0" => a0,
+                "arg1" => a1,
+                "arg2" => a2,
+                "arg3" => a3,
+                _ => null,
+            };
+            for (int i = 1; i < parts.Length && o != null; i++)
+            {
+                Func<object, object?>? g = s_getters.GetOrAdd((o.GetType(), parts[i]), k => Getter(k.Item1, k.Item2));
+                if (g == null)
+                    return null;
+                try
+                {
+                    o = g(o);
+                }
+                catch
+                {
+                    return null; // a getter that throws: no attribute
+                }
+            }
+            return o;
+        }
+
+        private static Func<object, object?>? Getter(Type t, string name)
+        {
+            const BindingFlags flags = BindingFlags.Instance | BindingFlags.Public | BindingFlags.NonPublic;
+            for (Type? x = t; x != null; x = x.BaseType)
+            {
+                PropertyInfo? p = x.GetProperty(name, flags | BindingFlags.DeclaredOnly);
+                if (p != null && p.GetMethod != null && p.GetIndexParameters().Length == 0)
+                    return o => p.GetValue(o);
+                FieldInfo? f = x.GetField(name, flags | BindingFlags.DeclaredOnly);
+                if (f != null)
+                    return o => f.GetValue(o);
+            }
+            return null;
+        }
+
+        // ---- context injection into message headers ----
+
+        private static void Inject(object headers, SpanCtx* c)
+        {
+            var b = new StringBuilder("00-", 55);
+            for (int i = 0; i < 16; i++)
+                b.Append(c->TraceId[i].ToString("x2"));
+            b.Append('-').Append(c->SpanId.ToString("x16")).Append(c->Sampled != 0 ? "-01" : "-00");
+            string tp = b.ToString();
+            try
+            {
+                switch (headers)
+                {
+                case IDictionary<string, object> d: d["traceparent"] = Encoding.UTF8.GetBytes(tp); break;
+                case IDictionary d: d["traceparent"] = Encoding.UTF8.GetBytes(tp); break;
+                default:
+                    // a collection with Add(string, byte[]) (Confluent.Kafka's Headers)
+                    MethodInfo? add = headers.GetType().GetMethod("Add", new[] { typeof(string), typeof(byte[]) });
+                    add?.Invoke(headers, new object[] { "traceparent", Encoding.UTF8.GetBytes(tp) });
+                    break;
+                }
+            }
+            catch
+            {
+                // headers that cannot take it: no propagation
+            }
+        }
+    }
+}
