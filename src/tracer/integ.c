@@ -29,7 +29,10 @@ const char clrmux_integ_shipped[] =
     "attribute = db.namespace = this.Connection.Database\n"
     "\n"
     "[integration MySql.Data]\n"
-    "target = MySql.Data!MySql.Data.MySqlClient.MySqlCommand::ExecuteReader(System.Data.CommandBehavior)\n"
+    "target = MySql.Data!MySql.Data.MySqlClient.MySqlCommand::ExecuteReader(System.Data.CommandBehavior, "
+    "System.Threading.CancellationToken)\n"
+    "target = MySql.Data!MySql.Data.MySqlClient.MySqlCommand::ExecuteReaderInternalAsync(System.Data.CommandBehavior, "
+    "System.Threading.CancellationToken)\n"
     "kind = client\n"
     "name = {db.operation.name} {db.collection.name}\n"
     "attribute = db.system.name = 'mysql'\n"
@@ -107,26 +110,55 @@ static int valid_value(const char *v)
     return *p == 0;
 }
 
-static void finish(struct clrmux_integ *defs, int *n, int cur, int targets, const char *file)
+/* a definition's target lines, registered when the definition is whole */
+#define MAX_DEF_TARGETS 16
+struct pending_targets {
+    char text[MAX_DEF_TARGETS][512];
+    int line[MAX_DEF_TARGETS];
+    int n;
+};
+
+static int finish(struct clrmux_integ *defs, int *n, int cur, struct pending_targets *pt, const char *file,
+                  clrmux_integ_add_target add, void *ctx)
 {
     if (cur < 0)
-        return;
+        return 0;
     struct clrmux_integ *d = &defs[cur];
-    if (!d->kind || !targets) {
+    if (!d->kind || !pt->n) {
         LOG_ERROR("%s:%d: [integration %s]: %s; definition skipped", file, d->line, d->name,
-                  !d->kind ? "no kind (client, producer, consumer, server or internal)" : "no valid target");
-        return;
+                  !d->kind ? "no kind (client, producer, consumer, server or internal)" : "no target");
+        return 1;
+    }
+    int targets = 0, errors = 0;
+    for (int i = 0; i < pt->n; i++) {
+        char why[300] = "";
+        if (add(ctx, pt->text[i], cur, file, pt->line[i], why, sizeof why) == 0) {
+            targets++;
+        } else {
+            LOG_ERROR("%s:%d: [integration %s]: %s; target skipped", file, pt->line[i], d->name, why);
+            errors++;
+        }
+    }
+    if (!targets) {
+        LOG_ERROR("%s:%d: [integration %s]: no valid target; definition skipped", file, d->line, d->name);
+        return errors + 1;
     }
     char k[8];
     snprintf(k, sizeof k, "%u", d->kind);
     spec_add(d, "kind", k);
     (*n)++;
+    return errors;
 }
 
 int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *defs, int *n, int max,
                        clrmux_integ_add_target add, void *ctx)
 {
-    int errors = 0, cur = -1, targets = 0, lineno = 0;
+    int errors = 0, cur = -1, lineno = 0;
+    struct pending_targets *pt = calloc(1, sizeof *pt);
+    if (!pt) {
+        LOG_ERROR("%s: out of memory; its integrations are not loaded", file);
+        return 1;
+    }
     const char *p = text;
     while (p && *p) {
         const char *nl = strchr(p, '\n');
@@ -149,9 +181,9 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
         if (!*s || *s == '#')
             continue;
         if (*s == '[') {
-            finish(defs, n, cur, targets, file);
+            errors += finish(defs, n, cur, pt, file, add, ctx);
             cur = -1;
-            targets = 0;
+            pt->n = 0;
             char *close = strchr(s, ']');
             char *name = close ? trim(s + 1) : NULL;
             if (close)
@@ -191,17 +223,22 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
         int bad = 0;
         char why[300] = "";
         if (!strcmp(key, "target")) {
-            if (add(ctx, val, cur, file, lineno, why, sizeof why) == 0)
-                targets++;
-            else
+            if (pt->n >= MAX_DEF_TARGETS || strlen(val) >= sizeof pt->text[0]) {
                 bad = 1;
+                snprintf(why, sizeof why, "%s", pt->n >= MAX_DEF_TARGETS ? "more than 16 targets" : "target too long");
+            } else {
+                snprintf(pt->text[pt->n], sizeof pt->text[0], "%s", val);
+                pt->line[pt->n++] = lineno;
+            }
         } else if (!strcmp(key, "kind")) {
             static const char *kinds[] = {"internal", "server", "client", "producer", "consumer"};
-            d->kind = 0;
+            uint8_t kind = 0;
             for (int i = 0; i < 5; i++)
                 if (!strcasecmp(val, kinds[i]))
-                    d->kind = (uint8_t)(i + 1);
-            if (!d->kind) {
+                    kind = (uint8_t)(i + 1);
+            if (kind)
+                d->kind = kind;
+            else {
                 bad = 1;
                 snprintf(why, sizeof why, "kind '%s' is not client, producer, consumer, server or internal", val);
             }
@@ -256,7 +293,8 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
             errors++;
         }
     }
-    finish(defs, n, cur, targets, file);
+    errors += finish(defs, n, cur, pt, file, add, ctx);
+    free(pt);
     return errors;
 }
 

@@ -8,6 +8,12 @@
 #     `OP table`, with db.system.name, db.namespace, db.operation.name, db.query.text (its
 #     literals sanitized; sanitize_queries = false keeps them), server.address, server.port;
 #     a failing query ERROR with error.type;
+#   - Microsoft.Data.Sqlite and MySql.Data (no ActivitySource: the shipped bytecode integrations):
+#     the same, one span per statement whether run through ExecuteReader, ExecuteNonQuery,
+#     ExecuteScalar or their async forms;
+#   - a user's definition file (integrations = FILE): a method of the app's own with attributes
+#     from its arguments (a missing property, a getter that throws: no attribute, the app runs
+#     on), bad lines reported with file:line;
 #   - RabbitMQ.Client 7 (its own sources): a PRODUCER span in one process, the CONSUMER span of
 #     its basic.get in another, one trace, the consumer's parent the producer;
 # Prints one line per check and "dbq: N passed, N failed". Without dotnet: a loud skip (CI:
@@ -76,27 +82,49 @@ if mode == "db":
     check(f"{system}: CLIENT spans with db.system.name", len(ss) >= 6, [s["name"] for s in spans(path)])
     sel = [s for s in ss if s["name"] == "SELECT orders"]
     check(f"{system}: a `SELECT orders` span", len(sel) >= 1, [s["name"] for s in ss])
+    lib = sys.argv[6]
+    ss = [s for s in ss if s["scope"] == lib]
+    check(f"{lib}: spans of its scope", len(ss) >= 6, set(s["scope"] for s in spans(path)))
     if sel:
         a = sel[0]["attrs"]
-        check(f"{system}: db.namespace, db.operation.name, db.collection.name",
-              a.get("db.namespace") == "clrmux" and a.get("db.operation.name") == "SELECT" and
-              a.get("db.collection.name") == "orders", a)
-        check(f"{system}: server.address and server.port",
-              a.get("server.address") == "127.0.0.1" and str(a.get("server.port")) == port, a)
+        check(f"{lib}: db.namespace, db.operation.name, db.collection.name",
+              a.get("db.namespace") == ("main" if system == "sqlite" else "clrmux") and
+              a.get("db.operation.name") == "SELECT" and a.get("db.collection.name") == "orders", a)
+        if port != "-":
+            check(f"{lib}: server.address and server.port",
+                  a.get("server.address") == "127.0.0.1" and str(a.get("server.port")) == port, a)
     ins = [s for s in ss if s["attrs"].get("db.operation.name") == "INSERT"]
+    check(f"{lib}: one span per statement (sync and async Execute*: none twice)",
+          len(ins) == 1 and len([s for s in ss if s["name"] == "SELECT orders"]) == 2 and
+          len([s for s in ss if s["name"] == "DELETE orders"]) == 1, [s["name"] for s in ss])
     text = ins[0]["attrs"].get("db.query.text", "") if ins else ""
     if sanitized:
-        check(f"{system}: db.query.text with its literals sanitized", text == "INSERT INTO orders (id, item) VALUES (?, ?)", text)
-        check(f"{system}: no literal in any attribute", "secret-item" not in json.dumps([s["attrs"] for s in ss]))
+        check(f"{lib}: db.query.text with its literals sanitized", text == "INSERT INTO orders (id, item) VALUES (?, ?)", text)
+        check(f"{lib}: no literal in any attribute", "secret-item" not in json.dumps([s["attrs"] for s in ss]))
     else:
-        check(f"{system}: sanitize_queries = false keeps the literals", "'secret-item'" in text, text)
+        check(f"{lib}: sanitize_queries = false keeps the literals", "'secret-item'" in text, text)
     bad = [s for s in ss if s["attrs"].get("db.collection.name") == "no_such_table"]
-    check(f"{system}: the failing query is ERROR with error.type",
+    check(f"{lib}: the failing query is ERROR with error.type",
           len(bad) == 1 and bad[0].get("status", {}).get("code") == 2 and bad[0]["attrs"].get("error.type"),
           bad)
     ok = [s for s in ss if s is not (bad[0] if bad else None)]
-    check(f"{system}: the others are not ERROR", all(s.get("status", {}).get("code") != 2 for s in ok),
+    check(f"{lib}: the others are not ERROR", all(s.get("status", {}).get("code") != 2 for s in ok),
           [s["name"] for s in ok if s.get("status", {}).get("code") == 2])
+elif mode == "user":
+    path, log = sys.argv[2], open(sys.argv[3]).read()
+    ss = [s for s in spans(path) if s["scope"] == "shop"]
+    check("user integration: a PRODUCER span named from its template", len(ss) == 1 and ss[0]["name"] == "place apple"
+          and ss[0].get("kind") == 4, [(s["scope"], s["name"], s.get("kind")) for s in spans(path)])
+    a = ss[0]["attrs"] if ss else {}
+    check("user integration: attributes from arguments, their properties and constants",
+          a.get("shop.item") == "apple" and str(a.get("shop.quantity")) == "3" and str(a.get("shop.length")) == "5"
+          and a.get("messaging.system") == "shop", a)
+    check("user integration: a missing property and a getter that throws give no attribute",
+          "shop.missing" not in a and "shop.boom" not in a, a)
+    for line, why in ((12, "not KEY = VALUE"), (13, "kind 'sideways'"), (14, "no target")):
+        check(f"user integration: line {line} reported with file:line ({why})",
+              f"user.integrations:{line}: " in log and why in log.split(f"user.integrations:{line}: ")[1].split("\n")[0],
+              [l for l in log.splitlines() if "integrations" in l])
 elif mode == "mq":
     system, pub, get, queue = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
     p = [s for s in spans(pub) if s.get("kind") == 4 and s["attrs"].get("messaging.system") == system]
@@ -121,15 +149,48 @@ skip() { echo "skip - [.NET $CLR_RTV] $1: server not running (tests/clr/servers.
 if [ -n "${CLRMUX_PG_PORT:-}" ]; then
     run pg -- pg
     check "npgsql: dbapp ran" grep -q "failed PostgresException" "$WORK/pg.out"
-    pyck db "$WORK/pg.otlp.jsonl" postgresql "$CLRMUX_PG_PORT" 1
+    pyck db "$WORK/pg.otlp.jsonl" postgresql "$CLRMUX_PG_PORT" 1 Npgsql
 else skip postgresql; fi
 if [ -n "${CLRMUX_MYSQL_PORT:-}" ]; then
     run my -- mysql
     check "mysqlconnector: dbapp ran" grep -q "failed MySqlException" "$WORK/my.out"
-    pyck db "$WORK/my.otlp.jsonl" mysql "$CLRMUX_MYSQL_PORT" 1
+    pyck db "$WORK/my.otlp.jsonl" mysql "$CLRMUX_MYSQL_PORT" 1 MySqlConnector
     run myraw "sanitize_queries = false" -- mysql
-    pyck db "$WORK/myraw.otlp.jsonl" mysql "$CLRMUX_MYSQL_PORT" 0
+    pyck db "$WORK/myraw.otlp.jsonl" mysql "$CLRMUX_MYSQL_PORT" 0 MySqlConnector
+    # MySql.Data: no ActivitySource; its shipped bytecode integration
+    run mydata -- mysqldata
+    check "mysql.data: dbapp ran" grep -q "failed MySqlException" "$WORK/mydata.out"
+    pyck db "$WORK/mydata.otlp.jsonl" mysql "$CLRMUX_MYSQL_PORT" 1 MySql.Data
 else skip mariadb; fi
+
+# Microsoft.Data.Sqlite (a file in the scratch folder): its shipped bytecode integration
+run sqlite -- sqlite "$WORK/orders.db"
+check "sqlite: dbapp ran" grep -q "failed SqliteException" "$WORK/sqlite.out"
+pyck db "$WORK/sqlite.otlp.jsonl" sqlite - 1 Microsoft.Data.Sqlite
+run sqliteraw "sanitize_queries = false" -- sqlite "$WORK/orders2.db"
+pyck db "$WORK/sqliteraw.otlp.jsonl" sqlite - 0 Microsoft.Data.Sqlite
+
+# a user's definition file (integrations = FILE): a method of the app's own, bad lines reported
+cat >"$WORK/user.integrations" <<'DEF'
+; a user's definitions (tests/clr/dbq.sh)
+[integration shop]
+target = dbapp!DbApp.Orders::Place(string, int, DbApp.Thrower)
+kind = producer
+name = place {shop.item}
+attribute = shop.item = arg0
+attribute = shop.quantity = arg1
+attribute = shop.length = arg0.Length
+attribute = shop.missing = arg0.NoSuchProperty
+attribute = shop.boom = arg2.Boom
+attribute = messaging.system = 'shop'
+this line is wrong
+kind = sideways
+[integration empty]
+kind = client
+DEF
+run user "integrations = user.integrations" -- user
+check "user integration: the app ran on (placed 15)" grep -q "placed 15" "$WORK/user.out"
+pyck user "$WORK/user.otlp.jsonl" "$WORK/user.log"
 
 # RabbitMQ.Client 7: publish in one process, basic.get in another
 if [ -n "${CLRMUX_RABBIT_PORT:-}" ]; then

@@ -1,7 +1,8 @@
 // The database and queue client of tests/clr/dbq.sh: `dbapp MODE`, the servers' ports in
 // CLRMUX_*_PORT (tests/clr/servers.sh). Each mode runs a few statements or messages, one of
 // them failing, and prints what it got; the spans are clrmux's to record (no SDK here).
-//   pg | mysql | sqlite         statements: sync and async, a literal, a failing query
+//   pg | mysql | mysqldata | sqlite FILE   statements: sync and async, a literal, a failing query
+//   user                        DbApp.Orders.Place, for a user's integration definition
 //   rabbit-publish QUEUE        publishes one message (RabbitMQ.Client 7)
 //   rabbit-get QUEUE            basic.get of that message, in another process
 using System.Data.Common;
@@ -46,6 +47,20 @@ case "mysql":
         $"Server=127.0.0.1;Port={Env("CLRMUX_MYSQL_PORT")};User ID=clrmux;Password=clrmux;Database=clrmux;Pooling=false"),
         "SELECT * FROM no_such_table");
     break;
+case "mysqldata":
+    await Statements(new MySql.Data.MySqlClient.MySqlConnection(
+        $"Server=127.0.0.1;Port={Env("CLRMUX_MYSQL_PORT")};User ID=clrmux;Password=clrmux;Database=clrmux;Pooling=false;SslMode=Disabled"),
+        "SELECT * FROM no_such_table");
+    break;
+case "user": // a method of the app's own, traced through the user's integration file (dbq.sh)
+    Console.WriteLine("placed " + DbApp.Orders.Place("apple", 3, new DbApp.Thrower()));
+    break;
+case "methods": // a type's Execute* methods, for writing definitions
+    foreach (var m in Type.GetType(args[1], true).GetMethods(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public |
+                                                             System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.DeclaredOnly))
+        if (m.Name.StartsWith("Execute"))
+            Console.WriteLine(m);
+    break;
 case "sqlite":
     await Statements(new Microsoft.Data.Sqlite.SqliteConnection("Data Source=" + args[1]), "SELECT * FROM no_such_table");
     break;
@@ -85,5 +100,19 @@ static class Rabbit
             await Task.Delay(50);
         }
         Console.WriteLine("nothing");
+    }
+}
+
+namespace DbApp
+{
+    public static class Orders
+    {
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static int Place(string item, int quantity, Thrower t) => item.Length * quantity;
+    }
+
+    public sealed class Thrower
+    {
+        public string Boom => throw new InvalidOperationException("a getter that throws");
     }
 }
