@@ -31,8 +31,10 @@ static void integ_load(struct tracer *t)
     t->integs = calloc(CLRMUX_INTEG_MAX, sizeof *t->integs);
     if (!t->integs)
         return;
-    clrmux_integ_parse(clrmux_integ_shipped, "(shipped integrations)", t->integs, &t->ninteg, CLRMUX_INTEG_MAX,
-                       integ_target, t);
+    /* `instrument = ... adonet`: the shipped ADO.NET definitions */
+    if (strstr(t->instrument, "adonet"))
+        clrmux_integ_parse(clrmux_integ_shipped, "(shipped integrations)", t->integs, &t->ninteg, CLRMUX_INTEG_MAX,
+                           integ_target, t);
     if (!t->integ_file[0])
         return;
     FILE *f = fopen(t->integ_file, "re");
@@ -153,8 +155,8 @@ static void resource_init(struct tracer *t, const char *exe, const char *app)
 
 
 /* The built-in instrumentations of the agent (`instrument =`). */
-#define INSTRUMENTS "aspnetcore, httpclient, grpc"
-static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc"};
+#define INSTRUMENTS "aspnetcore, httpclient, grpc, adonet"
+static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc", "adonet"};
 
 /* Splits a comma-separated list into its trimmed items; calls fn for each. */
 static int each_item(const char *list, int (*fn)(const char *item, size_t n, void *ctx), void *ctx)
@@ -251,7 +253,7 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->suppress_gc = 1;
     t->agent = 1;
     t->sanitize_queries = 1;
-    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc");
+    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc,adonet");
     snprintf(t->activity_sources, sizeof t->activity_sources, "*");
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
     snprintf(t->protocol, sizeof t->protocol, "http/protobuf"); /* OTLP's default */
@@ -426,12 +428,13 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     if (!t->metrics_endpoint[0] && el >= 10 && strcmp(t->endpoint + el - 10, "/v1/traces") == 0)
         snprintf(t->metrics_endpoint, sizeof t->metrics_endpoint, "%.*s/v1/metrics", (int)(el - 10), t->endpoint);
     resource_init(t, exe, app);
+    int user_targets = t->ntargets;
     if (t->agent)
         integ_load(t);
     else if (t->integ_file[0])
         LOG_WARN("%s: [child %s]: integrations = %s needs the agent (agent = false): not loaded", file, cc->name,
                  t->integ_file);
-    if (t->ntargets == 0 && (!t->agent || (!t->instrument[0] && !t->activity_sources[0])))
+    if (user_targets == 0 && t->ninteg == 0 && (!t->agent || (!t->instrument[0] && !t->activity_sources[0])))
         LOG_WARN("child '%s': no valid 'trace =' target and no Activity recorded; the tracer records nothing",
                  cc->name);
     return 0;
