@@ -31,10 +31,11 @@ static void integ_load(struct tracer *t)
     t->integs = calloc(CLRMUX_INTEG_MAX, sizeof *t->integs);
     if (!t->integs)
         return;
-    /* `instrument = ... adonet`: the shipped ADO.NET definitions */
-    if (strstr(t->instrument, "adonet"))
-        clrmux_integ_parse(clrmux_integ_shipped, "(shipped integrations)", t->integs, &t->ninteg, CLRMUX_INTEG_MAX,
-                           integ_target, t);
+    /* the shipped definitions of the instrumentations on (`instrument = ... adonet, redis`) */
+    for (const struct clrmux_integ_shipped *s = clrmux_integ_shipped; s->instrument; s++)
+        if (strstr(t->instrument, s->instrument))
+            clrmux_integ_parse(s->text, "(shipped integrations)", t->integs, &t->ninteg, CLRMUX_INTEG_MAX, integ_target,
+                               t);
     if (!t->integ_file[0])
         return;
     FILE *f = fopen(t->integ_file, "re");
@@ -155,8 +156,8 @@ static void resource_init(struct tracer *t, const char *exe, const char *app)
 
 
 /* The built-in instrumentations of the agent (`instrument =`). */
-#define INSTRUMENTS "aspnetcore, httpclient, grpc, adonet"
-static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc", "adonet"};
+#define INSTRUMENTS "aspnetcore, httpclient, grpc, adonet, redis"
+static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc", "adonet", "redis"};
 
 /* Splits a comma-separated list into its trimmed items; calls fn for each. */
 static int each_item(const char *list, int (*fn)(const char *item, size_t n, void *ctx), void *ctx)
@@ -253,7 +254,7 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->suppress_gc = 1;
     t->agent = 1;
     t->sanitize_queries = 1;
-    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc,adonet");
+    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc,adonet,redis");
     snprintf(t->activity_sources, sizeof t->activity_sources, "*");
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
     snprintf(t->protocol, sizeof t->protocol, "http/protobuf"); /* OTLP's default */

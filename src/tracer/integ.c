@@ -18,28 +18,49 @@
  * they are recorded through it, never twice). Each provider's sync and async Execute* funnel
  * into ExecuteReader(CommandBehavior) (Microsoft.Data.Sqlite: ExecuteNonQuery, ExecuteScalar
  * and the *Async methods call it), so that method alone gives one span per statement. */
-const char clrmux_integ_shipped[] =
-    "[integration Microsoft.Data.Sqlite]\n"
-    "target = Microsoft.Data.Sqlite!Microsoft.Data.Sqlite.SqliteCommand::ExecuteReader(System.Data.CommandBehavior)\n"
-    "versions = 3.0 - *\n"
-    "kind = client\n"
-    "name = {db.operation.name} {db.collection.name}\n"
-    "attribute = db.system.name = 'sqlite'\n"
-    "attribute = db.query.text = this.CommandText\n"
-    "attribute = db.namespace = this.Connection.Database\n"
-    "\n"
-    "[integration MySql.Data]\n"
-    "target = MySql.Data!MySql.Data.MySqlClient.MySqlCommand::ExecuteReader(System.Data.CommandBehavior, "
-    "System.Threading.CancellationToken)\n"
-    "target = MySql.Data!MySql.Data.MySqlClient.MySqlCommand::ExecuteReaderInternalAsync(System.Data.CommandBehavior, "
-    "System.Threading.CancellationToken)\n"
-    "kind = client\n"
-    "name = {db.operation.name} {db.collection.name}\n"
-    "attribute = db.system.name = 'mysql'\n"
-    "attribute = db.query.text = this.CommandText\n"
-    "attribute = db.namespace = this.Connection.Database\n"
-    "attribute = server.address = this.Connection.Settings.Server\n"
-    "attribute = server.port = this.Connection.Settings.Port\n";
+const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
+    {"adonet",
+     "[integration Microsoft.Data.Sqlite]\n"
+     "target = Microsoft.Data.Sqlite!Microsoft.Data.Sqlite.SqliteCommand::ExecuteReader(System.Data.CommandBehavior)\n"
+     "versions = 3.0 - *\n"
+     "kind = client\n"
+     "name = {db.operation.name} {db.collection.name}\n"
+     "attribute = db.system.name = 'sqlite'\n"
+     "attribute = db.query.text = this.CommandText\n"
+     "attribute = db.namespace = this.Connection.Database\n"
+     "\n"
+     /* MySql.Data 8 and later: ExecuteNonQuery/Scalar/Reader end in the sync ExecuteReader or
+      * the async ExecuteReaderInternalAsync */
+     "[integration MySql.Data]\n"
+     "target = MySql.Data!MySql.Data.MySqlClient.MySqlCommand::ExecuteReader(System.Data.CommandBehavior, "
+     "System.Threading.CancellationToken)\n"
+     "target = MySql.Data!MySql.Data.MySqlClient.MySqlCommand::ExecuteReaderInternalAsync(System.Data.CommandBehavior, "
+     "System.Threading.CancellationToken)\n"
+     "kind = client\n"
+     "name = {db.operation.name} {db.collection.name}\n"
+     "attribute = db.system.name = 'mysql'\n"
+     "attribute = db.query.text = this.CommandText\n"
+     "attribute = db.namespace = this.Connection.Database\n"
+     "attribute = server.address = this.Connection.Settings.Server\n"
+     "attribute = server.port = this.Connection.Settings.Port\n"},
+    /* StackExchange.Redis 2.x: every command goes through the multiplexer's ExecuteSyncImpl
+     * or ExecuteAsyncImpl with its Message and, when chosen, its server */
+    {"redis",
+     "[integration StackExchange.Redis]\n"
+     "target = StackExchange.Redis!StackExchange.Redis.ConnectionMultiplexer::ExecuteSyncImpl\n"
+     "target = StackExchange.Redis!StackExchange.Redis.ConnectionMultiplexer::ExecuteAsyncImpl\n"
+     "versions = 2.0 - *\n"
+     "kind = client\n"
+     "name = {db.operation.name}\n"
+     "attribute = db.system.name = 'redis'\n"
+     "attribute = db.operation.name = arg0.Command\n"
+     "attribute = db.query.text = arg0.CommandAndKey\n"
+     "attribute = db.namespace = arg0.Db\n"
+     "attribute = server.address = arg3.EndPoint.Address | arg2.EndPoint.Address | this.EndPoints[0].Address | "
+     "this.EndPoints[0].Host\n"
+     "attribute = server.port = arg3.EndPoint.Port | arg2.EndPoint.Port | this.EndPoints[0].Port\n"},
+    {NULL, NULL},
+};
 
 /* ---- the parser -------------------------------------------------------------------------- */
 
@@ -87,27 +108,51 @@ static int parse_version(const char *s, int v[2])
     return 0;
 }
 
-/* a value: 'constant', this[.Path], argN[.Path] (N 0..3) */
+/* one path: this[.Member[\[N\]]...] or argN[...] (N 0..3); returns the end, or NULL */
+static const char *valid_path(const char *p)
+{
+    while (*p == ' ')
+        p++;
+    if (!strncmp(p, "this", 4))
+        p += 4;
+    else if (!strncmp(p, "arg", 3) && p[3] >= '0' && p[3] <= '3')
+        p += 4;
+    else
+        return NULL;
+    while (*p == '.') {
+        p++;
+        if (!isalpha((unsigned char)*p) && *p != '_')
+            return NULL;
+        while (isalnum((unsigned char)*p) || *p == '_')
+            p++;
+        if (*p == '[') { /* an element of a collection, by position */
+            if (!isdigit((unsigned char)*++p))
+                return NULL;
+            while (isdigit((unsigned char)*p))
+                p++;
+            if (*p++ != ']')
+                return NULL;
+        }
+    }
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+/* a value: 'constant', or paths separated by | (the first that gives a value) */
 static int valid_value(const char *v)
 {
     size_t n = strlen(v);
     if (n >= 2 && v[0] == '\'' && v[n - 1] == '\'')
         return 1;
     const char *p = v;
-    if (!strncmp(p, "this", 4))
-        p += 4;
-    else if (!strncmp(p, "arg", 3) && p[3] >= '0' && p[3] <= '3')
-        p += 4;
-    else
-        return 0;
-    while (*p == '.') {
-        p++;
-        if (!isalpha((unsigned char)*p) && *p != '_')
+    for (;;) {
+        if (!(p = valid_path(p)))
             return 0;
-        while (isalnum((unsigned char)*p) || *p == '_')
-            p++;
+        if (*p != '|')
+            return *p == 0;
+        p++;
     }
-    return *p == 0;
 }
 
 /* a definition's target lines, registered when the definition is whole */
@@ -273,7 +318,7 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
                 snprintf(why, sizeof why, "attribute is not KEY = VALUE");
             } else if (!valid_value(aval) || (akey == NULL && aval[0] == '\'')) {
                 bad = 1;
-                snprintf(why, sizeof why, "'%s' is not this[.Prop...], argN[.Prop...] (N 0..3)%s", aval,
+                snprintf(why, sizeof why, "'%s' is not this[.Prop...], argN[.Prop...] (N 0..3; Prop[N]; a | b)%s", aval,
                          akey ? " or a 'constant'" : "");
             } else if (akey) {
                 char kv[600];

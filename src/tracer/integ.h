@@ -48,9 +48,13 @@ typedef int (*clrmux_integ_add_target)(void *ctx, const char *target, int integ,
 int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *defs, int *n, int max,
                        clrmux_integ_add_target add, void *ctx);
 
-/* The definitions clrmux ships (ADO.NET providers without an ActivitySource: Microsoft.Data.Sqlite,
- * MySql.Data, Microsoft.Data.SqlClient), as definition-file text. */
-extern const char clrmux_integ_shipped[];
+/* The definitions clrmux ships, as definition-file text, each under the name of the built-in
+ * instrumentation (`instrument =`) that turns it on: adonet (Microsoft.Data.Sqlite, MySql.Data:
+ * providers without an ActivitySource), redis (StackExchange.Redis). Ends with {NULL, NULL}. */
+struct clrmux_integ_shipped {
+    const char *instrument, *text;
+};
+extern const struct clrmux_integ_shipped clrmux_integ_shipped[];
 
 /* ---- attached attributes (process-wide) ----
  * The agent attaches, to an open span, the definition's kind, name and attributes as a blob:

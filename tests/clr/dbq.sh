@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real-runtime tests of database and queue spans (issue 23) against real servers:
-# PostgreSQL, MariaDB and RabbitMQ from their Debian packages (tests/clr/servers.sh starts them
+# PostgreSQL, MariaDB, Redis and RabbitMQ from their Debian packages (tests/clr/servers.sh starts them
 # once per run, on loopback in a scratch folder, in parallel). The client is
 # tests/clr/otelapps/dbapp (no SDK) under clrmux with the built-in tracer, on .NET 8, 9 and 10.
 # Checks, per library:
@@ -11,6 +11,8 @@
 #   - Microsoft.Data.Sqlite and MySql.Data (no ActivitySource: the shipped bytecode integrations):
 #     the same, one span per statement whether run through ExecuteReader, ExecuteNonQuery,
 #     ExecuteScalar or their async forms;
+#   - StackExchange.Redis (the shipped bytecode integration): a CLIENT span per command with
+#     db.system.name, db.operation.name, db.query.text, server.*; an unknown command ERROR;
 #   - a user's definition file (integrations = FILE): a method of the app's own with attributes
 #     from its arguments (a missing property, a getter that throws: no attribute, the app runs
 #     on), bad lines reported with file:line;
@@ -24,7 +26,7 @@ cd "$ROOT"
 . tests/clr/lib.sh
 . tests/clr/servers.sh
 if [ -z "${CLRMUX_TEST_RUNTIME:-}" ] && command -v dotnet >/dev/null 2>&1; then
-    servers_start pg mysql rabbit || { echo "dbq: 0 passed, 1 failed"; exit 1; }
+    servers_start pg mysql redis rabbit || { echo "dbq: 0 passed, 1 failed"; exit 1; }
 fi
 clr_suite dbq "$@"
 
@@ -110,6 +112,22 @@ if mode == "db":
     ok = [s for s in ss if s is not (bad[0] if bad else None)]
     check(f"{lib}: the others are not ERROR", all(s.get("status", {}).get("code") != 2 for s in ok),
           [s["name"] for s in ok if s.get("status", {}).get("code") == 2])
+elif mode == "redis":
+    path, port = sys.argv[2], sys.argv[3]
+    ss = [s for s in spans(path) if s["scope"] == "StackExchange.Redis"]
+    names = [s["name"] for s in ss]
+    check("redis: CLIENT spans SET, GET (async), one each", names.count("SET") == 1 and names.count("GET") == 1
+          and all(s.get("kind") == 3 for s in ss), [(s["scope"], s["name"]) for s in spans(path)])
+    st = [s for s in ss if s["name"] == "SET"]
+    a = st[0]["attrs"] if st else {}
+    check("redis: db.system.name, db.operation.name, db.query.text, db.namespace, server.address, server.port",
+          a.get("db.system.name") == "redis" and a.get("db.operation.name") == "SET" and
+          a.get("db.query.text", "").startswith("SET order:") and str(a.get("db.namespace")) == "0" and
+          a.get("server.address") == "127.0.0.1" and str(a.get("server.port")) == port, a)
+    bad = [s for s in ss if s["name"] == "NOSUCHCOMMAND"]
+    check("redis: an unknown command is ERROR with error.type",
+          len(bad) == 1 and bad[0].get("status", {}).get("code") == 2 and
+          bad[0]["attrs"].get("error.type") == "StackExchange.Redis.RedisServerException", bad)
 elif mode == "user":
     path, log = sys.argv[2], open(sys.argv[3]).read()
     ss = [s for s in spans(path) if s["scope"] == "shop"]
@@ -191,6 +209,13 @@ DEF
 run user "integrations = user.integrations" -- user
 check "user integration: the app ran on (placed 15)" grep -q "placed 15" "$WORK/user.out"
 pyck user "$WORK/user.otlp.jsonl" "$WORK/user.log"
+
+# StackExchange.Redis: its shipped bytecode integration
+if [ -n "${CLRMUX_REDIS_PORT:-}" ]; then
+    run redis -- redis
+    check "redis: dbapp ran" grep -q "failed RedisServerException" "$WORK/redis.out"
+    pyck redis "$WORK/redis.otlp.jsonl" "$CLRMUX_REDIS_PORT"
+else skip redis; fi
 
 # RabbitMQ.Client 7: publish in one process, basic.get in another
 if [ -n "${CLRMUX_RABBIT_PORT:-}" ]; then

@@ -60,6 +60,7 @@ static void test_parse_ok(void **state)
                        "attribute = messaging.destination.name = arg0\n"
                        "attribute = server.address = this.Conn.Host\n"
                        "attribute = messaging.system = 'q'\n"
+                       "attribute = server.port = arg1.Ep.Port | this.Eps[0].Port\n"
                        "inject = arg1.Headers\n";
     assert_int_equal(clrmux_integ_parse(text, "f.conf", defs, &n, CLRMUX_INTEG_MAX, add, &a), 0);
     assert_int_equal(n, 1);
@@ -77,6 +78,7 @@ static void test_parse_ok(void **state)
     assert_non_null(strstr(defs[0].spec, "attr=server.address\tthis.Conn.Host\n"));
     assert_non_null(strstr(defs[0].spec, "attr=messaging.system\t'q'\n"));
     assert_non_null(strstr(defs[0].spec, "inject=arg1.Headers\n"));
+    assert_non_null(strstr(defs[0].spec, "attr=server.port\targ1.Ep.Port | this.Eps[0].Port\n"));
     assert_non_null(strstr(defs[0].spec, "versions=1,2,3,-1\n"));
     assert_non_null(strstr(defs[0].spec, "kind=4\n"));
     assert_string_equal(logged, "");
@@ -94,7 +96,7 @@ static void test_parse_errors(void **state)
                        "kind = client\n"                            /* 4 */
                        "kind = sideways\n"                          /* 5: the earlier kind stays */
                        "attribute = x = arg7.Foo\n"                 /* 6 */
-                       "attribute = y = this..Foo\n"                /* 7 */
+                       "attribute = y = this.Foo[x]|\n"             /* 7 */
                        "attribute = novalue\n"                      /* 8 */
                        "inject = 'const'\n"                         /* 9 */
                        "versions = 1.x - 2\n"                       /* 10 */
@@ -117,7 +119,7 @@ static void test_parse_errors(void **state)
         "u.conf:1: a line before any [integration NAME]",
         "u.conf:5: [integration a]: kind 'sideways'",
         "u.conf:6: [integration a]: 'arg7.Foo' is not",
-        "u.conf:7: [integration a]: 'this..Foo' is not",
+        "u.conf:7: [integration a]: 'this.Foo[x]|' is not",
         "u.conf:8: [integration a]: attribute is not KEY = VALUE",
         "u.conf:9: [integration a]: ''const'' is not",
         "u.conf:10: [integration a]: versions '1.x - 2'",
@@ -139,9 +141,10 @@ static void test_shipped(void **state)
     struct added a = {0};
     int n = 0;
     logged[0] = 0;
-    assert_int_equal(clrmux_integ_parse(clrmux_integ_shipped, "(shipped)", defs, &n, CLRMUX_INTEG_MAX, add, &a), 0);
-    assert_true(n >= 2);
-    assert_true(a.n >= 3);
+    for (const struct clrmux_integ_shipped *s = clrmux_integ_shipped; s->instrument; s++)
+        assert_int_equal(clrmux_integ_parse(s->text, "(shipped)", defs, &n, CLRMUX_INTEG_MAX, add, &a), 0);
+    assert_true(n >= 3);
+    assert_true(a.n >= 5);
     assert_string_equal(logged, "");
 }
 

@@ -207,7 +207,14 @@ namespace Clrmux.Agent
 
         internal static object? Eval(string path, object? self, object? a0, object? a1, object? a2, object? a3)
         {
-            string[] parts = path.Split('.');
+            if (path.IndexOf('|') >= 0) // alternatives: the first that gives a value
+            {
+                foreach (string alt in path.Split('|', StringSplitOptions.TrimEntries))
+                    if (Eval(alt, self, a0, a1, a2, a3) is { } v)
+                        return v;
+                return null;
+            }
+            string[] parts = path.Trim().Split('.');
             object? o = parts[0] switch
             {
                 "this" => self,
@@ -219,19 +226,36 @@ namespace Clrmux.Agent
             };
             for (int i = 1; i < parts.Length && o != null; i++)
             {
-                Func<object, object?>? g = s_getters.GetOrAdd((o.GetType(), parts[i]), k => Getter(k.Item1, k.Item2));
+                string member = parts[i];
+                int index = -1, bracket = member.IndexOf('[');
+                if (bracket > 0)
+                {
+                    index = int.Parse(member.AsSpan(bracket + 1, member.Length - bracket - 2));
+                    member = member.Substring(0, bracket);
+                }
+                Func<object, object?>? g = s_getters.GetOrAdd((o.GetType(), member), k => Getter(k.Item1, k.Item2));
                 if (g == null)
                     return null;
                 try
                 {
                     o = g(o);
+                    if (index >= 0)
+                        o = o is IEnumerable e ? ElementAt(e, index) : null;
                 }
                 catch
                 {
-                    return null; // a getter that throws: no attribute
+                    return null; // a getter (or an enumerator) that throws: no attribute
                 }
             }
             return o;
+        }
+
+        private static object? ElementAt(IEnumerable e, int index)
+        {
+            foreach (object? x in e)
+                if (index-- == 0)
+                    return x;
+            return null;
         }
 
         private static Func<object, object?>? Getter(Type t, string name)

@@ -2,6 +2,7 @@
 // CLRMUX_*_PORT (tests/clr/servers.sh). Each mode runs a few statements or messages, one of
 // them failing, and prints what it got; the spans are clrmux's to record (no SDK here).
 //   pg | mysql | mysqldata | sqlite FILE   statements: sync and async, a literal, a failing query
+//   redis                       SET, GET (async), an unknown command
 //   user                        DbApp.Orders.Place, for a user's integration definition
 //   rabbit-publish QUEUE        publishes one message (RabbitMQ.Client 7)
 //   rabbit-get QUEUE            basic.get of that message, in another process
@@ -52,13 +53,23 @@ case "mysqldata":
         $"Server=127.0.0.1;Port={Env("CLRMUX_MYSQL_PORT")};User ID=clrmux;Password=clrmux;Database=clrmux;Pooling=false;SslMode=Disabled"),
         "SELECT * FROM no_such_table");
     break;
+case "redis":
+    using (var mux = await StackExchange.Redis.ConnectionMultiplexer.ConnectAsync($"127.0.0.1:{Env("CLRMUX_REDIS_PORT")}"))
+    {
+        StackExchange.Redis.IDatabase db = mux.GetDatabase();
+        db.StringSet("order:42", "secret-item");
+        Console.WriteLine("get " + await db.StringGetAsync("order:42"));
+        try { db.Execute("NOSUCHCOMMAND"); }
+        catch (StackExchange.Redis.RedisServerException e) { Console.WriteLine("failed " + e.GetType().Name); }
+    }
+    break;
 case "user": // a method of the app's own, traced through the user's integration file (dbq.sh)
     Console.WriteLine("placed " + DbApp.Orders.Place("apple", 3, new DbApp.Thrower()));
     break;
 case "methods": // a type's Execute* methods, for writing definitions
     foreach (var m in Type.GetType(args[1], true).GetMethods(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public |
                                                              System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.DeclaredOnly))
-        if (m.Name.StartsWith("Execute"))
+        if (m.Name.StartsWith(args.Length > 2 ? args[2] : "Execute"))
             Console.WriteLine(m);
     break;
 case "sqlite":
