@@ -18,7 +18,7 @@ static _Atomic(const struct clrmux_agent_managed *) managed_ptr;
 static int32_t api_register(const struct clrmux_agent_managed *m)
 {
     if (!m || m->size < sizeof *m || !m->async_enter || !m->async_restore || !m->on_task || !m->on_value_task ||
-        !m->join_root || !m->integ_enter) {
+        !m->join_root || !m->integ_enter || !m->integ_exit) {
         LOG_ERROR("tracer: the agent registered an incomplete table of entry points (size %u); async spans are off",
                   m ? (unsigned)m->size : 0u);
         return -1;

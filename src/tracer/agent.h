@@ -45,6 +45,8 @@ struct clrmux_agent_managed {
     void *integ_enter;   /* void IntegEnter(object this, object a0, object a1, object a2, object a3,
                             int64 slot, int32 integ): a bytecode integration's call (integ.h):
                             the agent reads its attributes and attaches them to span `slot` */
+    void *integ_exit;    /* void IntegExit(object ret, int64 slot, int32 integ): the call returned
+                            ret (a definition that reads `return` or extracts a context) */
 };
 
 /* Flags of struct clrmux_agent_api. */

@@ -108,13 +108,15 @@ static int parse_version(const char *s, int v[2])
     return 0;
 }
 
-/* one path: this[.Member[\[N\]]...] or argN[...] (N 0..3); returns the end, or NULL */
+/* one path: this[.Member[\[N\]]...], argN[...] (N 0..3) or return[...]; returns the end, or NULL */
 static const char *valid_path(const char *p)
 {
     while (*p == ' ')
         p++;
     if (!strncmp(p, "this", 4))
         p += 4;
+    else if (!strncmp(p, "return", 6))
+        p += 6;
     else if (!strncmp(p, "arg", 3) && p[3] >= '0' && p[3] <= '3')
         p += 4;
     else
@@ -305,7 +307,7 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
                 snprintf(r, sizeof r, "%d,%d,%d,%d", d->vmin[0], d->vmin[1], d->vmax[0], d->vmax[1]);
                 spec_add(d, "versions", r);
             }
-        } else if (!strcmp(key, "attribute") || !strcmp(key, "inject")) {
+        } else if (!strcmp(key, "attribute") || !strcmp(key, "inject") || !strcmp(key, "extract")) {
             char *aeq = !strcmp(key, "attribute") ? strchr(val, '=') : NULL;
             char *akey = NULL, *aval = val;
             if (aeq) {
@@ -316,18 +318,24 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
             if (!strcmp(key, "attribute") && (!aeq || !*akey || strpbrk(akey, " \t\n"))) {
                 bad = 1;
                 snprintf(why, sizeof why, "attribute is not KEY = VALUE");
-            } else if (!valid_value(aval) || (akey == NULL && aval[0] == '\'')) {
+            } else if (!valid_value(aval) || (akey == NULL && aval[0] == '\'') ||
+                       (!strcmp(key, "inject") && strstr(aval, "return")) ||
+                       (!strcmp(key, "extract") && strncmp(aval, "return", 6))) {
                 bad = 1;
-                snprintf(why, sizeof why, "'%s' is not this[.Prop...], argN[.Prop...] (N 0..3; Prop[N]; a | b)%s", aval,
-                         akey ? " or a 'constant'" : "");
+                snprintf(why, sizeof why, "'%s' is not %s", aval,
+                         !strcmp(key, "extract") ? "return[.Prop...]"
+                         : akey ? "this[.Prop...], argN[.Prop...] (N 0..3), return[.Prop...] (Prop[N]; a | b) or a 'constant'"
+                                : "this[.Prop...] or argN[.Prop...] (N 0..3)");
             } else if (akey) {
                 char kv[600];
                 snprintf(kv, sizeof kv, "%s\t%s", akey, aval);
                 bad = spec_add(d, "attr", kv);
                 snprintf(why, sizeof why, "too many attributes");
+                d->has_exit |= strstr(aval, "return") != NULL;
             } else {
-                bad = spec_add(d, "inject", aval);
+                bad = spec_add(d, key, aval);
                 snprintf(why, sizeof why, "too long");
+                d->has_exit |= !strcmp(key, "extract");
             }
         } else {
             bad = 1;

@@ -13,6 +13,7 @@
  *   name      = {db.operation.name} {db.collection.name}      ; {attribute} placeholders
  *   attribute = KEY = this.Prop.Prop | argN.Prop | 'constant'  ; one or more
  *   inject    = argN.Prop             ; a header collection: W3C traceparent written into it
+ *   extract   = return.Prop           ; a header collection: the span continues its traceparent
  *
  * Everything but the attach table is pure (no runtime calls), so that it is unit-tested. */
 #ifndef CLRMUX_TRACER_INTEG_H
@@ -34,6 +35,7 @@ struct clrmux_integ {
      * "inject=P", "attr=KEY\tVALUE", '\n'-separated */
     char spec[CLRMUX_INTEG_SPEC_MAX];
     size_t spec_len;
+    int has_exit;                  /* an attribute reads `return`, or extract: IntegExit is called */
     int line;
 };
 

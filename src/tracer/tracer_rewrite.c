@@ -339,6 +339,32 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     } else if (integ) {
         LOG_WARN("tracer: %s: an integration's method without the agent: a plain method span", t->methods[idx].name);
     }
+    if (integ && mg && rk == RET_OTHER && t->integs[integ - 1].has_exit) {
+        /* IntegExit((object)ret, slot, integ) where the method returns, before its exit probe (a
+         * method that returns a task: not called, its return is the task) */
+        if (ms.returns_void) {
+            clrmux_il_b_op(&bn, CLRMUX_IL_OP_LDNULL);
+        } else {
+            clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, first_new + 1);
+            uint8_t r0 = msig[ms.ret_offset];
+            if (r0 == CLRMUX_ELEMENT_TYPE_BYREF || r0 == CLRMUX_ELEMENT_TYPE_PTR || r0 == CLRMUX_ELEMENT_TYPE_CMOD_OPT ||
+                r0 == CLRMUX_ELEMENT_TYPE_CMOD_REQD || r0 == CLRMUX_ELEMENT_TYPE_FNPTR) {
+                clrmux_il_b_op(&bn, CLRMUX_IL_OP_POP);
+                clrmux_il_b_op(&bn, CLRMUX_IL_OP_LDNULL);
+            } else {
+                mdTypeSpec rspec = 0;
+                if (FAILED(hr = IMetaDataEmit2_GetTokenFromTypeSpec(emit, msig + ms.ret_offset, (ULONG)ms.ret_len, &rspec))) {
+                    snprintf(why, whylen, "GetTokenFromTypeSpec for its return type failed with HRESULT %s", HR_STR(hr));
+                    goto out;
+                }
+                clrmux_il_b_token(&bn, CLRMUX_IL_OP_BOX, (uint32_t)rspec);
+            }
+        }
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+        clrmux_il_b_ldc_i4(&bn, integ - 1);
+        b_fnptr(&bn, mg->integ_exit);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.integ_exit);
+    }
     /* exit: exit(slot), without a GC transition, where the method returns; a task's span:
      * OnTask(task, slot). The IL gets no exception clause: a span whose frame an exception
      * unwinds ends in the tracer's unwind callbacks (spans.h, clrmux_span_unwind_enter), where

@@ -24,6 +24,7 @@ namespace Clrmux.Agent
             delegate*<object?, long, object?> onValueTask = &AsyncSpans.OnValueTask;
             delegate*<void> joinRoot = &AsyncSpans.JoinRoot;
             delegate*<object?, object?, object?, object?, object?, long, int, void> integEnter = &Integrations.IntegEnter;
+            delegate*<object?, long, int, void> integExit = &Integrations.IntegExit;
             ManagedTable m = new()
             {
                 Size = (uint)sizeof(ManagedTable),
@@ -33,6 +34,7 @@ namespace Clrmux.Agent
                 OnValueTask = (IntPtr)onValueTask,
                 JoinRoot = (IntPtr)joinRoot,
                 IntegEnter = (IntPtr)integEnter,
+                IntegExit = (IntPtr)integExit,
             };
             AsyncSpans.Init();
             if ((Native.Api->Flags & Native.FlagActivities) != 0)

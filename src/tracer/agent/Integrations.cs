@@ -19,7 +19,8 @@ namespace Clrmux.Agent
         {
             public byte Kind;
             public string Name = "", Scope = "";
-            public string? Inject;
+            public string? Inject, Extract;
+            public bool HasExit;
             public int[] Versions = { -1, -1, -1, -1 };
             public readonly List<(string Key, string Value)> Attrs = new();
             public bool Db;
@@ -66,6 +67,7 @@ namespace Clrmux.Agent
                 case "name": d.Name = v; break;
                 case "scope": d.Scope = v; break;
                 case "inject": d.Inject = v; break;
+                case "extract": d.Extract = v; d.HasExit = true; break;
                 case "versions":
                     string[] r = v.Split(',');
                     for (int i = 0; i < 4 && i < r.Length; i++)
@@ -77,6 +79,7 @@ namespace Clrmux.Agent
                     {
                         d.Attrs.Add((v.Substring(0, tab), v.Substring(tab + 1)));
                         d.Db |= v.StartsWith("db.", StringComparison.Ordinal);
+                        d.HasExit |= v.Contains("return", StringComparison.Ordinal);
                     }
                     break;
                 }
@@ -115,33 +118,24 @@ namespace Clrmux.Agent
                 }
                 if (d.VersionOk < 0)
                     return;
-                if (d.Inject != null && Eval(d.Inject, self, a0, a1, a2, a3) is { } headers)
+                if (d.Inject != null && (Eval(d.Inject, self, a0, a1, a2, a3) ?? MakeHeaders(d.Inject, self, a0, a1, a2, a3)) is { } headers)
                     Inject(headers, &c);
                 if (c.Sampled == 0)
                     return; // not exported: nothing to attach
                 var attrs = new List<KeyValuePair<string, object?>>(d.Attrs.Count + 2);
                 foreach ((string key, string path) in d.Attrs)
                 {
+                    if (path.StartsWith("return", StringComparison.Ordinal))
+                        continue; // at the exit
                     object? v = path.StartsWith('\'') ? path.Substring(1, path.Length - 2) : Eval(path, self, a0, a1, a2, a3);
                     if (v != null)
                         attrs.Add(new(key, v));
                 }
                 if (d.Db)
                     DbAttrs(attrs);
-                string name = Render(d.Name, attrs);
-                if (name.Length == 0)
-                    name = Find(attrs, "db.system.name") as string ?? d.Scope;
-                SpanWriter w = SpanWriter.Begin();
-                w.U8(d.Kind);
-                w.Str(name);
-                w.Str(d.Scope);
-                w.U8(0);
-                int mark = w.Mark(), n = 0;
-                foreach (KeyValuePair<string, object?> kv in attrs)
-                    if (w.Attr(kv.Key, kv.Value))
-                        n++;
-                w.SetCount(mark, n);
-                w.Attach(c.SpanId);
+                Attach(d, c.SpanId, attrs, null);
+                if (d.HasExit)
+                    (t_pending ??= new()).Push((c.SpanId, attrs));
             }
             catch (Exception e)
             {
@@ -152,6 +146,107 @@ namespace Clrmux.Agent
                     Native.Log(Native.LogWarn, $"integration {id}: attributes not read: {e.GetType().Name}: {e.Message} (logged once)");
                 }
             }
+        }
+
+        // the attributes read at the entry of calls whose exit reads more (this thread's, innermost last)
+        [ThreadStatic] private static Stack<(ulong, List<KeyValuePair<string, object?>>)>? t_pending;
+
+        private static void Attach(Def d, ulong spanId, List<KeyValuePair<string, object?>> attrs, SpanCtx* parent)
+        {
+            string name = Render(d.Name, attrs);
+            if (name.Length == 0)
+                name = Find(attrs, "db.system.name") as string ?? d.Scope;
+            SpanWriter w = SpanWriter.Begin();
+            w.U8(d.Kind);
+            w.Str(name);
+            w.Str(d.Scope);
+            w.U8(parent != null ? (byte)1 : (byte)0);
+            if (parent != null)
+            {
+                for (int i = 0; i < 16; i++)
+                    w.U8(parent->TraceId[i]);
+                w.U64(parent->SpanId);
+            }
+            int mark = w.Mark(), n = 0;
+            foreach (KeyValuePair<string, object?> kv in attrs)
+                if (w.Attr(kv.Key, kv.Value))
+                    n++;
+            w.SetCount(mark, n);
+            w.Attach(spanId);
+        }
+
+        /// <summary>The rewritten IL's call where a definition's method returns (a definition
+        /// that reads `return` or extracts a context: tracer_rewrite.c).</summary>
+        public static void IntegExit(object? ret, long slot, int id)
+        {
+            try
+            {
+                SpanCtx c;
+                Stack<(ulong Id, List<KeyValuePair<string, object?>> Attrs)>? pending = t_pending;
+                if (pending == null || pending.Count == 0 || Native.Api->SpanPeek(slot, &c) == 0)
+                    return;
+                List<KeyValuePair<string, object?>>? attrs = null;
+                while (pending.Count > 0) // calls an exception left never came here: theirs are dropped
+                {
+                    var top = pending.Pop();
+                    if (top.Id == c.SpanId)
+                    {
+                        attrs = top.Attrs;
+                        break;
+                    }
+                }
+                Def? d = DefOf(id);
+                if (attrs == null || d == null)
+                    return;
+                foreach ((string key, string path) in d.Attrs)
+                    if (path.StartsWith("return", StringComparison.Ordinal) && Eval(path, ret) is { } v)
+                        attrs.Add(new(key, v));
+                SpanCtx parent;
+                bool extracted = d.Extract != null && Eval(d.Extract, ret) is { } headers && Extract(headers, &parent);
+                Attach(d, c.SpanId, attrs, extracted ? &parent : null);
+            }
+            catch (Exception e)
+            {
+                if (!s_failed)
+                {
+                    s_failed = true;
+                    Native.Log(Native.LogWarn, $"integration {id}: attributes at the return not read: {e.GetType().Name}: {e.Message} (logged once)");
+                }
+            }
+        }
+
+        private static object? Eval(string path, object? ret) =>
+            Eval(path.StartsWith("return", StringComparison.Ordinal) ? "this" + path.Substring(6) : path, ret, null, null, null, null);
+
+        /// <summary>A W3C traceparent from a header collection (a value as bytes or a string).</summary>
+        private static bool Extract(object headers, SpanCtx* c)
+        {
+            object? v = null;
+            switch (headers)
+            {
+            case IDictionary<string, object> d: d.TryGetValue("traceparent", out v); break;
+            case IDictionary d: v = d["traceparent"]; break;
+            default:
+                // Confluent.Kafka's Headers: TryGetLastBytes(string, out byte[])
+                MethodInfo? m = headers.GetType().GetMethod("TryGetLastBytes");
+                if (m != null)
+                {
+                    object?[] a = { "traceparent", null };
+                    if (m.Invoke(headers, a) is true)
+                        v = a[1];
+                }
+                break;
+            }
+            string? tp = v switch { byte[] b => Encoding.UTF8.GetString(b), string s => s, _ => null };
+            // 00-<32 hex trace>-<16 hex span>-<2 hex flags>
+            if (tp == null || tp.Length < 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-')
+                return false;
+            for (int i = 0; i < 16; i++)
+                if (!byte.TryParse(tp.AsSpan(3 + 2 * i, 2), System.Globalization.NumberStyles.HexNumber, null, out c->TraceId[i]))
+                    return false;
+            if (!ulong.TryParse(tp.AsSpan(36, 16), System.Globalization.NumberStyles.HexNumber, null, out c->SpanId) || c->SpanId == 0)
+                return false;
+            return true;
         }
 
         private static object? Find(List<KeyValuePair<string, object?>> attrs, string key)
@@ -274,6 +369,32 @@ namespace Clrmux.Agent
         }
 
         // ---- context injection into message headers ----
+
+        /// <summary>A null header collection at the end of `path` made and set: the property's
+        /// type when it can be made, a Dictionary&lt;string, object&gt; for that interface.</summary>
+        private static object? MakeHeaders(string path, object? self, object? a0, object? a1, object? a2, object? a3)
+        {
+            int dot = path.LastIndexOf('.');
+            if (dot < 0 || path.IndexOf('|') >= 0 || Eval(path.Substring(0, dot), self, a0, a1, a2, a3) is not { } owner)
+                return null;
+            try
+            {
+                PropertyInfo? p = owner.GetType().GetProperty(path.Substring(dot + 1), BindingFlags.Instance | BindingFlags.Public);
+                if (p == null || !p.CanWrite)
+                    return null;
+                Type t = p.PropertyType;
+                object? h = t.IsAssignableFrom(typeof(Dictionary<string, object>)) ? new Dictionary<string, object>()
+                          : !t.IsAbstract && !t.IsInterface && t.GetConstructor(Type.EmptyTypes) != null ? Activator.CreateInstance(t)
+                          : null;
+                if (h != null)
+                    p.SetValue(owner, h);
+                return h;
+            }
+            catch
+            {
+                return null;
+            }
+        }
 
         private static void Inject(object headers, SpanCtx* c)
         {

@@ -35,7 +35,7 @@ namespace Clrmux.Agent
     internal struct ManagedTable
     {
         public uint Size, Reserved;
-        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot, IntegEnter;
+        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot, IntegEnter, IntegExit;
     }
 
     /// <summary>struct clrmux_agent_api.</summary>
