@@ -59,6 +59,35 @@ const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
      "attribute = server.address = arg3.EndPoint.Address | arg2.EndPoint.Address | this.EndPoints[0].Address | "
      "this.EndPoints[0].Host\n"
      "attribute = server.port = arg3.EndPoint.Port | arg2.EndPoint.Port | this.EndPoints[0].Port\n"},
+    /* RabbitMQ.Client 5 and 6 (7 has its own ActivitySource): basic.publish with the context in
+     * the message's headers, basic.get continuing it */
+    {"rabbitmq",
+     "[integration RabbitMQ.Client]\n"
+     "target = RabbitMQ.Client!RabbitMQ.Client.Impl.ModelBase::BasicPublish(string, string, bool, "
+     "RabbitMQ.Client.IBasicProperties, System.ReadOnlyMemory<byte>)\n"
+     "versions = 5.0 - 6.*\n"
+     "kind = producer\n"
+     "name = publish {messaging.rabbitmq.destination.routing_key}\n"
+     "attribute = messaging.system = 'rabbitmq'\n"
+     "attribute = messaging.operation.type = 'send'\n"
+     "attribute = messaging.operation.name = 'publish'\n"
+     "attribute = messaging.destination.name = arg0\n"
+     "attribute = messaging.rabbitmq.destination.routing_key = arg1\n"
+     "attribute = messaging.message.id = arg3.MessageId\n"
+     "inject = arg3.Headers\n"
+     "\n"
+     "[integration RabbitMQ.Client]\n"
+     "target = RabbitMQ.Client!RabbitMQ.Client.Impl.ModelBase::BasicGet(string, bool)\n"
+     "versions = 5.0 - 6.*\n"
+     "kind = consumer\n"
+     "name = fetch {messaging.destination.name}\n"
+     "attribute = messaging.system = 'rabbitmq'\n"
+     "attribute = messaging.operation.type = 'receive'\n"
+     "attribute = messaging.operation.name = 'fetch'\n"
+     "attribute = messaging.destination.name = arg0\n"
+     "attribute = messaging.message.id = return.BasicProperties.MessageId\n"
+     "attribute = messaging.message.body.size = return.Body.Length\n"
+     "extract = return.BasicProperties.Headers\n"},
     {NULL, NULL},
 };
 

@@ -52,7 +52,8 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
 
 /* The definitions clrmux ships, as definition-file text, each under the name of the built-in
  * instrumentation (`instrument =`) that turns it on: adonet (Microsoft.Data.Sqlite, MySql.Data:
- * providers without an ActivitySource), redis (StackExchange.Redis). Ends with {NULL, NULL}. */
+ * providers without an ActivitySource), redis (StackExchange.Redis), rabbitmq (RabbitMQ.Client
+ * 5 and 6). Ends with {NULL, NULL}. */
 struct clrmux_integ_shipped {
     const char *instrument, *text;
 };

@@ -16,8 +16,10 @@
 #   - a user's definition file (integrations = FILE): a method of the app's own with attributes
 #     from its arguments (a missing property, a getter that throws: no attribute, the app runs
 #     on), bad lines reported with file:line;
-#   - RabbitMQ.Client 7 (its own sources): a PRODUCER span in one process, the CONSUMER span of
-#     its basic.get in another, one trace, the consumer's parent the producer;
+#   - RabbitMQ.Client 7 (its own sources) and 6 (the shipped bytecode integration: traceparent
+#     injected into the message's headers, extracted from basic.get's result): a PRODUCER span
+#     in one process, the CONSUMER span of its basic.get in another, one trace, the consumer's
+#     parent the producer;
 # Prints one line per check and "dbq: N passed, N failed". Without dotnet: a loud skip (CI:
 # fail); a server that is not installed: a loud skip of its checks (CI: fail).
 set -uo pipefail
@@ -34,7 +36,9 @@ LIB="$ROOT/build/libclrmux.so"
 for f in "$LIB" build/Clrmux.Agent.dll; do
     [ -f "$f" ] || { bad "$f is missing (run make all)"; clr_done; }
 done
-tests/clr/build-otelapp.sh dbapp || { bad "building tests/clr/otelapps/dbapp failed (NuGet packages)"; clr_done; }
+for app in dbapp rabbit6; do
+    tests/clr/build-otelapp.sh $app || { bad "building tests/clr/otelapps/$app failed (NuGet packages)"; clr_done; }
+done
 APP=build/clr/dbapp/dbapp.dll
 CLSID="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrmux-dbq.XXXXXX")
@@ -144,9 +148,10 @@ elif mode == "user":
               f"user.integrations:{line}: " in log and why in log.split(f"user.integrations:{line}: ")[1].split("\n")[0],
               [l for l in log.splitlines() if "integrations" in l])
 elif mode == "mq":
-    system, pub, get, queue = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
-    p = [s for s in spans(pub) if s.get("kind") == 4 and s["attrs"].get("messaging.system") == system]
-    c = [s for s in spans(get) if s.get("kind") == 5 and s["attrs"].get("messaging.system") == system]
+    system, pub, get, queue, scope = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+    p = [s for s in spans(pub) if s.get("kind") == 4 and s["attrs"].get("messaging.system") == system and s["scope"].startswith(scope)]
+    c = [s for s in spans(get) if s.get("kind") == 5 and s["attrs"].get("messaging.system") == system and s["scope"].startswith(scope)]
+    system = "RabbitMQ.Client 7 (its sources)" if scope.endswith(".") else "RabbitMQ.Client 6 (bytecode)"
     check(f"{system}: a PRODUCER span in the publisher", len(p) == 1, [(s["name"], s.get("kind")) for s in spans(pub)])
     check(f"{system}: a CONSUMER span in the consumer", len(c) == 1, [(s["name"], s.get("kind")) for s in spans(get)])
     if p and c:
@@ -223,7 +228,12 @@ if [ -n "${CLRMUX_RABBIT_PORT:-}" ]; then
     run rpub -- rabbit-publish "$q"
     run rget -- rabbit-get "$q"
     check "rabbitmq 7: the consumer got the message" grep -q "got order 42" "$WORK/rget.out"
-    pyck mq rabbitmq "$WORK/rpub.otlp.jsonl" "$WORK/rget.otlp.jsonl" "$q"
+    pyck mq rabbitmq "$WORK/rpub.otlp.jsonl" "$WORK/rget.otlp.jsonl" "$q" RabbitMQ.Client.
+    # RabbitMQ.Client 6 (no ActivitySource: its shipped bytecode integration)
+    APP=build/clr/rabbit6/rabbit6.dll run r6pub -- publish "$q-6"
+    APP=build/clr/rabbit6/rabbit6.dll run r6get -- get "$q-6"
+    check "rabbitmq 6: the consumer got the message" grep -q "got order 42" "$WORK/r6get.out"
+    pyck mq rabbitmq "$WORK/r6pub.otlp.jsonl" "$WORK/r6get.otlp.jsonl" "$q-6" RabbitMQ.Client
 else skip rabbitmq; fi
 
 clr_done
