@@ -64,7 +64,7 @@ struct clrmux_agent_managed {
  * GC transition); `ctx_set` allocates a thread's span state once. */
 struct clrmux_agent_api {
     uint32_t abi, size;
-    const char *instrument;       /* built-in instrumentations on: "aspnetcore,httpclient,grpc,adonet,redis,rabbitmq" */
+    const char *instrument;       /* built-in instrumentations on: "aspnetcore,httpclient,grpc,adonet,redis,rabbitmq,kafka" */
     const char *activity_sources; /* other ActivitySource names recorded: comma-separated
                                      patterns, `*` matches any run of characters; "" none */
     double sample_ratio;          /* head sampling of new root traces, 0..1 */

@@ -156,8 +156,8 @@ static void resource_init(struct tracer *t, const char *exe, const char *app)
 
 
 /* The built-in instrumentations of the agent (`instrument =`). */
-#define INSTRUMENTS "aspnetcore, httpclient, grpc, adonet, redis, rabbitmq"
-static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc", "adonet", "redis", "rabbitmq"};
+#define INSTRUMENTS "aspnetcore, httpclient, grpc, adonet, redis, rabbitmq, kafka"
+static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc", "adonet", "redis", "rabbitmq", "kafka"};
 
 /* Splits a comma-separated list into its trimmed items; calls fn for each. */
 static int each_item(const char *list, int (*fn)(const char *item, size_t n, void *ctx), void *ctx)
@@ -254,7 +254,7 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->suppress_gc = 1;
     t->agent = 1;
     t->sanitize_queries = 1;
-    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc,adonet,redis,rabbitmq");
+    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc,adonet,redis,rabbitmq,kafka");
     snprintf(t->activity_sources, sizeof t->activity_sources, "*");
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
     snprintf(t->protocol, sizeof t->protocol, "http/protobuf"); /* OTLP's default */

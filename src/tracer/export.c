@@ -217,6 +217,10 @@ static size_t integ_spans(struct tracer *t, struct clrmux_span *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         size_t blen = 0;
         uint8_t *blob = clrmux_integ_take(s[i].span_id, &blen);
+        if (blob && blob[0] == 0) { /* kind 0: the call is not a span (a consumer's poll that got nothing) */
+            free(blob);
+            continue;
+        }
         if (!blob) {
             if (kept != i)
                 s[kept] = s[i];

@@ -88,6 +88,38 @@ const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
      "attribute = messaging.message.id = return.BasicProperties.MessageId\n"
      "attribute = messaging.message.body.size = return.Body.Length\n"
      "extract = return.BasicProperties.Headers\n"},
+    /* Confluent.Kafka: produce (the string-topic overloads call these) with the context in the
+     * record's headers, and Consume(int) (Consume(TimeSpan) and Consume(CancellationToken) call
+     * it), continuing it; a poll that gets nothing is no span */
+    {"kafka",
+     "[integration Confluent.Kafka]\n"
+     "target = Confluent.Kafka!Confluent.Kafka.Producer`2::ProduceAsync(Confluent.Kafka.TopicPartition, "
+     "Confluent.Kafka.Message<!0,!1>, System.Threading.CancellationToken)\n"
+     "target = Confluent.Kafka!Confluent.Kafka.Producer`2::Produce(Confluent.Kafka.TopicPartition, "
+     "Confluent.Kafka.Message<!0,!1>, System.Action<Confluent.Kafka.DeliveryReport<!0,!1>>)\n"
+     "versions = 1.4 - *\n"
+     "kind = producer\n"
+     "name = send {messaging.destination.name}\n"
+     "attribute = messaging.system = 'kafka'\n"
+     "attribute = messaging.operation.type = 'send'\n"
+     "attribute = messaging.operation.name = 'send'\n"
+     "attribute = messaging.destination.name = arg0.Topic\n"
+     "attribute = messaging.kafka.message.key = arg1.Key\n"
+     "inject = arg1.Headers\n"
+     "\n"
+     "[integration Confluent.Kafka]\n"
+     "target = Confluent.Kafka!Confluent.Kafka.Consumer`2::Consume(int)\n"
+     "versions = 1.4 - *\n"
+     "kind = consumer\n"
+     "name = poll {messaging.destination.name}\n"
+     "attribute = messaging.system = 'kafka'\n"
+     "attribute = messaging.operation.type = 'receive'\n"
+     "attribute = messaging.operation.name = 'poll'\n"
+     "attribute = messaging.destination.name = return.Topic\n"
+     "attribute = messaging.destination.partition.id = return.Partition.Value\n"
+     "attribute = messaging.kafka.offset = return.Offset.Value\n"
+     "attribute = messaging.kafka.message.key = return.Message.Key\n"
+     "extract = return.Message.Headers\n"},
     {NULL, NULL},
 };
 

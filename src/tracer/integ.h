@@ -53,7 +53,7 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
 /* The definitions clrmux ships, as definition-file text, each under the name of the built-in
  * instrumentation (`instrument =`) that turns it on: adonet (Microsoft.Data.Sqlite, MySql.Data:
  * providers without an ActivitySource), redis (StackExchange.Redis), rabbitmq (RabbitMQ.Client
- * 5 and 6). Ends with {NULL, NULL}. */
+ * 5 and 6), kafka (Confluent.Kafka). Ends with {NULL, NULL}. */
 struct clrmux_integ_shipped {
     const char *instrument, *text;
 };
@@ -63,7 +63,8 @@ extern const struct clrmux_integ_shipped clrmux_integ_shipped[];
  * The agent attaches, to an open span, the definition's kind, name and attributes as a blob:
  *   u8 kind, str name, str scope, u8 has_parent, [u8 trace_id[16], u64 parent_id], u16 n, n
  *   attributes (xspan.h's encoding)
- * The exporter takes it when the span is drained and writes the span as an xspan record. */
+ * The exporter takes it when the span is drained and writes the span as an xspan record; kind 0
+ * (a blob of that byte alone) drops the span (a consumer's call that returned nothing). */
 int clrmux_integ_attach(uint64_t span_id, const uint8_t *blob, size_t len); /* 0, -1 full/bad */
 /* Nonzero when some blob waits (a cheap check before clrmux_integ_take). */
 int clrmux_integ_any(void);

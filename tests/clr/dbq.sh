@@ -13,6 +13,8 @@
 #     ExecuteScalar or their async forms;
 #   - StackExchange.Redis (the shipped bytecode integration): a CLIENT span per command with
 #     db.system.name, db.operation.name, db.query.text, server.*; an unknown command ERROR;
+#   - Confluent.Kafka (the shipped bytecode integration) against librdkafka's mock cluster:
+#     the same, across two processes (traceparent in the record's headers);
 #   - a user's definition file (integrations = FILE): a method of the app's own with attributes
 #     from its arguments (a missing property, a getter that throws: no attribute, the app runs
 #     on), bad lines reported with file:line;
@@ -151,7 +153,7 @@ elif mode == "mq":
     system, pub, get, queue, scope = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
     p = [s for s in spans(pub) if s.get("kind") == 4 and s["attrs"].get("messaging.system") == system and s["scope"].startswith(scope)]
     c = [s for s in spans(get) if s.get("kind") == 5 and s["attrs"].get("messaging.system") == system and s["scope"].startswith(scope)]
-    system = "RabbitMQ.Client 7 (its sources)" if scope.endswith(".") else "RabbitMQ.Client 6 (bytecode)"
+    system = {"RabbitMQ.Client.": "RabbitMQ.Client 7 (its sources)", "RabbitMQ.Client": "RabbitMQ.Client 6 (bytecode)"}.get(scope, scope)
     check(f"{system}: a PRODUCER span in the publisher", len(p) == 1, [(s["name"], s.get("kind")) for s in spans(pub)])
     check(f"{system}: a CONSUMER span in the consumer", len(c) == 1, [(s["name"], s.get("kind")) for s in spans(get)])
     if p and c:
@@ -192,6 +194,22 @@ check "sqlite: dbapp ran" grep -q "failed SqliteException" "$WORK/sqlite.out"
 pyck db "$WORK/sqlite.otlp.jsonl" sqlite - 1 Microsoft.Data.Sqlite
 run sqliteraw "sanitize_queries = false" -- sqlite "$WORK/orders2.db"
 pyck db "$WORK/sqliteraw.otlp.jsonl" sqlite - 0 Microsoft.Data.Sqlite
+
+# Confluent.Kafka (the shipped bytecode integration): librdkafka's mock cluster lives in the
+# producer's process (test.mock.num.brokers), which prints its bootstrap address and waits; the
+# consumer, another process, reads the record from it
+rm -f "$WORK/kdone"
+run kprod -- kafka-produce "orders-$CLR_RT" "$WORK/kdone" &
+KPID=$!
+for _ in $(seq 1 150); do grep -q "^bootstrap=" "$WORK/kprod.out" 2>/dev/null && break; sleep 0.2; done
+KB=$(sed -n 's/^bootstrap=//p' "$WORK/kprod.out" 2>/dev/null)
+if [ -n "$KB" ]; then
+    run kcons -- kafka-consume "$KB" "orders-$CLR_RT"
+fi
+touch "$WORK/kdone"
+wait $KPID
+check "kafka: the consumer got the record from the producer's mock cluster" grep -q "consumed order 42" "$WORK/kcons.out"
+pyck mq kafka "$WORK/kprod.otlp.jsonl" "$WORK/kcons.otlp.jsonl" "orders-$CLR_RT" Confluent.Kafka
 
 # a user's definition file (integrations = FILE): a method of the app's own, bad lines reported
 cat >"$WORK/user.integrations" <<'DEF'

@@ -198,6 +198,13 @@ namespace Clrmux.Agent
                 Def? d = DefOf(id);
                 if (attrs == null || d == null)
                     return;
+                if (ret == null && d.Kind == 5)
+                {
+                    // a consumer's call that got nothing (a poll that timed out): no span
+                    byte zero = 0;
+                    Native.Api->SpanAttach(c.SpanId, &zero, 1);
+                    return;
+                }
                 foreach ((string key, string path) in d.Attrs)
                     if (path.StartsWith("return", StringComparison.Ordinal) && Eval(path, ret) is { } v)
                         attrs.Add(new(key, v));

@@ -3,6 +3,8 @@
 // them failing, and prints what it got; the spans are clrmux's to record (no SDK here).
 //   pg | mysql | mysqldata | sqlite FILE   statements: sync and async, a literal, a failing query
 //   redis                       SET, GET (async), an unknown command
+//   kafka-produce TOPIC DONEFILE   a librdkafka mock cluster, its bootstrap printed, one message produced
+//   kafka-consume BOOTSTRAP TOPIC  that message consumed, in another process
 //   user                        DbApp.Orders.Place, for a user's integration definition
 //   rabbit-publish QUEUE        publishes one message (RabbitMQ.Client 7)
 //   rabbit-get QUEUE            basic.get of that message, in another process
@@ -63,6 +65,12 @@ case "redis":
         catch (StackExchange.Redis.RedisServerException e) { Console.WriteLine("failed " + e.GetType().Name); }
     }
     break;
+case "kafka-produce": // a mock cluster in this process (librdkafka's), kept until DONEFILE exists
+    await Kafka.Produce(args[1], args[2]);
+    break;
+case "kafka-consume":
+    Kafka.Consume(args[1], args[2]);
+    break;
 case "user": // a method of the app's own, traced through the user's integration file (dbq.sh)
     Console.WriteLine("placed " + DbApp.Orders.Place("apple", 3, new DbApp.Thrower()));
     break;
@@ -111,6 +119,39 @@ static class Rabbit
             await Task.Delay(50);
         }
         Console.WriteLine("nothing");
+    }
+}
+
+static class Kafka
+{
+    public static async Task Produce(string topic, string done)
+    {
+        var config = new Confluent.Kafka.ProducerConfig();
+        config.Set("test.mock.num.brokers", "1");
+        using var p = new Confluent.Kafka.ProducerBuilder<string, string>(config).Build();
+        using (var admin = new Confluent.Kafka.DependentAdminClientBuilder(p.Handle).Build())
+        {
+            Confluent.Kafka.Metadata md = admin.GetMetadata(TimeSpan.FromSeconds(10));
+            Console.WriteLine("bootstrap=" + string.Join(",", md.Brokers.Select(b => b.Host + ":" + b.Port)));
+        }
+        var r = await p.ProduceAsync(topic, new Confluent.Kafka.Message<string, string> { Key = "order-42", Value = "order 42" });
+        Console.WriteLine("produced at offset " + r.Offset.Value);
+        for (int i = 0; i < 600 && !File.Exists(done); i++) // the cluster lives as long as this process
+            await Task.Delay(50);
+    }
+
+    public static void Consume(string bootstrap, string topic)
+    {
+        var config = new Confluent.Kafka.ConsumerConfig
+        {
+            BootstrapServers = bootstrap, GroupId = "dbq", AutoOffsetReset = Confluent.Kafka.AutoOffsetReset.Earliest,
+        };
+        using var c = new Confluent.Kafka.ConsumerBuilder<string, string>(config).Build();
+        c.Subscribe(topic);
+        using var cts = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        Confluent.Kafka.ConsumeResult<string, string> r = c.Consume(cts.Token);
+        Console.WriteLine("consumed " + r.Message.Value);
+        c.Close();
     }
 }
 
