@@ -43,7 +43,23 @@ const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
      "attribute = db.query.text = this.CommandText\n"
      "attribute = db.namespace = this.Connection.Database\n"
      "attribute = server.address = this.Connection.Settings.Server\n"
-     "attribute = server.port = this.Connection.Settings.Port\n"},
+     "attribute = server.port = this.Connection.Settings.Port\n"
+     "\n"
+     /* Microsoft.Data.SqlClient (no ActivitySource; tested without a server: a statement on a
+      * connection that never opened). ExecuteScalarAsync ends in ExecuteReaderAsync(behavior,
+      * token), ExecuteReader() and ExecuteReaderAsync's other overloads in these */
+     "[integration Microsoft.Data.SqlClient]\n"
+     "target = Microsoft.Data.SqlClient!Microsoft.Data.SqlClient.SqlCommand::ExecuteReader(System.Data.CommandBehavior)\n"
+     "target = Microsoft.Data.SqlClient!Microsoft.Data.SqlClient.SqlCommand::ExecuteNonQuery()\n"
+     "target = Microsoft.Data.SqlClient!Microsoft.Data.SqlClient.SqlCommand::ExecuteScalar()\n"
+     "target = Microsoft.Data.SqlClient!Microsoft.Data.SqlClient.SqlCommand::ExecuteReaderAsync(System.Data.CommandBehavior, "
+     "System.Threading.CancellationToken)\n"
+     "target = Microsoft.Data.SqlClient!Microsoft.Data.SqlClient.SqlCommand::ExecuteNonQueryAsync(System.Threading.CancellationToken)\n"
+     "kind = client\n"
+     "name = {db.operation.name} {db.collection.name}\n"
+     "attribute = db.system.name = 'microsoft.sql_server'\n"
+     "attribute = db.query.text = this.CommandText\n"
+     "attribute = db.namespace = this.Connection.Database\n"},
     /* StackExchange.Redis 2.x: every command goes through the multiplexer's ExecuteSyncImpl
      * or ExecuteAsyncImpl with its Message and, when chosen, its server */
     {"redis",

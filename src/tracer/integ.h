@@ -51,7 +51,8 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
                        clrmux_integ_add_target add, void *ctx);
 
 /* The definitions clrmux ships, as definition-file text, each under the name of the built-in
- * instrumentation (`instrument =`) that turns it on: adonet (Microsoft.Data.Sqlite, MySql.Data:
+ * instrumentation (`instrument =`) that turns it on: adonet (Microsoft.Data.Sqlite, MySql.Data,
+ * Microsoft.Data.SqlClient:
  * providers without an ActivitySource), redis (StackExchange.Redis), rabbitmq (RabbitMQ.Client
  * 5 and 6), kafka (Confluent.Kafka). Ends with {NULL, NULL}. */
 struct clrmux_integ_shipped {

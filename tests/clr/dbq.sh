@@ -11,6 +11,8 @@
 #   - Microsoft.Data.Sqlite and MySql.Data (no ActivitySource: the shipped bytecode integrations):
 #     the same, one span per statement whether run through ExecuteReader, ExecuteNonQuery,
 #     ExecuteScalar or their async forms;
+#   - Microsoft.Data.SqlClient (shipped definition), as far as no SQL Server shows: a span per
+#     Execute* with the statement, a failure ERROR;
 #   - StackExchange.Redis (the shipped bytecode integration): a CLIENT span per command with
 #     db.system.name, db.operation.name, db.query.text, server.*; an unknown command ERROR;
 #   - Confluent.Kafka (the shipped bytecode integration) against librdkafka's mock cluster:
@@ -134,6 +136,18 @@ elif mode == "redis":
     check("redis: an unknown command is ERROR with error.type",
           len(bad) == 1 and bad[0].get("status", {}).get("code") == 2 and
           bad[0]["attrs"].get("error.type") == "StackExchange.Redis.RedisServerException", bad)
+elif mode == "sqlclient":
+    ss = [s for s in spans(sys.argv[2]) if s["scope"] == "Microsoft.Data.SqlClient"]
+    check("sqlclient: one CLIENT span per Execute* (3 sync, 3 async), none nested",
+          len(ss) == 6 and all(s.get("kind") == 3 and not s.get("parentSpanId") for s in ss),
+          [(s["name"], s.get("parentSpanId")) for s in spans(sys.argv[2])])
+    a = ss[0]["attrs"] if ss else {}
+    check("sqlclient: `SELECT orders` with db.system.name, db.namespace, db.query.text sanitized",
+          ss and ss[0]["name"] == "SELECT orders" and a.get("db.system.name") == "microsoft.sql_server" and
+          a.get("db.namespace") == "orders" and a.get("db.query.text") == "SELECT id FROM orders WHERE item = ?", a)
+    check("sqlclient: ERROR with error.type (the connection never opened)",
+          ss and all(s.get("status", {}).get("code") == 2 and
+                     s["attrs"].get("error.type") == "System.InvalidOperationException" for s in ss), ss[:1])
 elif mode == "user":
     path, log = sys.argv[2], open(sys.argv[3]).read()
     ss = [s for s in spans(path) if s["scope"] == "shop"]
@@ -210,6 +224,11 @@ touch "$WORK/kdone"
 wait $KPID
 check "kafka: the consumer got the record from the producer's mock cluster" grep -q "consumed order 42" "$WORK/kcons.out"
 pyck mq kafka "$WORK/kprod.otlp.jsonl" "$WORK/kcons.otlp.jsonl" "orders-$CLR_RT" Confluent.Kafka
+
+# Microsoft.Data.SqlClient without a SQL Server: six Execute* (sync and async) on a connection
+# that never opened each fail inside the call
+run sqlclient -- sqlclient
+pyck sqlclient "$WORK/sqlclient.otlp.jsonl"
 
 # a user's definition file (integrations = FILE): a method of the app's own, bad lines reported
 cat >"$WORK/user.integrations" <<'DEF'

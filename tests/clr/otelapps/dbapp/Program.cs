@@ -74,6 +74,22 @@ case "kafka-consume":
 case "sqlite-bench": // ns per ExecuteScalar of `SELECT ?` on an in-memory database (bench/integ.sh)
     Bench.Sqlite(int.Parse(args[1]));
     break;
+case "sqlclient": // no SQL Server: each Execute* on a connection never opened fails in the call
+    {
+        using var c = new Microsoft.Data.SqlClient.SqlConnection("Server=127.0.0.1,1;Database=orders;Connect Timeout=1");
+        using var cmd = new Microsoft.Data.SqlClient.SqlCommand("SELECT id FROM orders WHERE item = 'secret-item'", c);
+        foreach (Func<Task> f in new Func<Task>[]
+        {
+            () => Task.FromResult(cmd.ExecuteReader()), () => Task.FromResult(cmd.ExecuteNonQuery()),
+            () => Task.FromResult(cmd.ExecuteScalar()), () => cmd.ExecuteReaderAsync(), () => cmd.ExecuteNonQueryAsync(),
+            () => cmd.ExecuteScalarAsync(),
+        })
+        {
+            try { await f(); }
+            catch (InvalidOperationException e) { Console.WriteLine("failed " + e.GetType().Name); }
+        }
+    }
+    break;
 case "user": // a method of the app's own, traced through the user's integration file (dbq.sh)
     Console.WriteLine("placed " + DbApp.Orders.Place("apple", 3, new DbApp.Thrower()));
     break;
