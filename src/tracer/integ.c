@@ -464,11 +464,18 @@ int clrmux_integ_attach(uint64_t span_id, const uint8_t *blob, size_t len)
             return 0;
         }
     }
+    /* full: blobs of spans that never reached the exporter (dropped with a full span buffer)
+     * would stay forever; all are forgotten (the open ones lose their attributes) */
+    for (size_t k = 0; k < ATTACH_CAP; k++) {
+        free(attached[k].blob);
+        attached[k] = (struct attach_entry){0, NULL, 0};
+    }
+    atomic_store(&nattached, 0);
     pthread_mutex_unlock(&attach_lock);
     free(copy);
     if (!atomic_fetch_add(&attach_dropped, 1))
-        LOG_WARN("tracer: more than %d integration spans open at once: some are recorded without their attributes "
-                 "(logged once)", ATTACH_CAP);
+        LOG_WARN("tracer: %d integration spans waited for the exporter at once (spans dropped with a full buffer keep "
+                 "theirs): all forgotten, the open ones recorded without their attributes (logged once)", ATTACH_CAP);
     return -1;
 }
 

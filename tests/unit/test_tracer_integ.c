@@ -246,6 +246,14 @@ static void test_attach_many(void **state)
         free(g);
     }
     assert_int_equal(clrmux_integ_any(), 0);
+    /* a full table forgets everything (spans that never reach the exporter keep no blob forever) */
+    for (uint64_t id = 1; id <= 4096; id++)
+        assert_int_equal(clrmux_integ_attach(id, b, blen), 0);
+    assert_int_equal(clrmux_integ_attach(5000, b, blen), -1);
+    assert_int_equal(clrmux_integ_any(), 0);
+    assert_null(clrmux_integ_take(7, &len));
+    assert_int_equal(clrmux_integ_attach(5001, b, blen), 0);
+    free(clrmux_integ_take(5001, &len));
 }
 
 int main(void)

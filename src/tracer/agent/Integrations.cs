@@ -135,7 +135,12 @@ namespace Clrmux.Agent
                     DbAttrs(attrs);
                 Attach(d, c.SpanId, attrs, null);
                 if (d.HasExit)
-                    (t_pending ??= new()).Push((c.SpanId, attrs));
+                {
+                    t_pending ??= new();
+                    if (t_pending.Count >= 64)
+                        t_pending.Clear(); // calls that exceptions left (no exit): forgotten
+                    t_pending.Push((c.SpanId, attrs));
+                }
             }
             catch (Exception e)
             {
