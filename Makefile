@@ -362,6 +362,7 @@ test: all unit tsan fuzz-quick attach-tool
 	@tests/clr/run.sh
 	@tests/clr/tracer.sh
 	@tests/clr/web.sh
+	@tests/clr/dbq.sh
 	@tests/clr/exceptions.sh
 	@tests/clr/compose.sh
 	@tests/clr/coverage.sh

@@ -19,9 +19,10 @@ BUILD_PKGS="build-essential libinih-dev libprotobuf-c-dev protobuf-c-compiler zl
 # OTLP/HTTP export (libcurl), the report's test (npm for its JS libraries, headless Chromium, OCR
 # of the screenshot with tesseract), the packaging tests (dpkg-deb), the OTLP protobuf and
 # Pyroscope tests (protoc and python3-protobuf decode what clrmux sends), the USDT probes' test
-# (bpftrace: tests/clr/usdt.sh)
+# (bpftrace: tests/clr/usdt.sh), the real servers of the database and queue spans' test
+# (tests/clr/servers.sh starts them on loopback in a scratch folder: tests/clr/dbq.sh)
 TEST_PKGS="$BUILD_PKGS libcmocka-dev python3 golang-go:go clang clang-14 libclang-rt-14-dev libcurl4 file bpftrace
-           python3-protobuf protobuf-compiler
+           python3-protobuf protobuf-compiler postgresql mariadb-server mariadb-client redis-server rabbitmq-server
            chromium:chromium fonts-dejavu-core tesseract-ocr tesseract-ocr-eng dpkg-dev zip nodejs:node npm:npm"
 # the demo's report: go tool pprof reads the profile, npm fetches d3-flame-graph
 DEMO_PKGS="$BUILD_PKGS python3 golang-go:go nodejs:node npm:npm"

@@ -1,6 +1,7 @@
 /* The native side of the managed agent (see agent.h): the table clrmux_agent_api hands it,
  * the entry points it registers, its log lines. */
 #include "tracer/agent.h"
+#include "tracer/integ.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -17,7 +18,7 @@ static _Atomic(const struct clrmux_agent_managed *) managed_ptr;
 static int32_t api_register(const struct clrmux_agent_managed *m)
 {
     if (!m || m->size < sizeof *m || !m->async_enter || !m->async_restore || !m->on_task || !m->on_value_task ||
-        !m->join_root) {
+        !m->join_root || !m->integ_enter || !m->integ_exit) {
         LOG_ERROR("tracer: the agent registered an incomplete table of entry points (size %u); async spans are off",
                   m ? (unsigned)m->size : 0u);
         return -1;
@@ -52,6 +53,16 @@ static uint32_t api_exc_intern(const uint16_t *type, int32_t tlen, const uint16_
     return host.exc_intern(t8, msg && mlen > 0 ? m8 : NULL);
 }
 
+static int32_t api_attach(uint64_t span_id, const uint8_t *blob, int32_t len)
+{
+    return blob && len > 0 ? clrmux_integ_attach(span_id, blob, (size_t)len) : -1;
+}
+
+static const char *api_integ_spec(int32_t id, int32_t *len)
+{
+    return host.integ_spec && len ? host.integ_spec(id, len) : NULL;
+}
+
 static int32_t api_record(const uint8_t *rec, int32_t len)
 {
     return host.record && rec && len > 0 ? host.record(rec, len) : -1;
@@ -82,6 +93,8 @@ static struct clrmux_agent_api api = {
     .log = api_log,
     .span_async_enter = clrmux_span_async_enter,
     .span_failed = clrmux_span_failed,
+    .span_attach = api_attach,
+    .integ_spec = api_integ_spec,
 };
 
 void clrmux_agent_host_set(const struct clrmux_agent_host *h)

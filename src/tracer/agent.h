@@ -42,6 +42,11 @@ struct clrmux_agent_managed {
     void *join_root;     /* void JoinRoot(): a root span just opened on this thread; the agent
                             joins it to the flow's innermost context (an async span's or an
                             Activity's) through `join` */
+    void *integ_enter;   /* void IntegEnter(object this, object a0, object a1, object a2, object a3,
+                            int64 slot, int32 integ): a bytecode integration's call (integ.h):
+                            the agent reads its attributes and attaches them to span `slot` */
+    void *integ_exit;    /* void IntegExit(object ret, int64 slot, int32 integ): the call returned
+                            ret (a definition that reads `return` or extracts a context) */
 };
 
 /* Flags of struct clrmux_agent_api. */
@@ -49,6 +54,8 @@ struct clrmux_agent_managed {
 #define CLRMUX_AGENT_F_PUSH 2u       /* keep each thread's async context current at every
                                         ExecutionContext change (ctx_set): the profiler's labels
                                         want it; else contexts are read when a root span opens */
+#define CLRMUX_AGENT_F_RAW_QUERIES 4u /* sanitize_queries = false: db.query.text as the library gave
+                                         it, literals included */
 
 /* What the agent gets from clrmux_agent_api. Strings are UTF-8, owned by the tracer, valid
  * for the process's life. Calls are cdecl; none blocks for long; `span_peek`, `span_detach`,
@@ -57,7 +64,7 @@ struct clrmux_agent_managed {
  * GC transition); `ctx_set` allocates a thread's span state once. */
 struct clrmux_agent_api {
     uint32_t abi, size;
-    const char *instrument;       /* built-in instrumentations on: "aspnetcore,httpclient,grpc" */
+    const char *instrument;       /* built-in instrumentations on: "aspnetcore,httpclient,grpc,adonet,redis,rabbitmq,kafka" */
     const char *activity_sources; /* other ActivitySource names recorded: comma-separated
                                      patterns, `*` matches any run of characters; "" none */
     double sample_ratio;          /* head sampling of new root traces, 0..1 */
@@ -86,6 +93,10 @@ struct clrmux_agent_api {
     int32_t (*span_failed)(uint64_t span_id);
     /* nonzero once span_failed can answer 1 (read without a call) */
     const uint32_t *failed_any;
+    /* a bytecode integration's attributes for open span span_id (integ.h's blob): 0, or -1 */
+    int32_t (*span_attach)(uint64_t span_id, const uint8_t *blob, int32_t len);
+    /* integration `id`'s spec (integ.h: "key=value" lines, UTF-8, *len bytes), or NULL */
+    const char *(*integ_spec)(int32_t id, int32_t *len);
 };
 
 /* Exported from libclrmux.so: the table when abi is CLRMUX_AGENT_ABI and a tracer set up the
@@ -102,6 +113,7 @@ struct clrmux_agent_host {
     int32_t (*record)(const uint8_t *rec, int32_t len);
     /* the agent registered its entry points (on the thread that runs the startup hooks) */
     void (*registered)(void);
+    const char *(*integ_spec)(int32_t id, int32_t *len); /* as clrmux_agent_api's */
 };
 void clrmux_agent_host_set(const struct clrmux_agent_host *h);
 

@@ -4,6 +4,63 @@
 
 /* ---- configuration ------------------------------------------------------------------- */
 
+/* A bytecode integration's target (integ.h): a trace target that knows its definition. */
+static int integ_target(void *ctx, const char *text, int integ, const char *file, int line, char *err, size_t errlen)
+{
+    struct tracer *t = ctx;
+    (void)file;
+    if (t->ntargets >= MAX_TARGETS) {
+        snprintf(err, errlen, "more than %d trace targets", MAX_TARGETS);
+        return -1;
+    }
+    struct clrmux_target *tg = &t->targets[t->ntargets];
+    char why[400];
+    if (clrmux_target_parse(text, tg, why, sizeof why) != 0) {
+        snprintf(err, errlen, "bad target %s", why);
+        return -1;
+    }
+    tg->line = line;
+    tg->integ = integ + 1;
+    t->ntargets++;
+    return 0;
+}
+
+/* The shipped definitions, then the user's file (integrations = FILE). */
+static void integ_load(struct tracer *t)
+{
+    t->integs = calloc(CLRMUX_INTEG_MAX, sizeof *t->integs);
+    if (!t->integs)
+        return;
+    /* the shipped definitions of the instrumentations on (`instrument = ... adonet, redis`) */
+    for (const struct clrmux_integ_shipped *s = clrmux_integ_shipped; s->instrument; s++)
+        if (strstr(t->instrument, s->instrument))
+            clrmux_integ_parse(s->text, "(shipped integrations)", t->integs, &t->ninteg, CLRMUX_INTEG_MAX, integ_target,
+                               t);
+    if (!t->integ_file[0])
+        return;
+    FILE *f = fopen(t->integ_file, "re");
+    if (!f) {
+        LOG_ERROR("tracer: integrations = %s: cannot open it (%s); its definitions are not loaded", t->integ_file,
+                  strerror(errno));
+        return;
+    }
+    size_t cap = 256 * 1024;
+    char *text = malloc(cap + 1);
+    size_t n = text ? fread(text, 1, cap + 1, f) : 0;
+    fclose(f);
+    if (!text || n > cap) {
+        LOG_ERROR("tracer: integrations = %s: %s; its definitions are not loaded", t->integ_file,
+                  text ? "larger than 256 KB" : "out of memory");
+        free(text);
+        return;
+    }
+    text[n] = 0;
+    int before = t->ninteg;
+    clrmux_integ_parse(text, t->integ_file, t->integs, &t->ninteg, CLRMUX_INTEG_MAX, integ_target, t);
+    free(text);
+    LOG_INFO("tracer: %s: %d integration(s)", t->integ_file, t->ninteg - before);
+}
+
 /* OpenTelemetry's environment variables, read first: loader.conf's keys win over them.
  * OTEL_SERVICE_NAME; OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as is) or
  * OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces, /v1/metrics); OTEL_EXPORTER_OTLP_METRICS_ENDPOINT;
@@ -99,8 +156,8 @@ static void resource_init(struct tracer *t, const char *exe, const char *app)
 
 
 /* The built-in instrumentations of the agent (`instrument =`). */
-#define INSTRUMENTS "aspnetcore, httpclient, grpc"
-static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc"};
+#define INSTRUMENTS "aspnetcore, httpclient, grpc, adonet, redis, rabbitmq, kafka"
+static const char *const instruments[] = {"aspnetcore", "httpclient", "grpc", "adonet", "redis", "rabbitmq", "kafka"};
 
 /* Splits a comma-separated list into its trimmed items; calls fn for each. */
 static int each_item(const char *list, int (*fn)(const char *item, size_t n, void *ctx), void *ctx)
@@ -196,7 +253,8 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     t->join_activity = 1;
     t->suppress_gc = 1;
     t->agent = 1;
-    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc");
+    t->sanitize_queries = 1;
+    snprintf(t->instrument, sizeof t->instrument, "aspnetcore,httpclient,grpc,adonet,redis,rabbitmq,kafka");
     snprintf(t->activity_sources, sizeof t->activity_sources, "*");
     t->timeout_ms = CLRMUX_HTTP_TIMEOUT_MS;
     snprintf(t->protocol, sizeof t->protocol, "http/protobuf"); /* OTLP's default */
@@ -272,6 +330,19 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
             else
                 LOG_ERROR("%s:%d: [child %s]: %s = '%s' is not true or false; default kept", file, kv->line,
                           cc->name, kv->key, kv->value);
+        } else if (strcmp(kv->key, "integrations") == 0) {
+            if (kv->value[0] == '/' || !cfg_dir || !*cfg_dir)
+                snprintf(t->integ_file, sizeof t->integ_file, "%s", kv->value);
+            else
+                snprintf(t->integ_file, sizeof t->integ_file, "%s/%s", cfg_dir, kv->value);
+        } else if (strcmp(kv->key, "sanitize_queries") == 0) {
+            if (!strcasecmp(kv->value, "true") || !strcmp(kv->value, "1"))
+                t->sanitize_queries = 1;
+            else if (!strcasecmp(kv->value, "false") || !strcmp(kv->value, "0"))
+                t->sanitize_queries = 0;
+            else
+                LOG_ERROR("%s:%d: [child %s]: sanitize_queries = '%s' is not true or false; default kept", file,
+                          kv->line, cc->name, kv->value);
         } else if (strcmp(kv->key, "agent") == 0) {
             if (!strcasecmp(kv->value, "true") || !strcmp(kv->value, "1"))
                 t->agent = 1;
@@ -358,7 +429,13 @@ int tracer_configure(struct tracer *t, const struct clrmux_child_conf *cc, const
     if (!t->metrics_endpoint[0] && el >= 10 && strcmp(t->endpoint + el - 10, "/v1/traces") == 0)
         snprintf(t->metrics_endpoint, sizeof t->metrics_endpoint, "%.*s/v1/metrics", (int)(el - 10), t->endpoint);
     resource_init(t, exe, app);
-    if (t->ntargets == 0 && (!t->agent || (!t->instrument[0] && !t->activity_sources[0])))
+    int user_targets = t->ntargets;
+    if (t->agent)
+        integ_load(t);
+    else if (t->integ_file[0])
+        LOG_WARN("%s: [child %s]: integrations = %s needs the agent (agent = false): not loaded", file, cc->name,
+                 t->integ_file);
+    if (user_targets == 0 && t->ninteg == 0 && (!t->agent || (!t->instrument[0] && !t->activity_sources[0])))
         LOG_WARN("child '%s': no valid 'trace =' target and no Activity recorded; the tracer records nothing",
                  cc->name);
     return 0;

@@ -224,6 +224,39 @@ static void export_xspans(struct tracer *t, int flush)
     }
 }
 
+/* The spans of bytecode integrations' calls among s[0..n) (those with attributes attached,
+ * integ.h) become Activity-style records of their definition's kind, queued with the
+ * Activities' (xspan.h); the others are kept, in order. Returns how many are kept. */
+static size_t integ_spans(struct tracer *t, struct clrmux_span *s, size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t blen = 0;
+        uint8_t *blob = clrmux_integ_take(s[i].span_id, &blen);
+        if (blob && blob[0] == 0) { /* kind 0: the call is not a span (a consumer's poll that got nothing) */
+            free(blob);
+            continue;
+        }
+        if (!blob) {
+            if (kept != i)
+                s[kept] = s[i];
+            kept++;
+            continue;
+        }
+        if (!t->ibuf && !(t->ibuf = malloc(CLRMUX_XSPAN_MAX))) {
+            free(blob);
+            s[kept++] = s[i];
+            continue;
+        }
+        const char *exc = (s[i].flags & CLRMUX_SPAN_ERROR) && s[i].exc ? tracer_exc_name(t, s[i].exc) : NULL;
+        size_t len = clrmux_integ_record(&s[i], blob, blen, exc, t->ibuf, CLRMUX_XSPAN_MAX);
+        free(blob);
+        if (!len || clrmux_xq_push(t->ibuf, len) == -1)
+            s[kept++] = s[i]; /* a malformed blob: the plain method span */
+    }
+    return kept;
+}
+
 /* Moves what the ring holds into the stage (as much as fits). Draining is a copy: fast
  * enough to keep up with the probes, while writing the JSON is not. */
 static void stage_fill(struct tracer *t)
@@ -239,6 +272,8 @@ static void stage_fill(struct tracer *t)
     }
     while (t->nstage < t->stage_cap) {
         size_t n = clrmux_spans_drain(t->stage + t->nstage, t->stage_cap - t->nstage);
+        if (n && clrmux_integ_any())
+            n = integ_spans(t, t->stage + t->nstage, n);
         t->nstage += n;
         if (!n)
             break;

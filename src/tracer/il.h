@@ -320,6 +320,7 @@ typedef struct clrmux_il_method_sig {
     uint32_t param_count;
     size_t ret_offset, ret_len;
     int returns_void;          /* return type is VOID (custom modifiers allowed) */
+    size_t param_offset[4], param_len[4]; /* the first 4 parameters' types (custom modifiers included) */
 } clrmux_il_method_sig;
 
 /* Read a method signature blob (all of it is validated, including the

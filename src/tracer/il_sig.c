@@ -165,8 +165,13 @@ static int read_method_sig(sigrd *r, int depth, clrmux_il_method_sig *ms)
             r->pos++; /* vararg call site: the remaining params are the extra ones */
         if (sig_peek(r) == CLRMUX_ELEMENT_TYPE_VOID)
             return CLRMUX_IL_E_FORMAT;
+        size_t at = r->pos;
         if ((rc = skip_type(r, depth + 1)))
             return rc;
+        if (i < 4) {
+            ms->param_offset[i] = at;
+            ms->param_len[i] = r->pos - at;
+        }
     }
     return 0;
 }

@@ -122,12 +122,16 @@ int clrmux_agent_sigs_get(IMetaDataEmit2 *emit, struct clrmux_agent_sigs *out, c
     static const unsigned char task_sig[] = {0x00, 0x02, 0x01, 0x1C, 0x0A};
     static const unsigned char vtask_sig[] = {0x00, 0x02, 0x1C, 0x1C, 0x0A};
     static const unsigned char join_sig[] = {0x00, 0x00, 0x01};
+    static const unsigned char integ_sig[] = {0x00, 0x07, 0x01, 0x1C, 0x1C, 0x1C, 0x1C, 0x1C, 0x0A, 0x08 /* I4 */};
+    static const unsigned char integ_exit_sig[] = {0x00, 0x03, 0x01, 0x1C, 0x0A, 0x08};
     memset(out, 0, sizeof *out);
     return sig_token(emit, enter_sig, sizeof enter_sig, &out->async_enter, why, whylen) ||
                    sig_token(emit, restore_sig, sizeof restore_sig, &out->async_restore, why, whylen) ||
                    sig_token(emit, task_sig, sizeof task_sig, &out->on_task, why, whylen) ||
                    sig_token(emit, vtask_sig, sizeof vtask_sig, &out->on_value_task, why, whylen) ||
-                   sig_token(emit, join_sig, sizeof join_sig, &out->join_root, why, whylen)
+                   sig_token(emit, join_sig, sizeof join_sig, &out->join_root, why, whylen) ||
+                   sig_token(emit, integ_sig, sizeof integ_sig, &out->integ_enter, why, whylen) ||
+                   sig_token(emit, integ_exit_sig, sizeof integ_exit_sig, &out->integ_exit, why, whylen)
                ? -1
                : 0;
 }

@@ -30,6 +30,7 @@ struct clrmux_target {
     int nparams;
     char params[CLRMUX_TARGET_MAX_PARAMS][CLRMUX_TARGET_NAME_MAX]; /* canonical (see below) */
     int line;                            /* loader.conf line, 0 if none */
+    int integ;                           /* a bytecode integration's target: its index + 1 (integ.h) */
 };
 
 /* Parses one target. Returns 0, or -1 with a reason in err[errlen]. */

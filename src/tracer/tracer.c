@@ -310,13 +310,19 @@ static HRESULT STDMETHODCALLTYPE tr_Initialize(ICorProfilerCallback11 *This, IUn
     if (t->sample_ratio < 1)
         LOG_INFO("tracer: head sampling: %g of the root traces are recorded (parent-based under an Activity)",
                  t->sample_ratio);
+    int user = 0; /* the `trace =` targets; the integrations' are counted apart */
+    for (int i = 0; i < t->ntargets; i++)
+        user += !t->targets[i].integ;
     if (!t->http)
-        LOG_INFO("tracer: %d target(s), spans to %s (service.name %s)", t->ntargets, t->output, t->service);
+        LOG_INFO("tracer: %d target(s), spans to %s (service.name %s)", user, t->output, t->service);
     else if (!t->out)
-        LOG_INFO("tracer: %d target(s), spans to %s%s (service.name %s)", t->ntargets, t->endpoint, via, t->service);
+        LOG_INFO("tracer: %d target(s), spans to %s%s (service.name %s)", user, t->endpoint, via, t->service);
     else
-        LOG_INFO("tracer: %d target(s), spans to %s%s and to %s (service.name %s)", t->ntargets, t->endpoint, via,
+        LOG_INFO("tracer: %d target(s), spans to %s%s and to %s (service.name %s)", user, t->endpoint, via,
                  t->output, t->service);
+    if (t->ninteg)
+        LOG_INFO("tracer: %d bytecode integration(s) (%d method target(s)), the first: %s", t->ninteg,
+                 t->ntargets - user, t->integs[0].name);
     return S_OK;
 }
 
@@ -695,7 +701,8 @@ static HRESULT STDMETHODCALLTYPE tr_Shutdown(ICorProfilerCallback11 *This)
         t->mout = NULL;
     }
     for (int i = 0; i < t->ntargets; i++)
-        if (!atomic_load(&t->target_hits[i]) && t->targets[i].line) /* added at run time: answered then */
+        if (!atomic_load(&t->target_hits[i]) && t->targets[i].line && !t->targets[i].integ) /* added at run time:
+                                                                                             answered then */
             LOG_WARN("tracer: %s:%d: target %s!%s::%s%s matched no method", t->conf, t->targets[i].line,
                      t->targets[i].assembly, t->targets[i].type, t->targets[i].method,
                      t->targets[i].has_params ? "(...)" : "");

@@ -18,6 +18,15 @@ static int32_t host_record(const uint8_t *rec, int32_t len)
     return rc;
 }
 
+static const char *host_integ_spec(int32_t id, int32_t *len)
+{
+    struct tracer *t = host_ctx;
+    if (!t || id < 0 || id >= t->ninteg)
+        return NULL;
+    *len = (int32_t)t->integs[id].spec_len;
+    return t->integs[id].spec;
+}
+
 int tracer_agent_setup(struct tracer *t, void (*registered)(void))
 {
     if (!t->agent)
@@ -54,10 +63,12 @@ int tracer_agent_setup(struct tracer *t, void (*registered)(void))
         .instrument = t->instrument,
         .activity_sources = t->activity_sources,
         .sample_ratio = t->sample_ratio,
-        .flags = (t->instrument[0] || t->activity_sources[0]) ? CLRMUX_AGENT_F_ACTIVITIES : 0,
+        .flags = ((t->instrument[0] || t->activity_sources[0]) ? CLRMUX_AGENT_F_ACTIVITIES : 0) |
+                 (t->sanitize_queries ? 0 : CLRMUX_AGENT_F_RAW_QUERIES),
         .exc_intern = host_exc_intern,
         .record = host_record,
         .registered = registered,
+        .integ_spec = host_integ_spec,
     };
     clrmux_agent_host_set(&h);
     return 0;

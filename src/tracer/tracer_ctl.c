@@ -74,7 +74,7 @@ static int find_target(struct tracer *t, const struct clrmux_target *tg)
 {
     int n = __atomic_load_n(&t->ntargets, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++)
-        if (same_target(&t->targets[i], tg))
+        if (!t->targets[i].integ && same_target(&t->targets[i], tg))
             return i;
     return -1;
 }
@@ -296,7 +296,9 @@ int clrmux_tracer_ctl_info(struct clrmux_tracer_info *info, struct clrmux_tracer
     uint32_t nm = atomic_load_explicit(&t->nmethods, memory_order_acquire);
     info->methods = nm;
     int nt = __atomic_load_n(&t->ntargets, __ATOMIC_ACQUIRE);
-    info->ntargets = nt;
+    info->ntargets = 0; /* the `trace =` targets, not the integrations' (integ.h) */
+    for (int i = 0; i < nt; i++)
+        info->ntargets += !t->targets[i].integ;
     /* the writer's counts: under wr_lock when it can be had within 0.5 s (the export thread
      * holds it while it writes a batch), else read as they are (each a single word) */
     struct timespec dl;
@@ -328,8 +330,10 @@ int clrmux_tracer_ctl_info(struct clrmux_tracer_info *info, struct clrmux_tracer
     struct clrmux_method_metrics *mm = nm && max > 0 ? calloc(nm, sizeof *mm) : NULL;
     if (mm)
         clrmux_metrics_snapshot(mm, nm);
-    for (int i = 0; i < nt && i < max; i++) {
-        struct clrmux_tracer_target_info *o = &targets[i];
+    for (int i = 0, k = 0; i < nt && k < max; i++) {
+        if (t->targets[i].integ)
+            continue; /* an integration's (integ.h): not a `trace =` target */
+        struct clrmux_tracer_target_info *o = &targets[k++];
         memset(o, 0, sizeof *o);
         target_text(&t->targets[i], o->text, sizeof o->text);
         o->line = t->targets[i].line;
@@ -346,5 +350,5 @@ int clrmux_tracer_ctl_info(struct clrmux_tracer_info *info, struct clrmux_tracer
     }
     free(mm);
     pthread_mutex_unlock(&ctl_lock);
-    return nt;
+    return (int)info->ntargets;
 }

@@ -38,6 +38,7 @@
 #include "tracer/spanfile.h"
 #include "tracer/spans.h"
 #include "tracer/target.h"
+#include "tracer/integ.h"
 #include "tracer/xspan.h"
 #include "tracer/agent.h"
 #include "tracer/agent_boot.h"
@@ -131,6 +132,11 @@ struct tracer {
     double sample_ratio;
     int join_activity;   /* join_activity = true (default) */
     int agent;           /* agent = true (default): the managed agent (tracer/agent.h) may load */
+    int sanitize_queries; /* sanitize_queries = true (default): literals of db.query.text replaced by ? */
+    char integ_file[PATH_MAX]; /* integrations = FILE: the user's definitions (integ.h) */
+    struct clrmux_integ *integs; /* the shipped definitions, then the user's */
+    int ninteg;
+    uint8_t *ibuf;              /* an integration's span record being built (export thread) */
     _Atomic int agent_ready; /* the agent registered its entry points: Task methods get async spans */
     int agent_boot;      /* ProcessStartupHooks is registered for the agent's rewrite (its index + 1) */
     struct clrmux_agent_boot boot; /* its token, the String methods, the path (agent_boot.h) */

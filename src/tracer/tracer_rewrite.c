@@ -62,6 +62,68 @@ static enum ret_kind return_kind(IMetaDataImport2 *imp, const uint8_t *ret, size
     return RET_OTHER;
 }
 
+/* 1 when method tok's declaring type is a value type (its `this` is a managed pointer). */
+static int declared_by_value_type(IMetaDataImport2 *imp, mdMethodDef tok)
+{
+    mdTypeDef td = 0;
+    mdToken ext = 0;
+    char name[512];
+    if (FAILED(IMetaDataImport2_GetMethodProps(imp, tok, &td, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL)) ||
+        FAILED(IMetaDataImport2_GetTypeDefProps(imp, td, NULL, 0, NULL, NULL, &ext)))
+        return 1; /* unknown: as if it were (no `this` passed) */
+    if (!ext || tracer_type_full_name(imp, ext, name, sizeof name, 0) != 0)
+        return 0; /* System.Object, an interface */
+    return !strcmp(name, "System.ValueType") || !strcmp(name, "System.Enum");
+}
+
+/* A bytecode integration's call (integ.h): IntegEnter(this, a0, a1, a2, a3, slot, integ), each
+ * argument as an object (a value type boxed; by-ref, pointer and modified types: null). */
+static int emit_integ_enter(clrmux_il_builder *b, IMetaDataEmit2 *emit, IMetaDataImport2 *imp, mdMethodDef tok,
+                            const uint8_t *msig, const clrmux_il_method_sig *ms, uint32_t slot, int integ,
+                            void *fn, mdSignature sig, char *why, size_t whylen)
+{
+    int has_this = (ms->call_conv & 0x20) != 0;
+    if (has_this && !declared_by_value_type(imp, tok))
+        clrmux_il_b_var(b, CLRMUX_IL_LDARG, 0);
+    else
+        clrmux_il_b_op(b, CLRMUX_IL_OP_LDNULL);
+    for (uint32_t i = 0; i < 4; i++) {
+        if (i >= ms->param_count) {
+            clrmux_il_b_op(b, CLRMUX_IL_OP_LDNULL);
+            continue;
+        }
+        const uint8_t *ty = msig + ms->param_offset[i];
+        size_t len = ms->param_len[i];
+        switch (len ? ty[0] : 0) {
+        case CLRMUX_ELEMENT_TYPE_CLASS: case CLRMUX_ELEMENT_TYPE_OBJECT: case CLRMUX_ELEMENT_TYPE_SZARRAY:
+        case CLRMUX_ELEMENT_TYPE_ARRAY: case 0x0E /* STRING */:
+            clrmux_il_b_var(b, CLRMUX_IL_LDARG, i + (uint32_t)has_this);
+            break;
+        case 0x02: case 0x03: case 0x04: case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0A:
+        case 0x0B: case 0x0C: case 0x0D: case CLRMUX_ELEMENT_TYPE_I: case CLRMUX_ELEMENT_TYPE_U:
+        case CLRMUX_ELEMENT_TYPE_VALUETYPE: case CLRMUX_ELEMENT_TYPE_GENERICINST: case CLRMUX_ELEMENT_TYPE_VAR:
+        case CLRMUX_ELEMENT_TYPE_MVAR: {
+            mdTypeSpec spec = 0;
+            HRESULT hr = IMetaDataEmit2_GetTokenFromTypeSpec(emit, ty, (ULONG)len, &spec);
+            if (FAILED(hr)) {
+                snprintf(why, whylen, "GetTokenFromTypeSpec for argument %u failed with HRESULT %s", i, HR_STR(hr));
+                return -1;
+            }
+            clrmux_il_b_var(b, CLRMUX_IL_LDARG, i + (uint32_t)has_this);
+            clrmux_il_b_token(b, CLRMUX_IL_OP_BOX, (uint32_t)spec);
+            break;
+        }
+        default: /* by-ref, pointer, modified, typedref */
+            clrmux_il_b_op(b, CLRMUX_IL_OP_LDNULL);
+        }
+    }
+    clrmux_il_b_var(b, CLRMUX_IL_LDLOC, slot);
+    clrmux_il_b_ldc_i4(b, integ);
+    b_fnptr(b, fn);
+    clrmux_il_b_token(b, CLRMUX_IL_OP_CALLI, (uint32_t)sig);
+    return 0;
+}
+
 /* Rewrites method idx. Returns 0, or -1 with a reason in why. */
 int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx, ICorProfilerFunctionControl *fc,
                    char *why, size_t whylen)
@@ -272,6 +334,41 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         b_fnptr(&bn, am->async_restore);
         clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.async_restore);
     }
+    int integ = t->methods[idx].target >= 0 ? t->targets[t->methods[idx].target].integ : 0;
+    if (integ && mg) {
+        /* after AsyncEnter: a task's span is the flow's context while the agent reads the call */
+        if (emit_integ_enter(&be, emit, imp, tok, msig, &ms, slot, integ - 1, mg->integ_enter, as.integ_enter, why,
+                             whylen) != 0)
+            goto out;
+    } else if (integ) {
+        LOG_WARN("tracer: %s: an integration's method without the agent: a plain method span", t->methods[idx].name);
+    }
+    if (integ && mg && rk == RET_OTHER && t->integs[integ - 1].has_exit) {
+        /* IntegExit((object)ret, slot, integ) where the method returns, before its exit probe (a
+         * method that returns a task: not called, its return is the task) */
+        if (ms.returns_void) {
+            clrmux_il_b_op(&bn, CLRMUX_IL_OP_LDNULL);
+        } else {
+            clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, first_new + 1);
+            uint8_t r0 = msig[ms.ret_offset];
+            if (r0 == CLRMUX_ELEMENT_TYPE_BYREF || r0 == CLRMUX_ELEMENT_TYPE_PTR || r0 == CLRMUX_ELEMENT_TYPE_CMOD_OPT ||
+                r0 == CLRMUX_ELEMENT_TYPE_CMOD_REQD || r0 == CLRMUX_ELEMENT_TYPE_FNPTR) {
+                clrmux_il_b_op(&bn, CLRMUX_IL_OP_POP);
+                clrmux_il_b_op(&bn, CLRMUX_IL_OP_LDNULL);
+            } else {
+                mdTypeSpec rspec = 0;
+                if (FAILED(hr = IMetaDataEmit2_GetTokenFromTypeSpec(emit, msig + ms.ret_offset, (ULONG)ms.ret_len, &rspec))) {
+                    snprintf(why, whylen, "GetTokenFromTypeSpec for its return type failed with HRESULT %s", HR_STR(hr));
+                    goto out;
+                }
+                clrmux_il_b_token(&bn, CLRMUX_IL_OP_BOX, (uint32_t)rspec);
+            }
+        }
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+        clrmux_il_b_ldc_i4(&bn, integ - 1);
+        b_fnptr(&bn, mg->integ_exit);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.integ_exit);
+    }
     /* exit: exit(slot), without a GC transition, where the method returns; a task's span:
      * OnTask(task, slot). The IL gets no exception clause: a span whose frame an exception
      * unwinds ends in the tracer's unwind callbacks (spans.h, clrmux_span_unwind_enter), where
@@ -315,7 +412,7 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         .entry = be.data, .entry_len = be.len,
         .ret_local = ms.returns_void ? CLRMUX_IL_NO_LOCAL : first_new + 1,
         .local_sig_tok = (uint32_t)local_tok,
-        .extra_max_stack = 3, /* task, slot, function pointer */
+        .extra_max_stack = 8, /* task, slot, function pointer; an integration's 7 arguments and its pointer */
         .exit_normal = bn.data, .exit_normal_len = bn.len,
         .no_eh = 1,
     };

@@ -6,7 +6,8 @@
 # tiered compilation on and tier-up forced (DOTNET_TC_CallCountingDelayMs=0). For every case:
 # each child's counter equals the calls of its targets while its rewrite was in force (its
 # instrumentation ran exactly once per call), the tracer's spans equal the calls, the app's
-# stdout equals its output without a profiler, no InvalidProgramException.
+# stdout equals its output without a profiler, no InvalidProgramException. One case traces
+# Compute through a bytecode integration (issue 23) instead: its spans carry their attribute.
 #
 # Usage: tests/clr/compose.sh  (prints one line per check and "compose: N passed, N failed")
 # Runs once per .NET runtime (tests/clr/lib.sh: 8, 9 and 10 by default, CLRMUX_TEST_RUNTIMES).
@@ -68,7 +69,13 @@ run_case() {
         envs+=("ILRW_MODE_$tag=$mode" "ILRW_TARGETS_$tag=$targets" "ILRW_COUNTER_$tag=$letter" "ILRW_REJIT_AT_$tag=$at"
             "ILRW_REVERT_AT_$tag=$revert" "ILRW_OUT_$tag=$WORK/$name.$letter")
     done
-    if [ "$tracer" = 1 ]; then
+    if [ "$tracer" = 1 ] && [ -n "${INTEG:-}" ]; then
+        # Compute through a bytecode integration (docs/integrations.md) instead of `trace =`
+        printf '[integration compose]\ntarget = compose!Compose.Work::Compute\nkind = client\nname = Compose.Work.Compute\nattribute = compose.x = arg0\n' \
+            >"$WORK/$name.integrations"
+        printf '[child tracer]\nbuiltin = tracer\noutput = %s\ninstrument = none\nintegrations = %s\n' \
+            "$WORK/$name.spans" "$WORK/$name.integrations" >>"$conf"
+    elif [ "$tracer" = 1 ]; then
         printf '[child tracer]\nbuiltin = tracer\noutput = %s\ntrace = compose!Compose.Work::Compute\n' \
             "$WORK/$name.spans" >>"$conf"
     fi
@@ -124,6 +131,12 @@ run_case() {
         spans=$(grep -o '"name":"Compose.Work.Compute"' "$WORK/$name.spans" 2>/dev/null | wc -l)
         [ "$spans" = $((PHASES * CALLS[Compute])) ] || problems+="tracer: $spans spans of Compute, expected $((PHASES * CALLS[Compute])); "
         saw+="tracer: spans(Compute)=$spans"
+        if [ -n "${INTEG:-}" ]; then
+            local withx
+            withx=$(grep -o '"key":"compose.x"' "$WORK/$name.spans" 2>/dev/null | wc -l)
+            [ "$withx" = "$spans" ] || problems+="integration: $withx of $spans spans with their compose.x attribute; "
+            saw+=" (an integration's, each with its compose.x)"
+        fi
     fi
     if [ -z "$problems" ]; then
         ok "$name: $saw"
@@ -138,6 +151,8 @@ $(tail -n 3 "$WORK/$name.err")"
 # CHILD-SPEC = LETTER:MODE:TARGETS:REJIT_AT:REVERT_AT
 [ -n "${ONLY:-}" ] || run_case jit+jit 1 A:jit:Compute,Small:0:-1 B:jit:Compute,Small:0:-1
 run_case rejit+rejit 1 A:rejit:Compute,Small:0:-1 B:rejit:Compute,Small:0:-1
+# a bytecode integration's method (issue 23) composed with another child's ReJIT rewrite
+[ -n "${ONLY:-}" ] || INTEG=1 run_case rejit+integration 1 A:rejit:Compute,Small:0:-1
 # nobody watches JIT compilation: nothing is held back, the first compilation is the composed ReJIT
 NOJIT=1 run_case rejit+rejit-first-compilation-is-rejit 0 A:rejit:Compute,Small:0:-1 B:rejit:Compute,Small:0:-1
 run_case jit+rejit-before-first-call 1 A:jit:Compute,Small:0:-1 B:rejit:Compute,Small:0:-1

@@ -73,6 +73,8 @@ namespace Clrmux.Agent
             if (s_listenerCount == null)
                 Native.Log(Native.LogWarn, "ActivitySource's listeners cannot be counted on this runtime: sources that the app's own SDK listens to are recorded too");
             Enrichment.Start();
+            DbEnrichment.Sanitize = (Native.Api->Flags & Native.FlagRawQueries) == 0;
+            DbEnrichment.Watch();
             Native.Log(Native.LogDebug, $"Activities: instrument={string.Join(',', Instrument)} activity_sources={string.Join(',', s_patterns)}");
         }
 

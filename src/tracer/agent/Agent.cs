@@ -23,6 +23,8 @@ namespace Clrmux.Agent
             delegate*<object?, long, void> onTask = &AsyncSpans.OnTask;
             delegate*<object?, long, object?> onValueTask = &AsyncSpans.OnValueTask;
             delegate*<void> joinRoot = &AsyncSpans.JoinRoot;
+            delegate*<object?, object?, object?, object?, object?, long, int, void> integEnter = &Integrations.IntegEnter;
+            delegate*<object?, long, int, void> integExit = &Integrations.IntegExit;
             ManagedTable m = new()
             {
                 Size = (uint)sizeof(ManagedTable),
@@ -31,6 +33,8 @@ namespace Clrmux.Agent
                 OnTask = (IntPtr)onTask,
                 OnValueTask = (IntPtr)onValueTask,
                 JoinRoot = (IntPtr)joinRoot,
+                IntegEnter = (IntPtr)integEnter,
+                IntegExit = (IntPtr)integExit,
             };
             AsyncSpans.Init();
             if ((Native.Api->Flags & Native.FlagActivities) != 0)

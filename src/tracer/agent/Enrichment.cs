@@ -147,7 +147,16 @@ namespace Clrmux.Agent
         {
             Completed c = default;
             if (builtin.Length == 0)
+            {
+                /* a library's own source: a database client's span completed to the conventions */
+                if (a.Kind == ActivityKind.Client && DbEnrichment.IsDb(a))
+                {
+                    DbEnrichment.Complete(a, ref c);
+                    if (c.Error)
+                        c.ErrorMessage ??= a.GetTagItem("error.type") as string;
+                }
                 return c;
+            }
             Read t = new(a);
             if (t.Grpc != null && (builtin == Activities.AspNetCore || builtin == Activities.Grpc || builtin == Activities.HttpClient)
                 && (builtin != Activities.AspNetCore || Activities.InstrumentOn(Activities.Grpc)))

@@ -35,7 +35,7 @@ namespace Clrmux.Agent
     internal struct ManagedTable
     {
         public uint Size, Reserved;
-        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot;
+        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot, IntegEnter, IntegExit;
     }
 
     /// <summary>struct clrmux_agent_api.</summary>
@@ -61,12 +61,14 @@ namespace Clrmux.Agent
         public delegate* unmanaged[Cdecl, SuppressGCTransition]<long, SpanCtx*, int> SpanAsyncEnter;
         public delegate* unmanaged[Cdecl, SuppressGCTransition]<ulong, int> SpanFailed;
         public uint* FailedAny;
+        public delegate* unmanaged[Cdecl]<ulong, byte*, int, int> SpanAttach;
+        public delegate* unmanaged[Cdecl]<int, int*, sbyte*> IntegSpec;
     }
 
     internal static unsafe class Native
     {
         public const int Abi = 2;
-        public const uint FlagActivities = 1, FlagPush = 2;
+        public const uint FlagActivities = 1, FlagPush = 2, FlagRawQueries = 4;
         public const int LogError = 0, LogWarn = 1, LogInfo = 2, LogDebug = 3;
 
         /// <summary>The table, or null when the agent runs without clrmux's tracer.</summary>

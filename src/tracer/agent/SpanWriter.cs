@@ -148,6 +148,16 @@ namespace Clrmux.Agent
                 return Native.Api->Record(p, _n) == 0;
         }
 
+        /// <summary>Attaches the blob written so far to open span `spanId` (an integration's
+        /// attributes, src/tracer/integ.h); false when it was not taken.</summary>
+        public bool Attach(ulong spanId)
+        {
+            if (_full || Native.Api == null)
+                return false;
+            fixed (byte* p = _b)
+                return Native.Api->SpanAttach(spanId, p, _n) == 0;
+        }
+
         public int Length => _n;
     }
 }
