@@ -116,14 +116,12 @@ namespace Clrmux.Agent
         /// <summary>The method returned: its caller's context comes back.</summary>
         public static void AsyncRestore(object? previous) => Current.Value = previous as SpanContextBox;
 
-        /// <summary>A span waiting for its task: its completion action (stored by the task as
-        /// is, no continuation task, no ExecutionContext captured: it only ends the span).</summary>
         private sealed class Pending
         {
             public AsyncSpan Span;
-            public Task? Task;
-            public void Done() => Finish(Task!, ref Span);
         }
+
+        private static readonly Action<Task, object?> s_done = (t, o) => Finish(t, ref ((Pending)o!).Span);
 
         /// <summary>The method returned `task`: span `slot` is detached from the thread and
         /// finished when the task completes.</summary>
@@ -142,10 +140,18 @@ namespace Clrmux.Agent
                 Finish(t, ref s);
                 return;
             }
-            var p = new Pending { Span = s, Task = t };
-            // runs on the thread that completes the task (as ExecuteSynchronously), with no
-            // ExecutionContext and no SynchronizationContext
-            t.ConfigureAwait(false).GetAwaiter().UnsafeOnCompleted(p.Done);
+            var p = new Pending { Span = s };
+            // no ExecutionContext to carry into the continuation: it only ends the span
+            AsyncFlowControl flow = ExecutionContext.SuppressFlow();
+            try
+            {
+                t.ContinueWith(s_done, p, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously,
+                               TaskScheduler.Default);
+            }
+            finally
+            {
+                flow.Undo();
+            }
         }
 
         /// <summary>The method returned a ValueTask or ValueTask&lt;T&gt; (boxed) that has not
