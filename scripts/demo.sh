@@ -144,7 +144,6 @@ if [ $ORDERS = 1 ]; then
         echo "   \$ OTEL_SERVICE_NAME=orders-$part ${CMD[*]}"
         OTEL_SERVICE_NAME=orders-$part "${CMD[@]}" 2>&1 | sed 's/^/   /'
     done
-    set -e
     FRONT=$(ls "$ORUN"/front/traces-*.otlp.jsonl 2>/dev/null | head -1)
     BACK=$(ls "$ORUN"/warehouse/traces-*.otlp.jsonl 2>/dev/null | head -1)
     OPROF=$(ls "$ORUN"/front/profiles/*.pb.gz 2>/dev/null | head -1)
@@ -183,11 +182,11 @@ show("", 0)
 PY
         python3 tools/report/report.py --assets "$ASSETS" --profile "$OPROF" --traces "$FRONT" "$BACK" \
             --root "orders-front: POST /orders" --title "clrmux demo: orders, a database and a queue" \
-            --out "$OUT/orders-report.html" | sed 's/^/   /'
-        ORDERS_HTML="$OUT/orders-report.html"
+            --out "$OUT/orders-report.html" | sed 's/^/   /' && ORDERS_HTML="$OUT/orders-report.html"
     else
         loud "the orders service left no spans or profile (see $ORUN): no database and queue spans"
     fi
+    set -e
 fi
 echo
 echo "Open file://$ROOT/$OUT/report.html in a browser."
