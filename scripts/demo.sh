@@ -133,17 +133,18 @@ if [ $ORDERS = 1 ]; then
     ORUN="$OUT/orders-run"
     rm -rf "$ORUN"
     set +e
-    for part in front warehouse; do
-        if [ $part = front ]; then
-            CMD=(build/clrmux run --output-dir "$ORUN/front" --profile --trace 'orders!Orders.Front::PlaceOrderAsync'
-                 -- dotnet build/demo/orders/orders.dll front 3)
-        else
-            CMD=(build/clrmux run --output-dir "$ORUN/warehouse" --trace 'orders!Orders.Warehouse::ShipAsync'
-                 -- dotnet build/demo/orders/orders.dll warehouse 3)
-        fi
-        echo "   \$ OTEL_SERVICE_NAME=orders-$part ${CMD[*]}"
-        OTEL_SERVICE_NAME=orders-$part "${CMD[@]}" 2>&1 | sed 's/^/   /'
-    done
+    # the warehouse waits on the queue while the front takes its requests: two processes at once
+    WCMD=(build/clrmux run --output-dir "$ORUN/warehouse" --trace 'orders!Orders.Warehouse::ShipAsync'
+          -- dotnet build/demo/orders/orders.dll warehouse 3)
+    FCMD=(build/clrmux run --output-dir "$ORUN/front" --profile --trace 'orders!Orders.Front::PlaceOrderAsync'
+          -- dotnet build/demo/orders/orders.dll front 3)
+    echo "   \$ OTEL_SERVICE_NAME=orders-warehouse ${WCMD[*]} &"
+    echo "   \$ OTEL_SERVICE_NAME=orders-front ${FCMD[*]}"
+    OTEL_SERVICE_NAME=orders-warehouse "${WCMD[@]}" >"$OUT/orders-warehouse.out" 2>&1 &
+    WPID=$!
+    OTEL_SERVICE_NAME=orders-front "${FCMD[@]}" 2>&1 | sed 's/^/   front     | /'
+    wait $WPID
+    sed 's/^/   warehouse | /' "$OUT/orders-warehouse.out"
     FRONT=$(ls "$ORUN"/front/traces-*.otlp.jsonl 2>/dev/null | head -1)
     BACK=$(ls "$ORUN"/warehouse/traces-*.otlp.jsonl 2>/dev/null | head -1)
     OPROF=$(ls "$ORUN"/front/profiles/*.pb.gz 2>/dev/null | head -1)

@@ -213,6 +213,7 @@ def main():
         "request": None if root is None else {
             "traceId": root["trace"], "name": root["name"], "thread": root["thread"],
             "start": root["start"], "duration": root["end"] - root["start"], "of": ncand,
+            "extent": max(s["end"] for s in request) - root["start"],
             "spans": [{k: s[k] for k in ("name", "start", "end", "depth", "error", "exception", "message")}
                       for s in request],
         },
@@ -336,7 +337,7 @@ function fmt(ns) {
   const rowH = 22, top = 24, left = 4, width = 1160;
   const depth = d3.max(R.spans, s => s.depth) + 1;
   svg.attr("height", top + depth * rowH + 8);
-  const x = d3.scaleLinear().domain([0, R.duration]).range([left, width]);
+  const x = d3.scaleLinear().domain([0, Math.max(R.duration, R.extent || 0)]).range([left, width]);
   svg.append("g").attr("transform", "translate(0," + (top - 4) + ")")
      .call(d3.axisTop(x).ticks(10).tickFormat(v => fmt(v)));
   const color = d3.scaleOrdinal(d3.schemeSet3.filter(c => c !== "#fb8072"));  // light; red is for errors
