@@ -115,6 +115,7 @@ loud() {
     echo "   ########################################################################"
 }
 ORDERS=0 ORDERS_HTML=""
+rm -f "$OUT/orders-report.html" "$OUT/orders-warehouse.out"
 if ! demo/orders/build.sh; then
     loud "demo/orders did not build (build/demo/orders-build.log): no database and queue spans below"
 elif [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
@@ -191,4 +192,8 @@ PY
 fi
 echo
 echo "Open file://$ROOT/$OUT/report.html in a browser."
-[ -n "$ORDERS_HTML" ] && echo "The orders service's request across processes, with its database and queue spans: file://$ROOT/$ORDERS_HTML"
+if [ -n "$ORDERS_HTML" ]; then
+    echo "The orders service's request across processes, with its database and queue spans: file://$ROOT/$ORDERS_HTML"
+else
+    echo "(no orders report: a server or the orders service failed, said above)"
+fi
