@@ -15,6 +15,11 @@
 #        tracer   under clrmux, instrument = none (the method untouched)
 #        adonet   under clrmux, the shipped Microsoft.Data.Sqlite definition (a CLIENT span with
 #                 db.system.name, db.query.text sanitized, db.namespace, operation, table)
+# A breakdown of clrmux's cost adds, with BENCH_DB_CONFIGS (default "none clrmux sdk"):
+#        clrmux-nosrc   activity_sources = none: clrmux and its agent loaded, Npgsql's source not
+#                       recorded (what being there costs)
+#        clrmux-file    spans to /dev/null instead of OTLP/HTTP (the export's share)
+#        clrmux-raw     sanitize_queries = false (the statement's sanitising share)
 # Rounds alternate the configurations; the medians are printed with the ratios and each one's
 # cost per call over `none` (part 1) or over `tracer` (part 2).
 #   bench/db.sh [PG_CALLS [SQLITE_CALLS]]   (defaults 2000 and 20000; knob BENCH_DB_ROUNDS, 5)
@@ -25,6 +30,7 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 NPG=${1:-2000}
 NSQ=${2:-20000}
 ROUNDS=${BENCH_DB_ROUNDS:-5}
+CONFIGS=${BENCH_DB_CONFIGS:-none clrmux sdk}
 LIB=$ROOT/build/libclrmux.so
 for f in "$LIB" build/libclrmux_otlp.so build/Clrmux.Agent.dll; do
     [ -f "$f" ] || { echo "db: $f is missing (run make all)" >&2; exit 1; }
@@ -46,6 +52,13 @@ conf() { printf '[child tracer]\nbuiltin = tracer\nservice_name = dbbench\n%s\n'
 conf "endpoint = $SINK/v1/traces
 protocol = http/protobuf
 buffer_spans = 1048576" clrmux
+conf "endpoint = $SINK/v1/traces
+activity_sources = none" clrmux-nosrc
+conf "output = /dev/null
+buffer_spans = 1048576" clrmux-file
+conf "endpoint = $SINK/v1/traces
+buffer_spans = 1048576
+sanitize_queries = false" clrmux-raw
 conf "output = /dev/null
 instrument = none" tracer
 conf "output = /dev/null
@@ -66,9 +79,15 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else pr
 
 if [ -n "${CLRMUX_PG_PORT:-}" ]; then
     for r in $(seq 1 "$ROUNDS"); do
-        one none pg "$CLRMUX_PG_PORT" "$NPG" >>"$W/pg-none.ns"
-        one clrmux pg "$CLRMUX_PG_PORT" "$NPG" >>"$W/pg-clrmux.ns"
-        one sdk pg-sdk "$CLRMUX_PG_PORT" "$NPG" "$SINK" >>"$W/pg-sdk.ns"
+        for c in none clrmux sdk $CONFIGS; do
+            [ -f "$W/pg-$c.round$r" ] && continue
+            touch "$W/pg-$c.round$r"
+            if [ $c = sdk ]; then
+                one sdk pg-sdk "$CLRMUX_PG_PORT" "$NPG" "$SINK" >>"$W/pg-sdk.ns"
+            else
+                one $c pg "$CLRMUX_PG_PORT" "$NPG" >>"$W/pg-$c.ns"
+            fi
+        done
     done
     none=$(median "$W/pg-none.ns") clr=$(median "$W/pg-clrmux.ns") sdk=$(median "$W/pg-sdk.ns")
     if [ -n "$none" ] && [ -n "$clr" ] && [ -n "$sdk" ]; then
@@ -76,6 +95,11 @@ if [ -n "${CLRMUX_PG_PORT:-}" ]; then
         echo "  without tracing                       $none ns/call"
         echo "  clrmux (Npgsql's source, OTLP)        $clr ns/call ($(ratio "$clr" "$none")x): +$((clr - none)) ns per call"
         echo "  OpenTelemetry SDK + AddNpgsql (OTLP)  $sdk ns/call ($(ratio "$sdk" "$none")x): +$((sdk - none)) ns per call"
+        for c in $CONFIGS; do
+            case $c in none | clrmux | sdk) continue ;; esac
+            v=$(median "$W/pg-$c.ns")
+            [ -n "$v" ] && printf '  %-37s %s ns/call (%sx): +%s ns per call\n' "$c" "$v" "$(ratio "$v" "$none")" $((v - none))
+        done
         echo "  SDK / clrmux, cost per call: $(ratio $((sdk - none)) $((clr - none)))x; time per call: $(ratio "$sdk" "$clr")x"
         grep -h 'spans' "$W/clrmux.log" 2>/dev/null | tail -2 | sed 's/^/  clrmux log (last round): /'
         echo "  sink: $(kill -TERM $SINKPID 2>/dev/null; wait $SINKPID 2>/dev/null; tr '\n' ' ' <"$W/sink.out")"
