@@ -4,7 +4,10 @@
 # order service (demo/shop) under the launcher (`clrmux run --trace ... --profile`) and ends by
 # writing build/demo/report.html: a flame graph of its CPU profile and the timeline of one
 # request (tools/report/report.py), with a screenshot (build/demo/report.png) when Chromium is
-# installed.
+# installed. Last, a service with a real database and a queue (demo/orders: PostgreSQL and
+# RabbitMQ started on loopback, two processes): one order's trace across both, with its database
+# and queue spans, printed and written to build/demo/orders-report.html. A server that cannot
+# start is said loudly and that part skipped.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -99,5 +102,98 @@ if command -v chromium >/dev/null 2>&1; then
 else
     echo "   (no chromium: no screenshot; scripts/setup.sh test installs it)"
 fi
+
+# ---- a service with a real database and a queue: one request across two processes ---------
+# PostgreSQL and RabbitMQ from their Debian packages (scripts/setup.sh demo), started on loopback
+# in a scratch folder as the tests start them (tests/clr/servers.sh) and stopped at the end. A
+# server that cannot start is said loudly and this part is skipped; the rest of the demo stands.
+echo
+echo "== orders: a service with a real database (PostgreSQL) and a queue (RabbitMQ), in two processes"
+loud() {
+    echo "   ########################################################################"
+    echo "   ## $*"
+    echo "   ########################################################################"
+}
+ORDERS=0 ORDERS_HTML=""
+rm -f "$OUT/orders-report.html" "$OUT/orders-warehouse.out"
+if ! demo/orders/build.sh; then
+    loud "demo/orders did not build (build/demo/orders-build.log): no database and queue spans below"
+elif [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    loud "postgresql or rabbitmq-server is not installed (scripts/setup.sh demo installs them): no database and queue spans below"
+else
+    # shellcheck source=tests/clr/servers.sh
+    . tests/clr/servers.sh
+    servers_start pg rabbit || true # its EXIT trap stops them
+    if [ -n "${CLRMUX_PG_PORT:-}" ] && [ -n "${CLRMUX_RABBIT_PORT:-}" ]; then
+        ORDERS=1
+    else
+        loud "a server did not start (above): no database and queue spans below"
+    fi
+fi
+if [ $ORDERS = 1 ]; then
+    ORUN="$OUT/orders-run"
+    rm -rf "$ORUN"
+    set +e
+    # the warehouse waits on the queue while the front takes its requests: two processes at once
+    WCMD=(build/clrmux run --output-dir "$ORUN/warehouse" --trace 'orders!Orders.Warehouse::ShipAsync'
+          -- dotnet build/demo/orders/orders.dll warehouse 3)
+    FCMD=(build/clrmux run --output-dir "$ORUN/front" --profile --trace 'orders!Orders.Front::PlaceOrderAsync'
+          -- dotnet build/demo/orders/orders.dll front 3)
+    echo "   \$ OTEL_SERVICE_NAME=orders-warehouse ${WCMD[*]} &"
+    echo "   \$ OTEL_SERVICE_NAME=orders-front ${FCMD[*]}"
+    OTEL_SERVICE_NAME=orders-warehouse "${WCMD[@]}" >"$OUT/orders-warehouse.out" 2>&1 &
+    WPID=$!
+    OTEL_SERVICE_NAME=orders-front "${FCMD[@]}" 2>&1 | sed 's/^/   front     | /'
+    wait $WPID
+    sed 's/^/   warehouse | /' "$OUT/orders-warehouse.out"
+    FRONT=$(ls "$ORUN"/front/traces-*.otlp.jsonl 2>/dev/null | head -1)
+    BACK=$(ls "$ORUN"/warehouse/traces-*.otlp.jsonl 2>/dev/null | head -1)
+    OPROF=$(ls "$ORUN"/front/profiles/*.pb.gz 2>/dev/null | head -1)
+    if [ -n "$FRONT" ] && [ -n "$BACK" ] && [ -n "$OPROF" ]; then
+        echo "   one order's trace, across the two processes:"
+        python3 - "$FRONT" "$BACK" <<'PY'
+import collections, json, sys
+spans = []
+for path in sys.argv[1:]:
+    for line in open(path):
+        for rs in json.loads(line).get("resourceSpans", []):
+            svc = next((a["value"].get("stringValue", "") for a in rs.get("resource", {}).get("attributes", [])
+                        if a["key"] == "service.name"), "")
+            for ss in rs.get("scopeSpans", []):
+                for s in ss.get("spans", []):
+                    attrs = {a["key"]: next(iter(a["value"].values())) for a in s.get("attributes", [])}
+                    spans.append(dict(s, svc=svc, attrs=attrs))
+by = collections.defaultdict(list)
+for s in spans:
+    by[s["traceId"]].append(s)
+trace = max(by.values(), key=lambda ss: (len({s["svc"] for s in ss}), len(ss)))
+kids = collections.defaultdict(list)
+ids = {s["spanId"] for s in trace}
+for s in trace:
+    kids[s.get("parentSpanId", "") if s.get("parentSpanId", "") in ids else ""].append(s)
+kinds = {1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
+keys = ("db.system.name", "db.query.text", "server.port", "messaging.system", "messaging.destination.name")
+def show(pid, depth):
+    for s in sorted(kids[pid], key=lambda s: int(s["startTimeUnixNano"])):
+        us = (int(s["endTimeUnixNano"]) - int(s["startTimeUnixNano"])) / 1000
+        extra = " ".join("%s=%s" % (k, s["attrs"][k]) for k in keys if k in s["attrs"])
+        print("     %-17s %s%-32s %-8s %8.0f us  %s" % (s["svc"], "  " * depth, s["name"], kinds.get(s.get("kind"), ""), us, extra))
+        show(s["spanId"], depth + 1)
+print("     trace %s: %d spans in %d processes" % (trace[0]["traceId"], len(trace), len({s["svc"] for s in trace})))
+show("", 0)
+PY
+        python3 tools/report/report.py --assets "$ASSETS" --profile "$OPROF" --traces "$FRONT" "$BACK" \
+            --root "orders-front: POST /orders" --title "clrmux demo: orders, a database and a queue" \
+            --out "$OUT/orders-report.html" | sed 's/^/   /' && ORDERS_HTML="$OUT/orders-report.html"
+    else
+        loud "the orders service left no spans or profile (see $ORUN): no database and queue spans"
+    fi
+    set -e
+fi
 echo
 echo "Open file://$ROOT/$OUT/report.html in a browser."
+if [ -n "$ORDERS_HTML" ]; then
+    echo "The orders service's request across processes, with its database and queue spans: file://$ROOT/$ORDERS_HTML"
+else
+    echo "(no orders report: a server or the orders service failed, said above)"
+fi

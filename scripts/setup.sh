@@ -24,8 +24,9 @@ BUILD_PKGS="build-essential libinih-dev libprotobuf-c-dev protobuf-c-compiler zl
 TEST_PKGS="$BUILD_PKGS libcmocka-dev python3 golang-go:go clang clang-14 libclang-rt-14-dev libcurl4 file bpftrace
            python3-protobuf protobuf-compiler postgresql mariadb-server mariadb-client redis-server rabbitmq-server
            chromium:chromium fonts-dejavu-core tesseract-ocr tesseract-ocr-eng dpkg-dev zip nodejs:node npm:npm"
-# the demo's report: go tool pprof reads the profile, npm fetches d3-flame-graph
-DEMO_PKGS="$BUILD_PKGS python3 golang-go:go nodejs:node npm:npm"
+# the demo's report: go tool pprof reads the profile, npm fetches d3-flame-graph; its orders
+# service's database and queue (started as tests/clr/servers.sh starts them)
+DEMO_PKGS="$BUILD_PKGS python3 golang-go:go nodejs:node npm:npm postgresql rabbitmq-server"
 DIST_PKGS="$BUILD_PKGS dpkg-dev zip"
 # make bench: instruction counts (valgrind's callgrind), pprof
 BENCH_PKGS="$BUILD_PKGS python3 golang-go:go valgrind wrk"

@@ -2,7 +2,8 @@
 # The HTML report (tools/report/report.py), as a person sees it: the demo's service runs under
 # `clrmux run --trace ... --profile`, the report is written and rendered in headless Chromium;
 # the page's own list of what it drew (after its scripts ran) must hold the expected method
-# names, and OCR (tesseract) of the screenshot of the two pictures must read them too.
+# names, and OCR (tesseract) of the screenshot of the two pictures must read them too; and a
+# trace across two span files (two processes, as make demo's orders service) is one request.
 # Prints one line per check and a closing "N passed, N failed" line.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -116,6 +117,30 @@ found=$(grep -oE "handlerequest|priceorder|computetax|applydiscounts|parseorder|
 n=$(wc -w <<<"$found")
 [ "$n" -ge 3 ] && ok "OCR of the screenshot of the flame graph and timeline reads $n method names: $found" \
     || bad "OCR of the pictures reads only $n method names ($found)" "$ocr"
+
+# several span files (one per process: make demo's orders service): a trace that crosses them is
+# one request, drawn whole on one axis, each span named with its service
+python3 - "$WORK" <<'PY'
+import json, sys
+w = sys.argv[1]
+def line(svc, spans):
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": svc}}]},
+        "scopeSpans": [{"spans": [{"traceId": "ab" * 16, "spanId": i, "parentSpanId": p, "name": n,
+                                   "startTimeUnixNano": str(t0), "endTimeUnixNano": str(t1)} for i, p, n, t0, t1 in spans]}]}]})
+open(w + "/front.jsonl", "w").write(line("front", [("01" * 8, "", "POST /orders", 1000, 2000), ("02" * 8, "01" * 8, "publish orders", 1500, 1600)]) + "\n")
+open(w + "/back.jsonl", "w").write(line("back", [("03" * 8, "02" * 8, "fetch orders", 5000, 9000)]) + "\n")
+PY
+out=$(python3 tools/report/report.py --assets "$ASSETS" --profile "$PROF" --traces "$WORK/front.jsonl" "$WORK/back.jsonl" \
+    --root "front: POST /orders" --out "$WORK/two.html" 2>&1)
+python3 - "$WORK/two.html" <<'PY' && ok "report.py with two span files: one request across both, each span with its service, the axis to the last span's end" \
+    || bad "report.py with two span files" "$out"
+import json, re, sys
+r = json.loads(re.search(r"const DATA = (\{.*?\});\n", open(sys.argv[1]).read()).group(1).replace("<\\/", "</"))["request"]
+names = [(s["name"], s["depth"]) for s in r["spans"]]
+print("   " + ", ".join("%s (depth %d)" % n for n in names))
+sys.exit(0 if names == [("front: POST /orders", 0), ("front: publish orders", 1), ("back: fetch orders", 2)]
+         and r["extent"] == 8000 and r["duration"] == 1000 else 1)
+PY
 
 echo "report: $PASS passed, $FAIL failed"
 [ $FAIL = 0 ]

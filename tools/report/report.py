@@ -2,7 +2,7 @@
 """Writes clrmux's HTML report: a flame graph of a CPU profile and a timeline of the traced spans
 of one request, in one self-contained file a person opens in a browser (no server, no network).
 
-    tools/report/report.py --profile P.pb.gz --traces T.otlp.jsonl --out report.html
+    tools/report/report.py --profile P.pb.gz --traces T.otlp.jsonl [T2.otlp.jsonl...] --out report.html
                            [--sample-index cpu] [--root NAME] [--assets DIR]
 
 - The profile is read by pprof itself (`go tool pprof -traces`, one stack per sample), so the
@@ -13,6 +13,8 @@ of one request, in one self-contained file a person opens in a browser (no serve
 - The request: among the traces (spans sharing a traceId) whose root span is NAME (default:
   the most common root span name), the one at the 90th percentile of duration; its spans are
   drawn on a time axis, one row per nesting depth, failed spans in red with their exception.
+  Several span files (one per process) are read as one: a request's trace crosses processes
+  (its spans' parents are in another file), each span named with its service.name.
 - The page switches the flame graph between the sample types it holds (--sample-index, then
   those of --also present in the profile). report.html#wall opens on wall time;
   report.html#pictures (or #pictures,wall) shows only the two pictures (tests/report.sh reads
@@ -108,7 +110,7 @@ def read_spans(path):
                     for s in ss.get("spans", []):
                         attrs = {a["key"]: next(iter(a["value"].values())) for a in s.get("attributes", [])}
                         spans.append({
-                            "trace": s["traceId"], "id": s["spanId"], "parent": s.get("parentSpanId", ""),
+                            "service": service, "trace": s["traceId"], "id": s["spanId"], "parent": s.get("parentSpanId", ""),
                             "name": s["name"], "start": int(s["startTimeUnixNano"]), "end": int(s["endTimeUnixNano"]),
                             "thread": str(attrs.get("thread.id", "")),
                             "error": s.get("status", {}).get("code") == 2,
@@ -160,7 +162,8 @@ def fmt_ns(ns):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profile", required=True)
-    ap.add_argument("--traces", required=True)
+    ap.add_argument("--traces", required=True, nargs="+",
+                    help="span files (OTLP JSON lines); several: one process each, traces joined by traceId")
     ap.add_argument("--out", required=True)
     ap.add_argument("--sample-index", default="cpu",
                     help="the sample type of the flame graph (cpu, wall, alloc-size, ...)")
@@ -183,8 +186,9 @@ def main():
             die("%s: %s (install tools/report/package.json with npm first: make demo does)" % (p, e.strerror))
     if not os.path.isfile(a.profile):
         die("no profile at %s" % a.profile)
-    if not os.path.isfile(a.traces):
-        die("no span file at %s" % a.traces)
+    for t in a.traces:
+        if not os.path.isfile(t):
+            die("no span file at %s" % t)
 
     header, stacks = pprof_stacks(a.profile, a.sample_index)
     tree = flame_tree(stacks)
@@ -193,7 +197,13 @@ def main():
         got = pprof_stacks(a.profile, extra, required=False)
         if got and got[1]:
             flames[extra] = {"tree": flame_tree(got[1]), "samples": len(got[1])}
-    service, spans = read_spans(a.traces)
+    service, spans = "", []
+    for t in a.traces:
+        svc, ss = read_spans(t)
+        service, spans = service or svc, spans + ss
+    if len({s["service"] for s in spans}) > 1:  # spans of several processes: each says whose it is
+        for s in spans:
+            s["name"] = "%s: %s" % (s["service"], s["name"])
     root, request, ncand = pick_request(spans, a.root)
     names = collections.Counter(s["name"] for s in spans)
 
@@ -203,6 +213,7 @@ def main():
         "request": None if root is None else {
             "traceId": root["trace"], "name": root["name"], "thread": root["thread"],
             "start": root["start"], "duration": root["end"] - root["start"], "of": ncand,
+            "extent": max(s["end"] for s in request) - root["start"],
             "spans": [{k: s[k] for k in ("name", "start", "end", "depth", "error", "exception", "message")}
                       for s in request],
         },
@@ -236,7 +247,7 @@ def main():
         "@NSTACKS@": str(len(stacks)),
         "@SAMPLEINDEX@": html.escape(a.sample_index),
         "@PROFILE@": html.escape(os.path.abspath(a.profile)),
-        "@TRACES@": html.escape(os.path.abspath(a.traces)),
+        "@TRACES@": html.escape(", ".join(os.path.abspath(t) for t in a.traces)),
         "@REQTITLE@": req_title,
         "@REQROWS@": req_rows,
         "@NAMEROWS@": rows,
@@ -326,7 +337,7 @@ function fmt(ns) {
   const rowH = 22, top = 24, left = 4, width = 1160;
   const depth = d3.max(R.spans, s => s.depth) + 1;
   svg.attr("height", top + depth * rowH + 8);
-  const x = d3.scaleLinear().domain([0, R.duration]).range([left, width]);
+  const x = d3.scaleLinear().domain([0, Math.max(R.duration, R.extent || 0)]).range([left, width]);
   svg.append("g").attr("transform", "translate(0," + (top - 4) + ")")
      .call(d3.axisTop(x).ticks(10).tickFormat(v => fmt(v)));
   const color = d3.scaleOrdinal(d3.schemeSet3.filter(c => c !== "#fb8072"));  // light; red is for errors
