@@ -28,17 +28,19 @@ static inline void put(struct buf *b, const char *s, size_t n)
 }
 #define PUTS(b, lit) put((b), (lit), sizeof(lit) - 1)
 
+/* lowercase hex, a byte (two digits) per step */
 static inline void put_hex(struct buf *b, const uint8_t *v, size_t n)
 {
-    static const char digits[] = "0123456789abcdef";
+#define H4(x) #x "0" #x "1" #x "2" #x "3" #x "4" #x "5" #x "6" #x "7" #x "8" #x "9" #x "a" #x "b" #x "c" #x "d" #x "e" #x "f"
+    static const char pairs[513] = H4(0) H4(1) H4(2) H4(3) H4(4) H4(5) H4(6) H4(7) H4(8) H4(9) H4(a) H4(b) H4(c) H4(d)
+        H4(e) H4(f);
+#undef H4
     if ((size_t)(b->end - b->p) < 2 * n) {
         b->overflow = 1;
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        *b->p++ = digits[v[i] >> 4];
-        *b->p++ = digits[v[i] & 15];
-    }
+    for (size_t i = 0; i < n; i++, b->p += 2)
+        memcpy(b->p, pairs + 2 * v[i], 2);
 }
 
 static inline void put_hex64(struct buf *b, uint64_t v)
