@@ -30,7 +30,36 @@ void clrmux_json_string(FILE *f, const char *s)
 
 static const char *exc_message(const struct clrmux_otlp_names *names, uint32_t exc);
 
-static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const struct clrmux_otlp_names *names)
+/* The JSON literal of the last method name rendered in a line: a line's spans mostly share
+ * their method, and the name goes in twice per span. len SIZE_MAX: too long to keep here. */
+struct name_cache {
+    uint32_t method;
+    const char *src;
+    size_t len;
+    char json[256];
+};
+
+static void put_name(struct buf *b, struct name_cache *nc, uint32_t method, const char *name)
+{
+    if (!nc) {
+        put_json(b, name);
+        return;
+    }
+    if (nc->src != name || nc->method != method) {
+        struct buf c = {nc->json, nc->json + sizeof nc->json, 0};
+        put_json(&c, name);
+        nc->src = name;
+        nc->method = method;
+        nc->len = c.overflow ? SIZE_MAX : (size_t)(c.p - nc->json);
+    }
+    if (nc->len == SIZE_MAX)
+        put_json(b, name);
+    else
+        put(b, nc->json, nc->len);
+}
+
+static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const struct clrmux_otlp_names *names,
+                     struct name_cache *nc)
 {
     const char *name = names && names->method ? names->method(names->ctx, s->method) : NULL;
     const char *tname = names && names->thread ? names->thread(names->ctx, s->tid) : NULL;
@@ -48,7 +77,7 @@ static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const
     }
     PUTS(b, ",\"name\":");
     if (name) {
-        put_json(b, name);
+        put_name(b, nc, s->method, name);
     } else {
         PUTS(b, "\"method#");
         put_u64(b, s->method);
@@ -61,7 +90,7 @@ static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const
     PUTS(b, "\",\"attributes\":[");
     if (name) {
         PUTS(b, "{\"key\":\"code.function.name\",\"value\":{\"stringValue\":");
-        put_json(b, name);
+        put_name(b, nc, s->method, name);
         PUTS(b, "}},");
     }
     PUTS(b, "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"");
@@ -177,12 +206,12 @@ void clrmux_resource_write_json(FILE *f, const struct clrmux_resource *r)
  * else with the room its names need */
 #define SPAN_ROOM 4096
 static int render_span(struct clrmux_otlp_mem *m, const struct clrmux_span *s, size_t i,
-                       const struct clrmux_otlp_names *names)
+                       const struct clrmux_otlp_names *names, struct name_cache *nc)
 {
     if (mem_reserve(m, SPAN_ROOM))
         return -1;
     struct buf b = {m->p + m->len, m->p + m->cap, 0};
-    put_span(&b, s, i, names);
+    put_span(&b, s, i, names, nc);
     if (!b.overflow) {
         m->len = (size_t)(b.p - m->p);
         return 0;
@@ -196,7 +225,7 @@ static int render_span(struct clrmux_otlp_mem *m, const struct clrmux_span *s, s
     if (mem_reserve(m, need))
         return -1;
     b = (struct buf){m->p + m->len, m->p + m->cap, 0};
-    put_span(&b, s, i, names);
+    put_span(&b, s, i, names, nc);
     if (b.overflow)
         return -1;
     m->len = (size_t)(b.p - m->p);
@@ -219,8 +248,9 @@ int clrmux_otlp_render_line(struct clrmux_otlp_mem *m, const struct clrmux_resou
     if (b.overflow)
         return -1;
     m->len = (size_t)(b.p - m->p);
+    struct name_cache nc = {0, NULL, 0, {0}};
     for (size_t i = 0; i < n; i++)
-        if (render_span(m, &spans[i], i, names))
+        if (render_span(m, &spans[i], i, names, &nc))
             return -1;
     static const char tail[] = "]}]}]}\n";
     if (mem_reserve(m, sizeof tail))

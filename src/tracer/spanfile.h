@@ -16,7 +16,8 @@
  *
  * Cap and rotation: with max_bytes > 0, a line that would take the file past max_bytes
  * first rotates it: path.(N-2) -> path.(N-1), ..., path -> path.1 (N = max_files, the number
- * of files kept, the current one included); the oldest, path.(N-1), is deleted, and the
+ * of files kept, the current one included); the oldest, path.(N-1), is deleted (Linux: its
+ * name at once, the freeing of its pages by a short detached thread: spanfile.c), and the
  * spans it held are counted as dropped (known for files this process wrote; a file left by
  * an earlier process counts as a deleted file only). With max_files = 1 the file is emptied
  * instead. A single line longer than max_bytes is still written, alone in its file. */

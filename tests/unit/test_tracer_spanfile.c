@@ -214,6 +214,42 @@ static void test_rotation_one_file_and_oversize(void **state)
     assert_int_equal(st.spans_dropped, 9);
 }
 
+#if !defined(_WIN32)
+/* The oldest file deleted at rotation is a planted symbolic link: the link goes (counted as a
+ * deleted file), what it points to is neither opened nor changed (spanfile.c deletes the name
+ * and frees the pages of what it held on a thread of its own). */
+static void test_rotation_planted_link_oldest(void **state)
+{
+    (void)state;
+    char p[300], old[320], target[300], err[512];
+    pathof(p, sizeof p, "link.jsonl");
+    pathof(target, sizeof target, "theirs");
+    snprintf(old, sizeof old, "%s.2", p);
+    FILE *t = fopen(target, "w");
+    assert_non_null(t);
+    fputs("not yours\n", t);
+    fclose(t);
+    assert_int_equal(symlink(target, old), 0);
+    struct clrmux_spanfile *f = clrmux_spanfile_open(p, 100, 3, err, sizeof err);
+    assert_non_null(f);
+    static char line[80];
+    memset(line, 'x', sizeof line);
+    line[sizeof line - 1] = '\n';
+    for (int i = 0; i < 4; i++) /* rotations before lines 2, 3, 4: the first deletes the link */
+        assert_int_equal(clrmux_spanfile_write(f, line, sizeof line, 1, err, sizeof err), 0);
+    struct clrmux_spanfile_stats st;
+    clrmux_spanfile_stats(f, &st);
+    clrmux_spanfile_close(f);
+    struct stat ls;
+    assert_int_equal(lstat(old, &ls), 0);
+    assert_true(S_ISREG(ls.st_mode)); /* path.1 moved there: the link is gone */
+    assert_string_equal(slurp(target), "not yours\n");
+    assert_int_equal(st.rotations, 3);
+    assert_int_equal(st.files_deleted, 2); /* the link, then the first line's file */
+    assert_int_equal(st.spans_dropped, 1);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +257,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_whole_lines_and_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rotation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rotation_one_file_and_oversize, setup, teardown),
+#if !defined(_WIN32)
+        cmocka_unit_test_setup_teardown(test_rotation_planted_link_oldest, setup, teardown),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
