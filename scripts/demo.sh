@@ -81,7 +81,7 @@ fi
 echo
 echo "== a small order service (demo/shop) under clrmux run: spans of each request and a CPU profile"
 SHOP="$OUT/shop"
-demo/shop/build.sh
+demo/build.sh shop
 RUN="$OUT/shop-run"
 rm -rf "$RUN"
 CMD=(build/clrmux run --output-dir "$RUN" --profile
@@ -116,7 +116,7 @@ loud() {
 }
 ORDERS=0 ORDERS_HTML=""
 rm -f "$OUT/orders-report.html" "$OUT/orders-warehouse.out"
-if ! demo/orders/build.sh; then
+if ! demo/build.sh orders; then
     loud "demo/orders did not build (build/demo/orders-build.log): no database and queue spans below"
 elif [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     loud "postgresql or rabbitmq-server is not installed (scripts/setup.sh demo installs them): no database and queue spans below"

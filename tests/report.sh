@@ -31,7 +31,7 @@ ASSETS=$(tools/report/install.sh) && ok "npm ci of tools/report (d3, d3-flame-gr
 out=$(python3 tools/report/report.py --profile "$WORK/none.pb.gz" --traces "$WORK/none.jsonl" --out "$WORK/x.html" --assets "$ASSETS" 2>&1)
 [ $? = 1 ] && grep -q "no profile at $WORK/none.pb.gz" <<<"$out" && ok "report.py with a missing profile: exit 1" || bad "report.py missing profile" "$out"
 
-demo/shop/build.sh || { echo "building demo/shop failed"; exit 1; }
+demo/build.sh shop || { echo "building demo/shop failed"; exit 1; }
 RUN="$WORK/run"
 out=$(build/clrmux run --output-dir "$RUN" --profile --trace 'shop!Shop.OrderService::HandleRequestAsync' \
     --trace 'shop!Shop.OrderService::PriceOrder' --trace 'shop!Shop.Pricing::ComputeTax' --trace 'shop!Shop.OrderService::RenderReceipt' \
