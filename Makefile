@@ -205,10 +205,8 @@ fuzz_utf16_SRCS     := src/common/utf16.c src/profiler/framename.c
 fuzz_framename_SRCS := src/profiler/framename.c
 fuzz_events_SRCS    := src/profiler/events.c src/profiler/framename.c
 fuzz_mdtables_SRCS  := src/common/mdtables.c
-fuzz_xspan_SRCS     := src/tracer/xspan.c src/tracer/otlp_xspan.c src/tracer/otlp.c src/tracer/otlp_http.c src/tracer/spans.c \
-                       src/tracer/spans_clock.c src/tracer/spans_ctx.c src/tracer/spans_queue.c src/tracer/spans_async.c \
-                       src/tracer/spans_failed.c src/tracer/spans_join.c \
-                       src/tracer/usdt.c src/common/platform_posix.c \
+fuzz_xspan_SRCS     := src/tracer/xspan.c src/tracer/otlp_xspan.c src/tracer/otlp.c src/tracer/otlp_http.c \
+                       $(wildcard src/tracer/spans*.c) src/tracer/usdt.c src/common/platform_posix.c \
                        src/common/log.c src/common/utf16.c
 fuzz_xspan_LIBS     := -lm
 fuzz_ctl_SRCS       := src/control/ctl_proto.c

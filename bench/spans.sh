@@ -96,8 +96,7 @@ fi
 # The probes' native cost beside the floor, and each feature's share (bench/probes.c): the
 # probes built as libclrmux.so builds them, and without one feature each, timed in turn in one
 # process with the floor.
-PSRCS="src/tracer/spans.c src/tracer/spans_async.c src/tracer/spans_clock.c src/tracer/spans_ctx.c src/tracer/spans_queue.c
-       src/tracer/usdt.c src/common/platform_posix.c"
+PSRCS="$(echo src/tracer/spans*.c) src/tracer/usdt.c src/common/platform_posix.c" # the probes' files, as they are split
 PCF="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc -g -fPIC -pthread -O2 -fno-omit-frame-pointer"
 PB=build/bench
 mkdir -p "$PB"

@@ -15,9 +15,7 @@ SUMMARY=
 if [ "${1:-}" = "--summary" ]; then SUMMARY=$2; shift 2; fi
 OUT=build/bench
 mkdir -p "$OUT"
-SRCS="src/tracer/spans.c src/tracer/spans_async.c src/tracer/spans_clock.c src/tracer/spans_ctx.c src/tracer/spans_queue.c
-      src/tracer/spans_failed.c src/tracer/usdt.c
-      src/common/platform_posix.c"
+SRCS="$(echo src/tracer/spans*.c) src/tracer/usdt.c src/common/platform_posix.c" # the probes' files, as they are split
 # as libclrmux.so is built (Makefile: CFLAGS_COMMON, -O2), its functions left visible for dlsym
 CF="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc -g -fPIC -pthread -O2"
 # shellcheck disable=SC2086
