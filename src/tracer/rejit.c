@@ -326,11 +326,6 @@ void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, U
     request(t, mod, tokens, n, assembly, 0, tracer_rejit_inliners);
 }
 
-void tracer_request_rejit_inliners(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
-{
-    request(t, mod, tokens, n, assembly, 0, 1);
-}
-
 HRESULT tracer_request_revert(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly)
 {
     return request(t, mod, tokens, n, assembly, 1, 0);

@@ -111,9 +111,7 @@ static int match_loaded(struct tracer *t, const char *assembly)
     while (SUCCEEDED(ICorProfilerModuleEnum_Next(en, 64, mods, &got)) && got > 0)
         for (ULONG i = 0; i < got; i++)
             if (module_assembly(t, mods[i], name, sizeof name) == 0 && strcasecmp(name, assembly) == 0) {
-                tracer_rejit_inliners = 1; /* its methods may be hot, inlined into their callers */
                 t->iface.lpVtbl->ModuleLoadFinished(&t->iface, mods[i], S_OK);
-                tracer_rejit_inliners = 0;
                 matched++;
             }
     ICorProfilerModuleEnum_Release(en);
@@ -149,7 +147,7 @@ static uint32_t for_methods(struct tracer *t, int ti, int revert, HRESULT *worst
             if (FAILED(hr))
                 *worst = hr;
         } else {
-            tracer_request_rejit_inliners(t, mod, toks, k, assembly); /* hot callers may have inlined them */
+            tracer_request_rejit(t, mod, toks, k, assembly);
         }
         total += k;
     }
@@ -184,6 +182,9 @@ int clrmux_tracer_ctl_add(const char *text, char *msg, size_t msglen)
         goto out;
     }
     target_text(tg, canon, sizeof canon);
+    /* the rewrites this command asks for reach the callers that inlined the methods (rejit.c):
+     * a method traced from now on may be hot, inlined into its callers already */
+    tracer_rejit_inliners = 1;
     int ti = find_target(t, tg);
     if (ti >= 0 && !atomic_load(&t->target_off[ti])) {
         say(msg, msglen, "%s is already traced (%u method(s))", canon, methods_of(t, ti));
@@ -233,6 +234,7 @@ int clrmux_tracer_ctl_add(const char *text, char *msg, size_t msglen)
         rc = 0;
     }
 out:
+    tracer_rejit_inliners = 0;
     free(tg);
     pthread_mutex_unlock(&ctl_lock);
     return rc;
@@ -257,6 +259,9 @@ int clrmux_tracer_ctl_remove(const char *text, char *msg, size_t msglen)
         goto out;
     }
     target_text(tg, canon, sizeof canon);
+    /* the rewrites this command asks for reach the callers that inlined the methods (rejit.c):
+     * a method traced from now on may be hot, inlined into its callers already */
+    tracer_rejit_inliners = 1;
     int ti = find_target(t, tg);
     if (ti < 0 || atomic_load(&t->target_off[ti])) {
         say(msg, msglen, "%s is not traced (`trace list` shows the targets)", canon);

@@ -103,7 +103,7 @@ struct rejit_job {
     ModuleID hook_module;
     const void *hook_base;
     int revert; /* RequestRevert instead of RequestReJIT (tracer_request_revert) */
-    int inliners; /* RequestReJITWithInliners (tracer_request_rejit_inliners) */
+    int inliners; /* RequestReJITWithInliners (tracer_rejit_inliners was set) */
 #ifdef __linux__
     int moved;          /* the ReJIT thread's affinity narrowed for the job (the lookup: the CPUs
                            other than the app thread's; a RequestReJIT: the waiting thread's CPU) */
@@ -317,15 +317,13 @@ void tracer_queue_hook_lookup(struct tracer *t, ModuleID mod, const void *base);
 /* queues RequestReJIT of `n` methods (`tokens`) of module `mod` (named `assembly` in the log)
  * and waits until the ReJIT thread has made it, REJIT_WAIT_SECONDS at most; errors are logged */
 void tracer_request_rejit(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly);
-/* the same with RequestReJITWithInliners(COR_PRF_REJIT_BLOCK_INLINING) where the runtime has
- * ICorProfilerInfo10 (else RequestReJIT): the callers that had inlined the methods are
- * re-JIT-compiled too, and the methods are not inlined again (tracer_ctl.c: a target added at
- * run time, whose methods may be hot and inlined). Not at start-up: a method that is not yet
- * compiled is inlined nowhere, and a rewrite with inliners is not held back for another
+/* set on the control channel's thread while it runs `trace add` (tracer_ctl.c): the
+ * tracer_request_rejit calls made there ask for RequestReJITWithInliners(
+ * COR_PRF_REJIT_BLOCK_INLINING) where the runtime has ICorProfilerInfo10 (else RequestReJIT):
+ * the callers that had inlined the methods are re-JIT-compiled too, and the methods are not
+ * inlined again (a target added at run time may be hot and inlined). Not at start-up: a method
+ * not yet compiled is inlined nowhere, and a rewrite with inliners is not held back for another
  * child's JIT-time rewrite (loader/compose.h) */
-void tracer_request_rejit_inliners(struct tracer *t, ModuleID mod, mdMethodDef *tokens, ULONG n, const char *assembly);
-/* set on the control channel's thread while it matches a new target against the loaded modules
- * (tracer_ctl.c): tracer_request_rejit made there is tracer_request_rejit_inliners */
 extern __thread int tracer_rejit_inliners;
 /* the same with RequestRevert (the tracer's rewrite of those methods goes; tracer_ctl.c);
  * returns the HRESULT, or E_FAIL when it was not made within REJIT_WAIT_SECONDS */
