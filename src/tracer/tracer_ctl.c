@@ -163,25 +163,38 @@ static uint32_t methods_of(struct tracer *t, int ti)
     return k;
 }
 
+/* The start of `trace add` and `trace remove`, called with ctl_lock held: the running tracer and TEXT parsed
+ * into *TG (calloc'd, the caller frees it) with its canonical text in CANON (CLRMUX_TRACER_CTL_TEXT_MAX bytes).
+ * NULL with the reason in MSG when the tracer is not running, memory ran out or TEXT is not a target. */
+static struct tracer *command_target(const char *text, char *msg, size_t msglen, struct clrmux_target **tg, char *canon)
+{
+    char err[400];
+    struct tracer *t = running(msg, msglen);
+    *tg = t ? calloc(1, sizeof **tg) : NULL;
+    if (!t)
+        return NULL;
+    if (!*tg) {
+        say(msg, msglen, "out of memory");
+        return NULL;
+    }
+    if (clrmux_target_parse(text, *tg, err, sizeof err) != 0) {
+        say(msg, msglen, "bad target %s", err);
+        return NULL;
+    }
+    target_text(*tg, canon, CLRMUX_TRACER_CTL_TEXT_MAX);
+    return t;
+}
+
 int clrmux_tracer_ctl_add(const char *text, char *msg, size_t msglen)
 {
     say(msg, msglen, "%s", "");
     pthread_mutex_lock(&ctl_lock);
     int rc = -1;
-    struct tracer *t = running(msg, msglen);
-    struct clrmux_target *tg = t ? calloc(1, sizeof *tg) : NULL;
-    char err[400], canon[CLRMUX_TRACER_CTL_TEXT_MAX];
+    struct clrmux_target *tg = NULL;
+    char canon[CLRMUX_TRACER_CTL_TEXT_MAX];
+    struct tracer *t = command_target(text, msg, msglen, &tg, canon);
     if (!t)
         goto out;
-    if (!tg) {
-        say(msg, msglen, "out of memory");
-        goto out;
-    }
-    if (clrmux_target_parse(text, tg, err, sizeof err) != 0) {
-        say(msg, msglen, "bad target %s", err);
-        goto out;
-    }
-    target_text(tg, canon, sizeof canon);
     /* the rewrites this command asks for reach the callers that inlined the methods (rejit.c):
      * a method traced from now on may be hot, inlined into its callers already */
     tracer_rejit_inliners = 1;
@@ -245,23 +258,11 @@ int clrmux_tracer_ctl_remove(const char *text, char *msg, size_t msglen)
     say(msg, msglen, "%s", "");
     pthread_mutex_lock(&ctl_lock);
     int rc = -1;
-    struct tracer *t = running(msg, msglen);
-    struct clrmux_target *tg = t ? calloc(1, sizeof *tg) : NULL;
-    char err[400], canon[CLRMUX_TRACER_CTL_TEXT_MAX];
+    struct clrmux_target *tg = NULL;
+    char canon[CLRMUX_TRACER_CTL_TEXT_MAX];
+    struct tracer *t = command_target(text, msg, msglen, &tg, canon);
     if (!t)
         goto out;
-    if (!tg) {
-        say(msg, msglen, "out of memory");
-        goto out;
-    }
-    if (clrmux_target_parse(text, tg, err, sizeof err) != 0) {
-        say(msg, msglen, "bad target %s", err);
-        goto out;
-    }
-    target_text(tg, canon, sizeof canon);
-    /* the rewrites this command asks for reach the callers that inlined the methods (rejit.c):
-     * a method traced from now on may be hot, inlined into its callers already */
-    tracer_rejit_inliners = 1;
     int ti = find_target(t, tg);
     if (ti < 0 || atomic_load(&t->target_off[ti])) {
         say(msg, msglen, "%s is not traced (`trace list` shows the targets)", canon);
