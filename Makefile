@@ -146,13 +146,14 @@ $(BUILD)/libclrmux_profiler.so: $(PROF_OBJS)
 # without its agent (docs/tracing.md), and this says so.
 AGENT_SRCS := $(wildcard src/tracer/agent/*.cs) src/tracer/agent/Clrmux.Agent.csproj
 ifneq ($(shell command -v dotnet 2>/dev/null),)
-all: $(BUILD)/Clrmux.Agent.dll
+all: $(BUILD)/Clrmux.Agent.dll $(BUILD)/tools/attach/clrmux-attach.dll
 else
 all: agent-missing
 endif
 .PHONY: agent-missing
 agent-missing:
 	@echo "make: dotnet is not on PATH: $(BUILD)/Clrmux.Agent.dll (the tracer's managed agent: async spans, Activities) is not built"
+	@echo "make: dotnet is not on PATH: $(BUILD)/tools/attach/clrmux-attach.dll (the tool behind clrmux attach) is not built"
 $(BUILD)/Clrmux.Agent.dll: $(AGENT_SRCS)
 	@mkdir -p $(BUILD)/agent
 	DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet build src/tracer/agent/Clrmux.Agent.csproj -c Release \
@@ -397,6 +398,10 @@ install: all
 	chmod 0644 $(DESTDIR)$(PREFIX)/share/clrmux/instrument.sh
 	install -m 0644 README.md loader.conf.example THIRD_PARTY_NOTICES.md $(DESTDIR)$(PREFIX)/share/doc/clrmux/
 	install -m 0644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/clrmux/docs/
+	install -D -m 0644 bench/README.md $(DESTDIR)$(PREFIX)/share/doc/clrmux/bench/README.md
+	install -D -m 0644 src/profiler/README.md $(DESTDIR)$(PREFIX)/share/doc/clrmux/src/profiler/README.md
+	if [ -f $(BUILD)/tools/attach/clrmux-attach.dll ]; then install -d $(DESTDIR)$(PREFIX)/share/clrmux/attach && \
+	    install -m 0644 $(BUILD)/tools/attach/*.dll $(BUILD)/tools/attach/*.json $(DESTDIR)$(PREFIX)/share/clrmux/attach/; fi
 
 # make dist: build/dist/clrmux-VERSION-linux-x64.tar.gz, clrmux_VERSION_amd64.deb and
 # Clrmux.Bundle.VERSION.nupkg (tested by tests/packaging.sh in make test)

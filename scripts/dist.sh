@@ -86,7 +86,8 @@ if command -v "${WIN_CC:-x86_64-w64-mingw32-gcc}" >/dev/null 2>&1 && command -v 
     W="$STAGE/win-x64/clrmux-$VERSION"
     mkdir -p "$W"
     cp build/win-x64/libclrmux.dll build/win-x64/clrmux.exe README.md loader.conf.example THIRD_PARTY_NOTICES.md "$W/"
-    mkdir -p "$W/docs" && cp docs/*.md "$W/docs/"
+    mkdir -p "$W/docs" "$W/bench" "$W/src/profiler" && cp docs/*.md "$W/docs/"
+    cp bench/README.md "$W/bench/" && cp src/profiler/README.md "$W/src/profiler/" # the docs link to them
     [ -f build/Clrmux.Agent.dll ] && cp build/Clrmux.Agent.dll "$W/"
     cp packaging/loader-win.conf "$W/loader.conf"
     (cd "$STAGE/win-x64" && find "clrmux-$VERSION" -exec touch -d 2020-01-01T00:00:00Z {} + && zip -q -X -r "$ROOT/$DIST/clrmux-$VERSION-win-x64.zip" "clrmux-$VERSION")

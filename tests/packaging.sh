@@ -75,7 +75,27 @@ docs_in() { # docs_in DIR: DIR holds README.md, loader.conf.example and docs/*.m
     for f in docs/*.md; do cmp -s "$f" "$1/$f" || return 1; done
     [ "$(ls "$1"/docs/*.md | wc -l)" = "$(ls docs/*.md | wc -l)" ]
 }
+links_in() { # links_in DIR: every relative link of DIR's .md pages names a file inside DIR
+    python3 - "$1" <<'PY'
+import os, re, sys
+root, broken = os.path.realpath(sys.argv[1]), []
+for d, _, files in os.walk(root):
+    for f in files:
+        if f.endswith(".md"):
+            page = os.path.join(d, f)
+            for t in re.findall(r"\]\(([^)\s]+)\)", open(page, encoding="utf-8").read()):
+                t = t.split("#")[0]
+                if not t or re.match(r"[a-z]+:", t):
+                    continue
+                p = os.path.realpath(os.path.join(d, t))
+                if not p.startswith(root + os.sep) or not os.path.exists(p):
+                    broken.append("%s -> %s" % (os.path.relpath(page, root), t))
+print("\n".join(broken[:10]))
+sys.exit(1 if broken else 0)
+PY
+}
 check "installed tree has share/doc/clrmux/{README.md, loader.conf.example, docs/*.md}" docs_in "$P/share/doc/clrmux"
+check "installed tree: every relative link of the installed pages resolves inside share/doc/clrmux" links_in "$P/share/doc/clrmux"
 # the profiler's companion: zlib and protobuf-c linked in and hidden, so it needs only libc (the
 # .deb's Depends and the READMEs say so) and exports only its entry point and its control
 # operations (profiler/companion.h)
@@ -139,6 +159,7 @@ if [ -s "$WZIP" ]; then
         bash -c "[ -s '$WZ/README.md' ] && [ -s '$WZ/loader.conf.example' ] && ! grep -q '^builtin' '$WZ/loader.conf'"
     check "win-x64 zip: THIRD_PARTY_NOTICES.md" notices "$WZ/THIRD_PARTY_NOTICES.md"
     check "win-x64 zip: docs/*.md" docs_in "$WZ"
+    check "win-x64 zip: every relative link of its pages resolves inside it" links_in "$WZ"
     check "win-x64 zip: clrmux.exe (clrmux ctl) is a PE32+ x86-64 console program" \
         bash -c "file '$WZ/clrmux.exe' | grep -q 'PE32+ executable (console).*x86-64'"
     check "win-x64 zip: libclrmux.dll exports DllGetClassObject and DllCanUnloadNow" \
@@ -151,6 +172,9 @@ tar -C "$WORK/tar" -xzf "$TAR"
 T="$WORK/tar/clrmux-$VERSION"
 check "tarball unpacks to clrmux-$VERSION/{bin,lib,etc,share}" test -x "$T/bin/clrmux" -a -f "$T/lib/libclrmux.so" -a -f "$T/etc/loader.conf" -a -f "$T/share/clrmux/instrument.sh"
 [ $have_dotnet = 1 ] && check "tarball has lib/Clrmux.Agent.dll (the tracer's managed agent) beside libclrmux.so" test -f "$T/lib/Clrmux.Agent.dll"
+[ $have_dotnet = 1 ] && check "tarball has share/clrmux/attach/clrmux-attach.dll (clrmux attach's tool) and its dependencies" \
+    test -f "$T/share/clrmux/attach/clrmux-attach.dll" -a -f "$T/share/clrmux/attach/Microsoft.Diagnostics.NETCore.Client.dll" \
+    -a -f "$T/share/clrmux/attach/clrmux-attach.runtimeconfig.json"
 check "tarball's clrmux --version says $VERSION" grep -qx "clrmux $VERSION" <("$T/bin/clrmux" --version)
 check "tarball has share/doc/clrmux/THIRD_PARTY_NOTICES.md" notices "$T/share/doc/clrmux/THIRD_PARTY_NOTICES.md"
 check "tarball has share/doc/clrmux/{README.md, loader.conf.example, docs/*.md}" docs_in "$T/share/doc/clrmux"
