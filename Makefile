@@ -284,7 +284,7 @@ $(BUILD)/win-x64/testdll.dll: tests/win/testdll.c | setup
 # Windows half ctl_reach_win.c and the protocol and names of src/control), its objects in
 # build/win-x64/obj beside the DLL's (tests/circles.sh reads them), C runtime linked in
 WIN_CLI_OBJS := $(patsubst %.c,$(BUILD)/win-x64/obj/%.o,src/cli/clrmux_win.c src/cli/ctl.c src/cli/ctl_reach_win.c \
-                src/control/ctl_proto.c src/control/ctl_path.c)
+                src/control/ctl_proto.c src/control/ctl_path.c src/control/ctl_pipe_win.c)
 windows: $(BUILD)/win-x64/clrmux.exe
 $(BUILD)/win-x64/obj/src/cli/clrmux_win.o: WIN_CFLAGS += -DCLRMUX_VERSION='"$(VERSION)"'
 $(BUILD)/win-x64/clrmux.exe: $(WIN_CLI_OBJS)

@@ -21,6 +21,7 @@
 #include <wchar.h>
 
 #include "control/ctl_path.h"
+#include "control/ctl_pipe_win.h"
 
 #define REPLY_TIMEOUT_MS 60000 /* trace add waits for the ReJIT thread, 10 s per module at most */
 #define BUSY_WAIT_MS 10000     /* one client at a time, each served within 2 s + 2 s */
@@ -109,31 +110,6 @@ static void explain(DWORD pid, const char *pipe, DWORD err)
                         "is it under clrmux?\n", pipe, (unsigned long)pid);
 }
 
-/* Overlapped I/O of up to len bytes within ms: the bytes moved, *err 0 (done, for a read: the
- * message is whole), ERROR_MORE_DATA (a part of the message; read on), WAIT_TIMEOUT, or the
- * error (ERROR_BROKEN_PIPE: the process closed its end). */
-static DWORD pipe_io(HANDLE h, HANDLE ev, void *buf, DWORD len, int writing, DWORD ms, DWORD *err)
-{
-    OVERLAPPED ov;
-    memset(&ov, 0, sizeof ov);
-    ov.hEvent = ev;
-    ResetEvent(ev);
-    DWORD n = 0;
-    BOOL done = writing ? WriteFile(h, buf, len, &n, &ov) : ReadFile(h, buf, len, &n, &ov);
-    DWORD e = done ? 0 : GetLastError();
-    if (e == ERROR_IO_PENDING) {
-        if (WaitForSingleObject(ev, ms) != WAIT_OBJECT_0) {
-            CancelIo(h);
-            GetOverlappedResult(h, &ov, &n, TRUE);
-            *err = WAIT_TIMEOUT;
-            return 0;
-        }
-        e = GetOverlappedResult(h, &ov, &n, FALSE) ? 0 : GetLastError();
-    }
-    *err = e;
-    return n;
-}
-
 /* The pipe, opened in message mode; INVALID_HANDLE_VALUE after saying why. */
 static HANDLE open_pipe(DWORD pid, const char *name, const wchar_t *wname)
 {
@@ -196,7 +172,7 @@ int clrmux_ctl_reach(long pid, const char *req, size_t len, char **out, size_t *
         goto fail;
     }
     DWORD e = 0;
-    DWORD n = pipe_io(h, ev, (void *)req, (DWORD)len, 1, REPLY_TIMEOUT_MS, &e);
+    DWORD n = clrmux_ctl_pipe_io(h, ev, NULL, (void *)req, (DWORD)len, 1, REPLY_TIMEOUT_MS, &e);
     if (e || n != len) {
         fprintf(stderr, "clrmux ctl: process %ld closed the connection: %s\n", pid,
                 e == WAIT_TIMEOUT ? "the request was not taken" : error_text(e, why, sizeof why));
@@ -214,7 +190,8 @@ int clrmux_ctl_reach(long pid, const char *req, size_t len, char **out, size_t *
             cap *= 2;
         }
         ULONGLONG now = GetTickCount64();
-        n = pipe_io(h, ev, reply + got, (DWORD)(cap - got), 0, now < until ? (DWORD)(until - now) : 0, &e);
+        n = clrmux_ctl_pipe_io(h, ev, NULL, reply + got, (DWORD)(cap - got), 0, now < until ? (DWORD)(until - now) : 0,
+                               &e);
         got += n;
         if (e == ERROR_MORE_DATA)
             continue; /* a part of the message */

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "control/ctl_path.h"
+#include "control/ctl_pipe_win.h"
 #include "control/ctl_perfmap.h"
 #include "control/ctl_proto.h"
 
@@ -116,40 +117,17 @@ static int client_allowed(HANDLE pipe, PSID user, char *who, size_t whosz)
     return ok;
 }
 
-/* Overlapped I/O of up to len bytes within ms; the bytes moved, -2 at the timeout (or the
- * stop), or -1 (an error: the client has closed its end). */
-static long pipe_io(HANDLE pipe, HANDLE ev, void *buf, DWORD len, int writing, DWORD ms)
-{
-    OVERLAPPED ov;
-    memset(&ov, 0, sizeof ov);
-    ov.hEvent = ev;
-    ResetEvent(ev);
-    DWORD n = 0;
-    BOOL done = writing ? WriteFile(pipe, buf, len, &n, &ov) : ReadFile(pipe, buf, len, &n, &ov);
-    if (!done) {
-        if (GetLastError() != ERROR_IO_PENDING)
-            return -1;
-        HANDLE hs[2] = {ev, g.stop_event};
-        if (WaitForMultipleObjects(2, hs, FALSE, ms) != WAIT_OBJECT_0) {
-            CancelIo(pipe);
-            GetOverlappedResult(pipe, &ov, &n, TRUE);
-            return -2;
-        }
-        if (!GetOverlappedResult(pipe, &ov, &n, FALSE))
-            return -1;
-    }
-    return (long)n;
-}
-
 /* The reply as one message, then a wait for the client to close its end (it has read the
  * message: a disconnect would discard what it has not), both within the deadline. */
 static void write_all(HANDLE pipe, HANDLE ev, const char *p, size_t len, int64_t deadline)
 {
     int64_t left = (deadline - now_ns()) / 1000000;
-    if (left <= 0 || pipe_io(pipe, ev, (void *)p, (DWORD)len, 1, (DWORD)left) != (long)len)
+    DWORD e = 0;
+    if (left <= 0 || clrmux_ctl_pipe_io(pipe, ev, g.stop_event, (void *)p, (DWORD)len, 1, (DWORD)left, &e) != len || e)
         return;
     char sink[256];
-    while ((left = (deadline - now_ns()) / 1000000) > 0 && pipe_io(pipe, ev, sink, sizeof sink, 0, (DWORD)left) > 0) {
+    while ((left = (deadline - now_ns()) / 1000000) > 0
+           && clrmux_ctl_pipe_io(pipe, ev, g.stop_event, sink, sizeof sink, 0, (DWORD)left, &e) > 0 && !e) {
     }
 }
 
@@ -193,10 +171,11 @@ static void serve(HANDLE pipe, HANDLE ev, PSID user, char *reply, size_t reply_c
         int64_t left = (deadline - now_ns()) / 1000000;
         if (left <= 0)
             break;
-        long k = pipe_io(pipe, ev, req + len, (DWORD)(sizeof req - len), 0, (DWORD)left);
-        if (k == -2)
-            break; /* the deadline */
-        if (k <= 0) {
+        DWORD e = 0, k = clrmux_ctl_pipe_io(pipe, ev, g.stop_event, req + len, (DWORD)(sizeof req - len), 0,
+                                            (DWORD)left, &e);
+        if (e == WAIT_TIMEOUT)
+            break; /* the deadline, or the channel stops */
+        if (e || k == 0) {
             eof = 1; /* the client closed its end */
             break;
         }
