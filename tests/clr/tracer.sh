@@ -586,7 +586,9 @@ fi
 
 # ---- the export thread starts after a while (export_delay_ns): a short process ends first ---
 # hello ends ~60 ms after Initialize, before the default delay (200 ms): no export thread, its
-# span written by Shutdown; with flush_interval_ms = 10 the thread starts (10 ms) before it ends
+# span written by Shutdown; with flush_interval_ms = 10 the thread starts (10 ms) before it ends.
+# A loaded machine can stretch hello past 200 ms: then the thread may start, but never sooner
+# than 200 ms after Initialize; the default run is tried up to 3 times for one without it.
 for f in default 10; do
     cat >"$WORK/late$f.conf" <<EOF
 [loader]
@@ -597,14 +599,23 @@ output = $WORK/late$f.otlp.jsonl
 $([ "$f" = 10 ] && echo "flush_interval_ms = 10")
 trace = hello!Program::<Main>\$
 EOF
-    env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$WORK/late$f.conf" \
-        CLRMUX_LOG_FILE="$WORK/late$f.log" "${DOTNET[@]}" build/clr/hello/hello.dll >"$WORK/late$f.out" 2>&1
 done
-if grep -qF '"name":"Program.<Main>$"' "$WORK/latedefault.otlp.jsonl" 2>/dev/null && ! grep -q "export thread started" "$WORK/latedefault.log" \
+early=""
+for try in 1 2 3; do
+    for f in default 10; do
+        rm -f "$WORK/late$f.otlp.jsonl" "$WORK/late$f.log"
+        env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$WORK/late$f.conf" \
+            CLRMUX_LOG_FILE="$WORK/late$f.log" "${DOTNET[@]}" build/clr/hello/hello.dll >"$WORK/late$f.out" 2>&1
+    done
+    started=$(sed -n 's/.*tracer: export thread started, \([0-9]*\) ms after Initialize.*/\1/p' "$WORK/latedefault.log")
+    [ -n "$started" ] && [ "$started" -lt 200 ] && early="$early $started"
+    [ -z "$started" ] && break
+done
+if [ -z "$early" ] && grep -qF '"name":"Program.<Main>$"' "$WORK/latedefault.otlp.jsonl" 2>/dev/null && [ -z "$started" ] \
     && grep -q "tracer: export thread started, [0-9]* ms after Initialize" "$WORK/late10.log" \
     && grep -qF '"name":"Program.<Main>$"' "$WORK/late10.otlp.jsonl" 2>/dev/null; then
-    ok "a short process never starts the export thread (its span written at Shutdown); with flush_interval_ms = 10 it starts"
-else bad "the export thread's delayed start" "$(grep -E 'export thread|span\(s\) written' "$WORK"/late*.log | head -4)"; fi
+    ok "a short process never starts the export thread (its span written at Shutdown; try $try); with flush_interval_ms = 10 it starts"
+else bad "the export thread's delayed start" "started before 200 ms:${early:- never}; $(grep -E 'export thread|span\(s\) written' "$WORK"/late*.log | head -4)"; fi
 # the RequestReJIT made by the ReJIT thread on the CPU of the thread that waits for it (rejit.c):
 # no wake-up of an idle vCPU each way (with more than one CPU to choose from)
 if [ "$(nproc)" -lt 2 ]; then ok "the RequestReJIT's CPU: one CPU, nothing to choose"
