@@ -151,10 +151,11 @@ if [ $ORDERS = 1 ]; then
     OPROF=$(ls "$ORUN"/front/profiles/*.pb.gz 2>/dev/null | head -1)
     if [ -n "$FRONT" ] && [ -n "$BACK" ] && [ -n "$OPROF" ]; then
         echo "   one order's trace, across the two processes:"
-        python3 - "$FRONT" "$BACK" <<'PY'
+        rm -f "$OUT/orders-trace-id"
+        python3 - "$FRONT" "$BACK" "$OUT/orders-trace-id" <<'PY'
 import collections, json, sys
 spans = []
-for path in sys.argv[1:]:
+for path in sys.argv[1:3]:
     for line in open(path):
         for rs in json.loads(line).get("resourceSpans", []):
             svc = next((a["value"].get("stringValue", "") for a in rs.get("resource", {}).get("attributes", [])
@@ -181,9 +182,12 @@ def show(pid, depth):
         show(s["spanId"], depth + 1)
 print("     trace %s: %d spans in %d processes" % (trace[0]["traceId"], len(trace), len({s["svc"] for s in trace})))
 show("", 0)
+open(sys.argv[3], "w").write(trace[0]["traceId"])
 PY
+        # the report draws the trace printed above
         python3 tools/report/report.py --assets "$ASSETS" --profile "$OPROF" --traces "$FRONT" "$BACK" \
-            --root "orders-front: POST /orders" --title "clrmux demo: orders, a database and a queue" \
+            --root "orders-front: POST /orders" --trace-id "$(cat "$OUT/orders-trace-id" 2>/dev/null)" \
+            --title "clrmux demo: orders, a database and a queue" \
             --out "$OUT/orders-report.html" | sed 's/^/   /' && ORDERS_HTML="$OUT/orders-report.html"
     else
         loud "the orders service left no spans or profile (see $ORUN): no database and queue spans"

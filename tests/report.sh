@@ -76,6 +76,26 @@ print("   %d spans: %s" % (len(spans), ", ".join(sorted({s["name"] for s in span
 sys.exit(0 if ok else 1)
 PY
 
+# --trace-id draws the trace it names (the demo draws the trace it printed); an unknown one is refused
+TID=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    for rs in json.loads(line)["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                if s["name"] == "Shop.OrderService.HandleRequestAsync":
+                    print(s["traceId"]); sys.exit(0)' "$SPANS")
+out=$(python3 tools/report/report.py --assets "$ASSETS" --profile "$PROF" --traces "$SPANS" --trace-id "$TID" --out "$WORK/tid.html" 2>&1)
+got=$(python3 -c '
+import json, re, sys
+page = open(sys.argv[1]).read()
+print(json.loads(re.search(r"const DATA = (\{.*?\});\n", page).group(1).replace("<\\/", "</"))["request"]["traceId"])' "$WORK/tid.html" 2>/dev/null)
+out2=$(python3 tools/report/report.py --assets "$ASSETS" --profile "$PROF" --traces "$SPANS" --trace-id 0123456789abcdef0123456789abcdef --out "$WORK/tid2.html" 2>&1)
+rc2=$?
+[ -n "$TID" ] && [ "$got" = "$TID" ] && [ $rc2 = 1 ] && grep -q "no trace 0123456789abcdef0123456789abcdef" <<<"$out2" \
+    && ok "report.py --trace-id draws the trace it names (the first request, $TID); an unknown id: exit 1" \
+    || bad "report.py --trace-id" "wanted $TID, drew $got; $out; unknown id: rc $rc2 $out2"
+
 # render the two pictures alone (report.html#pictures), at 2 device pixels per CSS pixel for OCR
 if tools/report/render.sh "$HTML" "$WORK/pictures.png" "$WORK/dom.html" pictures 2; then
     ok "headless Chromium rendered the report ($(wc -c <"$WORK/pictures.png") byte screenshot)"

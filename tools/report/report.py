@@ -3,7 +3,7 @@
 of one request, in one self-contained file a person opens in a browser (no server, no network).
 
     tools/report/report.py --profile P.pb.gz --traces T.otlp.jsonl [T2.otlp.jsonl...] --out report.html
-                           [--sample-index cpu] [--root NAME] [--assets DIR]
+                           [--sample-index cpu] [--root NAME] [--trace-id ID] [--assets DIR]
 
 - The profile is read by pprof itself (`go tool pprof -traces`, one stack per sample), so the
   report shows exactly the stacks and values pprof shows.
@@ -13,6 +13,7 @@ of one request, in one self-contained file a person opens in a browser (no serve
 - The request: among the traces (spans sharing a traceId) whose root span is NAME (default:
   the most common root span name), the one at the 90th percentile of duration; its spans are
   drawn on a time axis, one row per nesting depth, failed spans in red with their exception.
+  --trace-id ID draws that trace instead (a 32-hex-digit W3C trace id; exit 1 if no span has it).
   Several span files (one per process) are read as one: a request's trace crosses processes
   (its spans' parents are in another file), each span named with its service.name.
 - The page switches the flame graph between the sample types it holds (--sample-index, then
@@ -120,10 +121,11 @@ def read_spans(path):
     return service, spans
 
 
-def pick_request(spans, root_name):
-    """One request: among the traces whose root span is root_name (default: the most common root
-    name), the one at the 90th percentile of duration: slow, but not the first call that paid
-    for JIT compilation. Returns (root, [its spans with depth], number of such requests)."""
+def pick_request(spans, root_name, trace_id=""):
+    """One request: the trace trace_id if given, else among the traces whose root span is root_name
+    (default: the most common root name), the one at the 90th percentile of duration: slow, but not
+    the first call that paid for JIT compilation. Returns (root, [its spans with depth], number of
+    such requests), or (None, None, 0) when there is none."""
     by_trace = collections.defaultdict(list)
     for s in spans:
         by_trace[s["trace"]].append(s)
@@ -133,6 +135,8 @@ def pick_request(spans, root_name):
         rs = [s for s in ss if not s["parent"] or s["parent"] not in ids]
         if len(rs) == 1:
             roots.append((rs[0], ss))
+    if trace_id:
+        roots = [(r, ss) for r, ss in roots if r["trace"] == trace_id]
     if not roots:
         return None, None, 0
     if not root_name:
@@ -170,6 +174,7 @@ def main():
     ap.add_argument("--also", default="wall",
                     help="comma-separated further sample types the page can switch to, when present")
     ap.add_argument("--root", default="")
+    ap.add_argument("--trace-id", default="", help="draw this trace (32 hex digits) as the request")
     ap.add_argument("--title", default="")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--assets", default=os.path.join(here, "..", "..", "build", "report", "node_modules"))
@@ -204,7 +209,9 @@ def main():
     if len({s["service"] for s in spans}) > 1:  # spans of several processes: each says whose it is
         for s in spans:
             s["name"] = "%s: %s" % (s["service"], s["name"])
-    root, request, ncand = pick_request(spans, a.root)
+    root, request, ncand = pick_request(spans, a.root, a.trace_id.lower())
+    if a.trace_id and root is None:
+        sys.exit("report.py: no trace %s with one root span in %s" % (a.trace_id, " ".join(a.traces)))
     names = collections.Counter(s["name"] for s in spans)
 
     data = {
@@ -231,9 +238,10 @@ def main():
                 html.escape(s["exception"] or s["message"] or ("error" if s["error"] else "")))
             for s in request[:200])
     req_title = "no traced request" if root is None else (
-        "One request, the 90th percentile of %d %s requests: trace %s on thread %s, %s, %d spans" % (
-            ncand, html.escape(root["name"]), root["trace"], html.escape(root["thread"]),
-            fmt_ns(root["end"] - root["start"]), len(request)))
+        "One request, %s: trace %s on thread %s, %s, %d spans" % (
+            html.escape(root["name"]) if a.trace_id else
+            "the 90th percentile of %d %s requests" % (ncand, html.escape(root["name"])),
+            root["trace"], html.escape(root["thread"]), fmt_ns(root["end"] - root["start"]), len(request)))
 
     page = TEMPLATE
     for k, v in {
