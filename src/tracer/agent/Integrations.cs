@@ -448,13 +448,7 @@ namespace Clrmux.Agent
                 if (attrs[i].Key != "db.query.text" || attrs[i].Value is not string text)
                     continue;
                 // a statement's sanitized text and summary, kept for the next call of the same text
-                if (!s_statements.TryGetValue(text, out (string Clean, string? Op, string? Table) st))
-                {
-                    (string? o, string? t) = DbEnrichment.Summary(text);
-                    st = (DbEnrichment.Sanitize ? DbEnrichment.SanitizeSql(text) : text, o, t);
-                    if (s_statements.Count < 4096)
-                        s_statements[text] = st;
-                }
+                DbEnrichment.Statement st = DbEnrichment.StatementOf(text);
                 attrs[i] = new(attrs[i].Key, st.Clean);
                 (string? op, string? table) = (st.Op, st.Table);
                 if (op != null && Find(attrs, "db.operation.name") == null)
@@ -511,7 +505,6 @@ namespace Clrmux.Agent
         // ---- property paths: this.A.B, argN.A.B ----
 
         private static readonly ConcurrentDictionary<(Type, string), Func<object, object?>?> s_getters = new();
-        private static readonly ConcurrentDictionary<string, (string, string?, string?)> s_statements = new(StringComparer.Ordinal);
 
         /// <summary>A call's `this` and arguments (More: arguments 4.., when the definition reads them).</summary>
         internal readonly struct Call
