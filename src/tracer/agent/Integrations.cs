@@ -13,6 +13,7 @@ using System.Collections.Concurrent;
 using System.Collections.Generic;
 using System.Reflection;
 using System.Text;
+using System.Threading;
 using System.Threading.Tasks;
 
 namespace Clrmux.Agent
@@ -275,6 +276,9 @@ namespace Clrmux.Agent
         // the calls whose task had not completed when they returned it, by span: completed by
         // AsyncSpans.TaskDone, before the span ends
         private static readonly ConcurrentDictionary<ulong, (Def, List<KeyValuePair<string, object?>>)> s_parked = new();
+        // its entries, kept apart: ConcurrentDictionary's IsEmpty and Count take every lock when it
+        // is empty, and every async span's end asks (AsyncSpans.Finish)
+        private static int s_nparked;
 
         /// <summary>A method returned a task (or a boxed ValueTask): its result is read now if it
         /// has one, else when the task completes (AsyncSpans.Finish calls TaskDone before the span
@@ -309,9 +313,13 @@ namespace Clrmux.Agent
                 Done(d, spanId, task, attrs);
                 return;
             }
-            if (s_parked.Count >= 4096)
+            if (Volatile.Read(ref s_nparked) >= 4096)
+            {
                 s_parked.Clear(); // tasks that never complete: forgotten
-            s_parked[spanId] = (d, attrs);
+                Volatile.Write(ref s_nparked, 0);
+            }
+            if (s_parked.TryAdd(spanId, (d, attrs)))
+                Interlocked.Increment(ref s_nparked);
             AsyncSpans.TaskDone ??= TaskDone;
         }
 
@@ -328,8 +336,9 @@ namespace Clrmux.Agent
         /// <summary>The task of span spanId completed (AsyncSpans.Finish, before the span ends).</summary>
         private static void TaskDone(Task? task, ulong spanId)
         {
-            if (s_parked.IsEmpty || !s_parked.TryRemove(spanId, out (Def D, List<KeyValuePair<string, object?>> Attrs) p))
+            if (Volatile.Read(ref s_nparked) <= 0 || !s_parked.TryRemove(spanId, out (Def D, List<KeyValuePair<string, object?>> Attrs) p))
                 return;
+            Interlocked.Decrement(ref s_nparked);
             try
             {
                 Done(p.D, spanId, task, p.Attrs);
