@@ -15,11 +15,19 @@
 #        tracer   under clrmux, instrument = none (the method untouched)
 #        adonet   under clrmux, the shipped Microsoft.Data.Sqlite definition (a CLIENT span with
 #                 db.system.name, db.query.text sanitized, db.namespace, operation, table)
+#   3. Recording alone: an Activity of a source named Npgsql with the tags Npgsql 10 gives a
+#      command, started and stopped in a loop, no database (dbbench act), ns per Activity,
+#      for each N of BENCH_DB_ACT (default "2000 100000": the first ~12 000 spans of a process,
+#      while the code on their path is still tier 0, and steady state): clrmux, sdk and, with
+#      BENCH_DB_BASE, clrmux-base (OTLP to the same sink as part 1).
 # A breakdown of clrmux's cost adds, with BENCH_DB_CONFIGS (default "none clrmux sdk"):
 #        clrmux-nosrc   activity_sources = none: clrmux and its agent loaded, Npgsql's source not
 #                       recorded (what being there costs)
 #        clrmux-file    spans to /dev/null instead of OTLP/HTTP (the export's share)
 #        clrmux-raw     sanitize_queries = false (the statement's sanitising share)
+#        clrmux-base    the clrmux configuration with another build's libclrmux.so (and the
+#                       Clrmux.Agent.dll and libclrmux_otlp.so beside it) from the folder
+#                       BENCH_DB_BASE: a change measured side by side with what it changes
 # Rounds alternate the configurations; the medians are printed with the ratios and each one's
 # cost per call over `none` (part 1) or over `tracer` (part 2).
 #   bench/db.sh [PG_CALLS [SQLITE_CALLS]]   (defaults 2000 and 20000; knob BENCH_DB_ROUNDS, 5)
@@ -59,6 +67,7 @@ buffer_spans = 1048576" clrmux-file
 conf "endpoint = $SINK/v1/traces
 buffer_spans = 1048576
 sanitize_queries = false" clrmux-raw
+cp "$W/clrmux.conf" "$W/clrmux-base.conf"
 conf "output = /dev/null
 instrument = none" tracer
 conf "output = /dev/null
@@ -69,8 +78,10 @@ one() { # one CONFIG ARGS...: ns per call
     shift
     case $c in
     none | sdk) dotnet "$APP" "$@" 2>"$W/$c.err" ;;
-    *) env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}" \
-        CORECLR_PROFILER_PATH="$LIB" CLRMUX_CONFIG="$W/$c.conf" CLRMUX_LOG_FILE="$W/$c.log" \
+    *) local lib=$LIB
+        [ "$c" = clrmux-base ] && lib=${BENCH_DB_BASE:?clrmux-base needs BENCH_DB_BASE (a folder with a libclrmux.so)}/libclrmux.so
+        env CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="{EE712634-5BBB-4C28-8E6A-45180A97AD0B}" \
+        CORECLR_PROFILER_PATH="$lib" CLRMUX_CONFIG="$W/$c.conf" CLRMUX_LOG_FILE="$W/$c.log" \
         dotnet "$APP" "$@" 2>"$W/$c.err" ;;
     esac | sed -n 's/^ns_per_call //p'
 }
@@ -112,6 +123,40 @@ else
     echo "##########################################################################"
     echo "## db: PostgreSQL did not start: no PostgreSQL figures (scripts/setup.sh test installs it)"
     echo "##########################################################################"
+fi
+
+ACTS=${BENCH_DB_ACT:-2000 100000}
+ACTC="clrmux sdk"
+[ -n "${BENCH_DB_BASE:-}" ] && ACTC="clrmux clrmux-base sdk"
+if [ -n "$ACTS" ]; then
+    [ -n "$SINKPID" ] && kill $SINKPID 2>/dev/null # part 1's, when PostgreSQL did not start
+    "$W/sink" "$W/sinkport2" 3600 >/dev/null &
+    SINKPID=$!
+    for _ in $(seq 100); do [ -s "$W/sinkport2" ] && break; sleep 0.1; done
+    SINK2=http://127.0.0.1:$(cat "$W/sinkport2")
+    sed -i "s|^endpoint = .*|endpoint = $SINK2/v1/traces|" "$W/clrmux.conf" "$W/clrmux-base.conf"
+    for r in $(seq 1 "$ROUNDS"); do
+        for n in $ACTS; do
+            for c in $ACTC; do
+                if [ $c = sdk ]; then
+                    one sdk act-sdk "$n" "$SINK2" >>"$W/act$n-$c.ns"
+                else
+                    one $c act "$n" >>"$W/act$n-$c.ns"
+                fi
+            done
+        done
+    done
+    kill $SINKPID 2>/dev/null
+    wait $SINKPID 2>/dev/null
+    SINKPID=""
+    echo "db: an Npgsql-like Activity recorded, no database, median of $ROUNDS rounds (best of 5 x N after N):"
+    for n in $ACTS; do
+        line="  N=$n:"
+        for c in $ACTC; do
+            line="$line $c $(median "$W/act$n-$c.ns") ns"
+        done
+        echo "$line"
+    done
 fi
 
 for r in $(seq 1 "$ROUNDS"); do

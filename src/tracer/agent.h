@@ -43,10 +43,13 @@ struct clrmux_agent_managed {
                             joins it to the flow's innermost context (an async span's or an
                             Activity's) through `join` */
     void *integ_enter;   /* void IntegEnter(object this, object a0, object a1, object a2, object a3,
-                            int64 slot, int32 integ): a bytecode integration's call (integ.h):
-                            the agent reads its attributes and attaches them to span `slot` */
+                            object[] more, int64 slot, int32 integ): a bytecode integration's
+                            call (integ.h): the agent reads its attributes and attaches them to
+                            span `slot`; more: arguments 4.. when the definition reads them, else
+                            null */
     void *integ_exit;    /* void IntegExit(object ret, int64 slot, int32 integ): the call returned
-                            ret (a definition that reads `return` or extracts a context) */
+                            ret (a definition that reads `return`); integ | CLRMUX_INTEG_ASYNC:
+                            ret is the Task or boxed ValueTask whose result is read */
 };
 
 /* Flags of struct clrmux_agent_api. */

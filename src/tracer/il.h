@@ -93,7 +93,7 @@ enum {
     CLRMUX_IL_OP_BR = 0x38, CLRMUX_IL_OP_BRFALSE = 0x39, CLRMUX_IL_OP_BRTRUE = 0x3A,
     CLRMUX_IL_OP_SWITCH = 0x45, CLRMUX_IL_OP_LDIND_U4 = 0x4B, CLRMUX_IL_OP_CONV_I8 = 0x6A, CLRMUX_IL_OP_CALLVIRT = 0x6F,
     CLRMUX_IL_OP_LDSTR = 0x72, CLRMUX_IL_OP_NEWOBJ = 0x73, CLRMUX_IL_OP_THROW = 0x7A,
-    CLRMUX_IL_OP_BOX = 0x8C, CLRMUX_IL_OP_UNBOX_ANY = 0xA5, CLRMUX_IL_OP_ENDFINALLY = 0xDC, CLRMUX_IL_OP_LEAVE = 0xDD,
+    CLRMUX_IL_OP_BOX = 0x8C, CLRMUX_IL_OP_NEWARR = 0x8D, CLRMUX_IL_OP_STELEM_REF = 0xA2, CLRMUX_IL_OP_UNBOX_ANY = 0xA5, CLRMUX_IL_OP_ENDFINALLY = 0xDC, CLRMUX_IL_OP_LEAVE = 0xDD,
     CLRMUX_IL_OP_LEAVE_S = 0xDE,
     CLRMUX_IL_OP_LDARG = 0xFE09, CLRMUX_IL_OP_LDARGA = 0xFE0A, CLRMUX_IL_OP_STARG = 0xFE0B,
     CLRMUX_IL_OP_LDLOC = 0xFE0C, CLRMUX_IL_OP_LDLOCA = 0xFE0D, CLRMUX_IL_OP_STLOC = 0xFE0E,
@@ -311,6 +311,8 @@ int clrmux_il_sig_uncompress(const uint8_t *p, size_t len, uint32_t *val);
 /* Encode v (≤ 0x1FFFFFFF) into out: returns 1, 2 or 4, or CLRMUX_IL_E_RANGE. */
 int clrmux_il_sig_compress(uint32_t v, uint8_t out[4]);
 
+#define CLRMUX_IL_SIG_PARAMS 64 /* parameters whose types a parsed method signature locates */
+
 /* What clrmux_il_parse_method_sig extracts from a MethodDefSig/MethodRefSig
  * (II.23.2.1-2). The return type blob is sig[ret_offset, ret_offset+ret_len):
  * CustomMod* then BYREF? Type, TYPEDBYREF or VOID, as stored. */
@@ -320,7 +322,8 @@ typedef struct clrmux_il_method_sig {
     uint32_t param_count;
     size_t ret_offset, ret_len;
     int returns_void;          /* return type is VOID (custom modifiers allowed) */
-    size_t param_offset[4], param_len[4]; /* the first 4 parameters' types (custom modifiers included) */
+    /* the first CLRMUX_IL_SIG_PARAMS parameters' types (custom modifiers included) */
+    size_t param_offset[CLRMUX_IL_SIG_PARAMS], param_len[CLRMUX_IL_SIG_PARAMS];
 } clrmux_il_method_sig;
 
 /* Read a method signature blob (all of it is validated, including the

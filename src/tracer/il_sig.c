@@ -168,7 +168,7 @@ static int read_method_sig(sigrd *r, int depth, clrmux_il_method_sig *ms)
         size_t at = r->pos;
         if ((rc = skip_type(r, depth + 1)))
             return rc;
-        if (i < 4) {
+        if (i < CLRMUX_IL_SIG_PARAMS) {
             ms->param_offset[i] = at;
             ms->param_len[i] = r->pos - at;
         }

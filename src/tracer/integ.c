@@ -45,8 +45,8 @@ const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
      "attribute = server.address = this.Connection.Settings.Server\n"
      "attribute = server.port = this.Connection.Settings.Port\n"
      "\n"
-     /* Microsoft.Data.SqlClient (no ActivitySource; tested without a server: a statement on a
-      * connection that never opened). ExecuteScalarAsync ends in ExecuteReaderAsync(behavior,
+     /* Microsoft.Data.SqlClient (no ActivitySource; tested without a server: statements on a
+      * connection whose Open failed, to a closed loopback port). ExecuteScalarAsync ends in ExecuteReaderAsync(behavior,
       * token), ExecuteReader() and ExecuteReaderAsync's other overloads in these */
      "[integration Microsoft.Data.SqlClient]\n"
      "target = Microsoft.Data.SqlClient!Microsoft.Data.SqlClient.SqlCommand::ExecuteReader(System.Data.CommandBehavior)\n"
@@ -59,7 +59,9 @@ const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
      "name = {db.operation.name} {db.collection.name}\n"
      "attribute = db.system.name = 'microsoft.sql_server'\n"
      "attribute = db.query.text = this.CommandText\n"
-     "attribute = db.namespace = this.Connection.Database\n"},
+     "attribute = db.namespace = this.Connection.Database\n"
+     /* its DataSource, [tcp:]host[\instance][,port]: the agent splits it (DbAttrs) */
+     "attribute = server.address = this.Connection.DataSource\n"},
     /* StackExchange.Redis 2.x: every command goes through the multiplexer's ExecuteSyncImpl
      * or ExecuteAsyncImpl with its Message and, when chosen, its server */
     {"redis",
@@ -77,37 +79,76 @@ const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
      "this.EndPoints[0].Host\n"
      "attribute = server.port = arg3.EndPoint.Port | arg2.EndPoint.Port | this.EndPoints[0].Port\n"},
     /* RabbitMQ.Client 5 and 6 (7 has its own ActivitySource): basic.publish with the context in
-     * the message's headers, basic.get continuing it */
+     * the message's headers; basic.get (a "receive", CLIENT) links to it; a push consumer's
+     * delivery (EventingBasicConsumer, AsyncEventingBasicConsumer: a "process", CONSUMER)
+     * continues it (messaging-spans.md: the creation context as the parent of a single
+     * message's "process" span, and a link). The destination is the exchange, or the routing
+     * key with the default exchange */
     {"rabbitmq",
      "[integration RabbitMQ.Client]\n"
      "target = RabbitMQ.Client!RabbitMQ.Client.Impl.ModelBase::BasicPublish(string, string, bool, "
      "RabbitMQ.Client.IBasicProperties, System.ReadOnlyMemory<byte>)\n"
      "versions = 5.0 - 6.*\n"
      "kind = producer\n"
-     "name = publish {messaging.rabbitmq.destination.routing_key}\n"
+     "name = publish {messaging.destination.name}\n"
      "attribute = messaging.system = 'rabbitmq'\n"
      "attribute = messaging.operation.type = 'send'\n"
      "attribute = messaging.operation.name = 'publish'\n"
-     "attribute = messaging.destination.name = arg0\n"
+     "attribute = messaging.destination.name = arg0 | arg1\n"
      "attribute = messaging.rabbitmq.destination.routing_key = arg1\n"
      "attribute = messaging.message.id = arg3.MessageId\n"
+     "attribute = messaging.message.conversation_id = arg3.CorrelationId\n"
+     "attribute = server.address = this.Session.Connection.Endpoint.HostName\n"
+     "attribute = server.port = this.Session.Connection.Endpoint.Port\n"
      "inject = arg3.Headers\n"
      "\n"
      "[integration RabbitMQ.Client]\n"
      "target = RabbitMQ.Client!RabbitMQ.Client.Impl.ModelBase::BasicGet(string, bool)\n"
      "versions = 5.0 - 6.*\n"
-     "kind = consumer\n"
-     "name = fetch {messaging.destination.name}\n"
+     "kind = client\n"
+     "name = receive {messaging.destination.name}\n"
      "attribute = messaging.system = 'rabbitmq'\n"
      "attribute = messaging.operation.type = 'receive'\n"
-     "attribute = messaging.operation.name = 'fetch'\n"
+     "attribute = messaging.operation.name = 'receive'\n"
      "attribute = messaging.destination.name = arg0\n"
+     "attribute = messaging.rabbitmq.destination.routing_key = return.RoutingKey\n"
+     "attribute = messaging.rabbitmq.message.delivery_tag = return.DeliveryTag\n"
      "attribute = messaging.message.id = return.BasicProperties.MessageId\n"
+     "attribute = messaging.message.conversation_id = return.BasicProperties.CorrelationId\n"
      "attribute = messaging.message.body.size = return.Body.Length\n"
-     "extract = return.BasicProperties.Headers\n"},
+     "attribute = server.address = this.Session.Connection.Endpoint.HostName\n"
+     "attribute = server.port = this.Session.Connection.Endpoint.Port\n"
+     "extract = return.BasicProperties.Headers\n"
+     "extract_as = link\n"
+     "\n"
+     "[integration RabbitMQ.Client]\n"
+     "target = RabbitMQ.Client!RabbitMQ.Client.Events.EventingBasicConsumer::HandleBasicDeliver(string, ulong, bool, "
+     "string, string, RabbitMQ.Client.IBasicProperties, System.ReadOnlyMemory<byte>)\n"
+     "target = RabbitMQ.Client!RabbitMQ.Client.Events.AsyncEventingBasicConsumer::HandleBasicDeliver(string, ulong, "
+     "bool, string, string, RabbitMQ.Client.IBasicProperties, System.ReadOnlyMemory<byte>)\n"
+     "versions = 6.0 - 6.*\n"
+     "kind = consumer\n"
+     "name = process {messaging.destination.name}\n"
+     "attribute = messaging.system = 'rabbitmq'\n"
+     "attribute = messaging.operation.type = 'process'\n"
+     "attribute = messaging.operation.name = 'process'\n"
+     "attribute = messaging.destination.name = arg3 | arg4\n"
+     "attribute = messaging.rabbitmq.destination.routing_key = arg4\n"
+     "attribute = messaging.rabbitmq.message.delivery_tag = arg1\n"
+     "attribute = messaging.message.id = arg5.MessageId\n"
+     "attribute = messaging.message.conversation_id = arg5.CorrelationId\n"
+     "attribute = messaging.message.body.size = arg6.Length\n"
+     "attribute = server.address = this.Model.Session.Connection.Endpoint.HostName | "
+     "this.Model.Delegate.Session.Connection.Endpoint.HostName\n"
+     "attribute = server.port = this.Model.Session.Connection.Endpoint.Port | "
+     "this.Model.Delegate.Session.Connection.Endpoint.Port\n"
+     "extract = arg5.Headers\n"
+     "extract_as = parent\n"},
     /* Confluent.Kafka: produce (the string-topic overloads call these) with the context in the
-     * record's headers, and Consume(int) (Consume(TimeSpan) and Consume(CancellationToken) call
-     * it), continuing it; a poll that gets nothing is no span */
+     * record's headers (ProduceAsync's partition and offset from its task's DeliveryResult), and
+     * Consume(int) (Consume(TimeSpan) and Consume(CancellationToken) call it): a pull, so a
+     * "receive" span, CLIENT, linked to the record's creation context (messaging-spans.md); a
+     * poll that gets nothing is no span. Kafka records have no id: no messaging.message.id */
     {"kafka",
      "[integration Confluent.Kafka]\n"
      "target = Confluent.Kafka!Confluent.Kafka.Producer`2::ProduceAsync(Confluent.Kafka.TopicPartition, "
@@ -122,12 +163,15 @@ const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
      "attribute = messaging.operation.name = 'send'\n"
      "attribute = messaging.destination.name = arg0.Topic\n"
      "attribute = messaging.kafka.message.key = arg1.Key\n"
+     "attribute = messaging.destination.partition.id = return.Partition.Value\n"
+     "attribute = messaging.kafka.offset = return.Offset.Value\n"
+     "attribute = messaging.client.id = this.Name\n"
      "inject = arg1.Headers\n"
      "\n"
      "[integration Confluent.Kafka]\n"
      "target = Confluent.Kafka!Confluent.Kafka.Consumer`2::Consume(int)\n"
      "versions = 1.4 - *\n"
-     "kind = consumer\n"
+     "kind = client\n"
      "name = poll {messaging.destination.name}\n"
      "attribute = messaging.system = 'kafka'\n"
      "attribute = messaging.operation.type = 'receive'\n"
@@ -136,7 +180,9 @@ const struct clrmux_integ_shipped clrmux_integ_shipped[] = {
      "attribute = messaging.destination.partition.id = return.Partition.Value\n"
      "attribute = messaging.kafka.offset = return.Offset.Value\n"
      "attribute = messaging.kafka.message.key = return.Message.Key\n"
-     "extract = return.Message.Headers\n"},
+     "attribute = messaging.client.id = this.Name\n"
+     "extract = return.Message.Headers\n"
+     "extract_as = link\n"},
     {NULL, NULL},
 };
 
@@ -186,19 +232,27 @@ static int parse_version(const char *s, int v[2])
     return 0;
 }
 
-/* one path: this[.Member[\[N\]]...], argN[...] (N 0..3) or return[...]; returns the end, or NULL */
-static const char *valid_path(const char *p)
+/* one path: this[.Member[\[N\]]...], argN[...] (N 0..CLRMUX_INTEG_MAX_ARG) or return[...];
+ * returns the end, or NULL; *max_arg is raised to the N an argN names */
+static const char *valid_path(const char *p, int *max_arg)
 {
     while (*p == ' ')
         p++;
-    if (!strncmp(p, "this", 4))
+    if (!strncmp(p, "this", 4)) {
         p += 4;
-    else if (!strncmp(p, "return", 6))
+    } else if (!strncmp(p, "return", 6)) {
         p += 6;
-    else if (!strncmp(p, "arg", 3) && p[3] >= '0' && p[3] <= '3')
-        p += 4;
-    else
+    } else if (!strncmp(p, "arg", 3) && isdigit((unsigned char)p[3])) {
+        char *end;
+        long n = strtol(p + 3, &end, 10);
+        if (n > CLRMUX_INTEG_MAX_ARG || (p[3] == '0' && end != p + 4))
+            return NULL;
+        if (n > *max_arg)
+            *max_arg = (int)n;
+        p = end;
+    } else {
         return NULL;
+    }
     while (*p == '.') {
         p++;
         if (!isalpha((unsigned char)*p) && *p != '_')
@@ -220,19 +274,36 @@ static const char *valid_path(const char *p)
 }
 
 /* a value: 'constant', or paths separated by | (the first that gives a value) */
-static int valid_value(const char *v)
+static int valid_value(const char *v, int *max_arg)
 {
     size_t n = strlen(v);
     if (n >= 2 && v[0] == '\'' && v[n - 1] == '\'')
         return 1;
     const char *p = v;
+    int max = *max_arg;
     for (;;) {
-        if (!(p = valid_path(p)))
+        if (!(p = valid_path(p, &max)))
             return 0;
+        if (*p == 0)
+            *max_arg = max;
         if (*p != '|')
             return *p == 0;
         p++;
     }
+}
+
+/* 1 when a value reads what the method returns (one of its paths is return[...]) */
+static int reads_return(const char *v)
+{
+    if (v[0] == '\'')
+        return 0;
+    for (const char *p = v; p; p = strchr(p, '|')) {
+        while (*p == '|' || *p == ' ')
+            p++;
+        if (!strncmp(p, "return", 6) && (p[6] == 0 || p[6] == '.' || p[6] == ' ' || p[6] == '|'))
+            return 1;
+    }
+    return 0;
 }
 
 /* a definition's target lines, registered when the definition is whole */
@@ -331,6 +402,7 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
             snprintf(defs[cur].name, sizeof defs[cur].name, "%s", name);
             defs[cur].line = lineno;
             defs[cur].vmin[0] = defs[cur].vmin[1] = defs[cur].vmax[0] = defs[cur].vmax[1] = -1;
+            defs[cur].max_arg = -1;
             spec_add(&defs[cur], "scope", name);
             continue;
         }
@@ -385,9 +457,16 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
                 snprintf(r, sizeof r, "%d,%d,%d,%d", d->vmin[0], d->vmin[1], d->vmax[0], d->vmax[1]);
                 spec_add(d, "versions", r);
             }
+        } else if (!strcmp(key, "extract_as")) {
+            if (!strcasecmp(val, "link") || !strcasecmp(val, "parent"))
+                bad = spec_add(d, "extract_as", !strcasecmp(val, "link") ? "link" : "parent");
+            else
+                bad = 1;
+            snprintf(why, sizeof why, "extract_as '%s' is not link or parent", val);
         } else if (!strcmp(key, "attribute") || !strcmp(key, "inject") || !strcmp(key, "extract")) {
             char *aeq = !strcmp(key, "attribute") ? strchr(val, '=') : NULL;
             char *akey = NULL, *aval = val;
+            int max_arg = d->max_arg;
             if (aeq) {
                 *aeq = 0;
                 akey = trim(val);
@@ -396,25 +475,28 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
             if (!strcmp(key, "attribute") && (!aeq || !*akey || strpbrk(akey, " \t\n"))) {
                 bad = 1;
                 snprintf(why, sizeof why, "attribute is not KEY = VALUE");
-            } else if (!valid_value(aval) || (akey == NULL && aval[0] == '\'') ||
-                       (!strcmp(key, "inject") && strstr(aval, "return")) ||
-                       (!strcmp(key, "extract") && strncmp(aval, "return", 6))) {
+            } else if (!valid_value(aval, &max_arg) || (akey == NULL && aval[0] == '\'') ||
+                       (!strcmp(key, "inject") && reads_return(aval)) ||
+                       (!strcmp(key, "extract") && reads_return(aval) && strchr(aval, '|'))) {
                 bad = 1;
                 snprintf(why, sizeof why, "'%s' is not %s", aval,
-                         !strcmp(key, "extract") ? "return[.Prop...]"
-                         : akey ? "this[.Prop...], argN[.Prop...] (N 0..3), return[.Prop...] (Prop[N]; a | b) or a 'constant'"
-                                : "this[.Prop...] or argN[.Prop...] (N 0..3)");
+                         !strcmp(key, "extract")
+                             ? "this[.Prop...], argN[.Prop...] or return[.Prop...] (N 0..63; one path, or paths without return)"
+                         : akey ? "this[.Prop...], argN[.Prop...] (N 0..63), return[.Prop...] (Prop[N]; a | b) or a 'constant'"
+                                : "this[.Prop...] or argN[.Prop...] (N 0..63)");
             } else if (akey) {
                 char kv[600];
                 snprintf(kv, sizeof kv, "%s\t%s", akey, aval);
                 bad = spec_add(d, "attr", kv);
                 snprintf(why, sizeof why, "too many attributes");
-                d->has_exit |= strstr(aval, "return") != NULL;
+                d->has_exit |= reads_return(aval);
             } else {
                 bad = spec_add(d, key, aval);
                 snprintf(why, sizeof why, "too long");
-                d->has_exit |= !strcmp(key, "extract");
+                d->has_exit |= reads_return(aval);
             }
+            if (!bad)
+                d->max_arg = max_arg;
         } else {
             bad = 1;
             snprintf(why, sizeof why, "unknown key '%s'", key);
@@ -579,20 +661,28 @@ size_t clrmux_integ_record(const struct clrmux_span *s, const uint8_t *blob, siz
     uint8_t kind = (uint8_t)r_u(&r, 1);
     uint16_t nname, nscope;
     const uint8_t *name = r_str(&r, &nname), *scope = r_str(&r, &nscope);
-    uint8_t has_parent = (uint8_t)r_u(&r, 1);
-    uint8_t trace_id[16];
-    uint64_t parent = s->parent_id;
+    uint8_t ctx = (uint8_t)r_u(&r, 1);
+    uint8_t trace_id[16], remote_trace[16] = {0};
+    uint64_t parent = s->parent_id, remote_span = 0;
     memcpy(trace_id, s->trace_id, 16);
-    if (has_parent && !r.bad && r.end - r.p >= 24) {
-        memcpy(trace_id, r.p, 16);
+    if (ctx && !r.bad && r.end - r.p >= 24) {
+        memcpy(remote_trace, r.p, 16);
         r.p += 16;
-        parent = r_u(&r, 8);
-    } else if (has_parent) {
+        remote_span = r_u(&r, 8);
+    } else if (ctx) {
         r.bad = 1;
     }
     uint16_t nattrs = (uint16_t)r_u(&r, 2);
-    if (r.bad || kind < 1 || kind > 5)
+    if (r.bad || kind < 1 || kind > 5 || ctx > 2)
         return 0;
+    /* the links: the message's creation context (ctx 1, 2); with it as the parent (ctx 1), the
+     * span's own parent, the context the call ran in (messaging-spans.md, "Message creation
+     * context as parent of Process span") */
+    int own_link = ctx == 1 && s->parent_id != 0;
+    if (ctx == 1) {
+        memcpy(trace_id, remote_trace, 16);
+        parent = remote_span;
+    }
     const uint8_t *attrs = r.p;
     size_t attrs_len = (size_t)(r.end - r.p);
     int error = (s->flags & CLRMUX_SPAN_ERROR) != 0;
@@ -608,7 +698,7 @@ size_t clrmux_integ_record(const struct clrmux_span *s, const uint8_t *blob, siz
     w_u(&w, (uint64_t)s->end_ns, 8);
     w_u(&w, kind, 1);
     w_u(&w, error ? 2 : 0, 1);
-    w_u(&w, has_parent ? CLRMUX_XSPAN_F_REMOTE_PARENT : 0, 1);
+    w_u(&w, ctx == 1 ? CLRMUX_XSPAN_F_REMOTE_PARENT : 0, 1);
     w_u(&w, 0, 1);
     w_u(&w, s->tid, 4);
     w_str(&w, (const char *)name, nname);
@@ -624,7 +714,19 @@ size_t clrmux_integ_record(const struct clrmux_span *s, const uint8_t *blob, siz
         w_str(&w, exc_type, strlen(exc_type));
     }
     w_u(&w, 0, 2); /* events */
-    w_u(&w, 0, 2); /* links */
+    w_u(&w, (uint64_t)(ctx != 0) + (uint64_t)own_link, 2); /* links */
+    if (ctx) {
+        w_bytes(&w, remote_trace, 16);
+        w_u(&w, remote_span, 8);
+        w_str(&w, "", 0);
+        w_u(&w, 0, 2);
+    }
+    if (own_link) {
+        w_bytes(&w, s->trace_id, 16);
+        w_u(&w, s->parent_id, 8);
+        w_str(&w, "", 0);
+        w_u(&w, 0, 2);
+    }
     if (w.full)
         return 0;
     size_t len = (size_t)(w.p - out);

@@ -11,9 +11,11 @@
  *   versions  = 6.0 - 11.*            ; the assembly's major.minor range (default: any)
  *   kind      = client | producer | consumer | server | internal
  *   name      = {db.operation.name} {db.collection.name}      ; {attribute} placeholders
- *   attribute = KEY = this.Prop.Prop | argN.Prop | 'constant'  ; one or more
+ *   attribute = KEY = this.Prop.Prop | argN.Prop | return.Prop | 'constant'  ; one or more
  *   inject    = argN.Prop             ; a header collection: W3C traceparent written into it
- *   extract   = return.Prop           ; a header collection: the span continues its traceparent
+ *   extract   = argN.Prop | return.Prop  ; a header collection: its traceparent, the message's
+ *                                     ; creation context, becomes a link of the span
+ *   extract_as = link | parent        ; parent: the span's parent too (default: link)
  *
  * Everything but the attach table is pure (no runtime calls), so that it is unit-tested. */
 #ifndef CLRMUX_TRACER_INTEG_H
@@ -26,6 +28,8 @@
 
 #define CLRMUX_INTEG_MAX 64
 #define CLRMUX_INTEG_SPEC_MAX 2048
+#define CLRMUX_INTEG_MAX_ARG 63 /* the highest argN a path may name */
+#define CLRMUX_INTEG_ASYNC 0x40000000 /* IntegExit's integ bit: ret is the method's task (agent.h) */
 
 struct clrmux_integ {
     char name[64];
@@ -35,7 +39,9 @@ struct clrmux_integ {
      * "inject=P", "attr=KEY\tVALUE", '\n'-separated */
     char spec[CLRMUX_INTEG_SPEC_MAX];
     size_t spec_len;
-    int has_exit;                  /* an attribute reads `return`, or extract: IntegExit is called */
+    int has_exit;                  /* an attribute or extract reads `return`: IntegExit is called */
+    int max_arg;                   /* the highest N of the argN paths it reads (-1: none); past 3,
+                                      the call passes its arguments 4..max_arg in an object[] */
     int line;
 };
 
@@ -54,7 +60,8 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
  * instrumentation (`instrument =`) that turns it on: adonet (Microsoft.Data.Sqlite, MySql.Data,
  * Microsoft.Data.SqlClient:
  * providers without an ActivitySource), redis (StackExchange.Redis), rabbitmq (RabbitMQ.Client
- * 5 and 6), kafka (Confluent.Kafka). Ends with {NULL, NULL}. */
+ * 5 and 6: publish, basic.get, 6's push consumers), kafka (Confluent.Kafka). Ends with
+ * {NULL, NULL}. */
 struct clrmux_integ_shipped {
     const char *instrument, *text;
 };
@@ -62,8 +69,10 @@ extern const struct clrmux_integ_shipped clrmux_integ_shipped[];
 
 /* ---- attached attributes (process-wide) ----
  * The agent attaches, to an open span, the definition's kind, name and attributes as a blob:
- *   u8 kind, str name, str scope, u8 has_parent, [u8 trace_id[16], u64 parent_id], u16 n, n
- *   attributes (xspan.h's encoding)
+ *   u8 kind, str name, str scope, u8 ctx, [u8 trace_id[16], u64 span_id], u16 n, n attributes
+ *   (xspan.h's encoding)
+ * ctx 0: no extracted context; 1: the extracted (remote) context is the span's parent and a link
+ * (the span's own parent, if it had one, a second link); 2: it is a link, the parent stays.
  * The exporter takes it when the span is drained and writes the span as an xspan record; kind 0
  * (a blob of that byte alone) drops the span (a consumer's call that returned nothing). */
 int clrmux_integ_attach(uint64_t span_id, const uint8_t *blob, size_t len); /* 0, -1 full/bad */

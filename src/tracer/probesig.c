@@ -122,7 +122,8 @@ int clrmux_agent_sigs_get(IMetaDataEmit2 *emit, struct clrmux_agent_sigs *out, c
     static const unsigned char task_sig[] = {0x00, 0x02, 0x01, 0x1C, 0x0A};
     static const unsigned char vtask_sig[] = {0x00, 0x02, 0x1C, 0x1C, 0x0A};
     static const unsigned char join_sig[] = {0x00, 0x00, 0x01};
-    static const unsigned char integ_sig[] = {0x00, 0x07, 0x01, 0x1C, 0x1C, 0x1C, 0x1C, 0x1C, 0x0A, 0x08 /* I4 */};
+    static const unsigned char integ_sig[] = {0x00, 0x08, 0x01, 0x1C, 0x1C, 0x1C, 0x1C, 0x1C,
+                                              0x1D, 0x1C /* SZARRAY OBJECT */, 0x0A, 0x08 /* I4 */};
     static const unsigned char integ_exit_sig[] = {0x00, 0x03, 0x01, 0x1C, 0x0A, 0x08};
     memset(out, 0, sizeof *out);
     return sig_token(emit, enter_sig, sizeof enter_sig, &out->async_enter, why, whylen) ||

@@ -48,7 +48,7 @@ struct clrmux_agent_sigs {
     mdSignature async_enter, async_restore, on_task;
     mdSignature on_value_task; /* object(object, int64) */
     mdSignature join_root;     /* void() */
-    mdSignature integ_enter;   /* void(object, object, object, object, object, int64, int32) */
+    mdSignature integ_enter;   /* void(object, object, object, object, object, object[], int64, int32) */
     mdSignature integ_exit;    /* void(object, int64, int32) */
 };
 /* The tokens in the module of emit. Returns 0, or -1 with why. */

@@ -76,11 +76,44 @@ static int declared_by_value_type(IMetaDataImport2 *imp, mdMethodDef tok)
     return !strcmp(name, "System.ValueType") || !strcmp(name, "System.Enum");
 }
 
-/* A bytecode integration's call (integ.h): IntegEnter(this, a0, a1, a2, a3, slot, integ), each
- * argument as an object (a value type boxed; by-ref, pointer and modified types: null). */
+/* Loads argument i (0-based, after `this`) as an object: a value type boxed; by-ref, pointer
+ * and modified types as null. */
+static int emit_arg_object(clrmux_il_builder *b, IMetaDataEmit2 *emit, const uint8_t *msig,
+                           const clrmux_il_method_sig *ms, uint32_t i, int has_this, char *why, size_t whylen)
+{
+    const uint8_t *ty = msig + ms->param_offset[i];
+    size_t len = ms->param_len[i];
+    switch (len ? ty[0] : 0) {
+    case CLRMUX_ELEMENT_TYPE_CLASS: case CLRMUX_ELEMENT_TYPE_OBJECT: case CLRMUX_ELEMENT_TYPE_SZARRAY:
+    case CLRMUX_ELEMENT_TYPE_ARRAY: case 0x0E /* STRING */:
+        clrmux_il_b_var(b, CLRMUX_IL_LDARG, i + (uint32_t)has_this);
+        break;
+    case 0x02: case 0x03: case 0x04: case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0A:
+    case 0x0B: case 0x0C: case 0x0D: case CLRMUX_ELEMENT_TYPE_I: case CLRMUX_ELEMENT_TYPE_U:
+    case CLRMUX_ELEMENT_TYPE_VALUETYPE: case CLRMUX_ELEMENT_TYPE_GENERICINST: case CLRMUX_ELEMENT_TYPE_VAR:
+    case CLRMUX_ELEMENT_TYPE_MVAR: {
+        mdTypeSpec spec = 0;
+        HRESULT hr = IMetaDataEmit2_GetTokenFromTypeSpec(emit, ty, (ULONG)len, &spec);
+        if (FAILED(hr)) {
+            snprintf(why, whylen, "GetTokenFromTypeSpec for argument %u failed with HRESULT %s", i, HR_STR(hr));
+            return -1;
+        }
+        clrmux_il_b_var(b, CLRMUX_IL_LDARG, i + (uint32_t)has_this);
+        clrmux_il_b_token(b, CLRMUX_IL_OP_BOX, (uint32_t)spec);
+        break;
+    }
+    default: /* by-ref, pointer, modified, typedref */
+        clrmux_il_b_op(b, CLRMUX_IL_OP_LDNULL);
+    }
+    return 0;
+}
+
+/* A bytecode integration's call (integ.h): IntegEnter(this, a0, a1, a2, a3, more, slot, integ),
+ * each argument as an object; more: null, or an object[] of arguments 4..max_arg when the
+ * definition reads past arg3 (only those pay for the array). */
 static int emit_integ_enter(clrmux_il_builder *b, IMetaDataEmit2 *emit, IMetaDataImport2 *imp, mdMethodDef tok,
                             const uint8_t *msig, const clrmux_il_method_sig *ms, uint32_t slot, int integ,
-                            void *fn, mdSignature sig, char *why, size_t whylen)
+                            int max_arg, void *fn, mdSignature sig, char *why, size_t whylen)
 {
     int has_this = (ms->call_conv & 0x20) != 0;
     if (has_this && !declared_by_value_type(imp, tok))
@@ -88,34 +121,36 @@ static int emit_integ_enter(clrmux_il_builder *b, IMetaDataEmit2 *emit, IMetaDat
     else
         clrmux_il_b_op(b, CLRMUX_IL_OP_LDNULL);
     for (uint32_t i = 0; i < 4; i++) {
-        if (i >= ms->param_count) {
+        if (i >= ms->param_count)
             clrmux_il_b_op(b, CLRMUX_IL_OP_LDNULL);
-            continue;
+        else if (emit_arg_object(b, emit, msig, ms, i, has_this, why, whylen) != 0)
+            return -1;
+    }
+    uint32_t last = max_arg < 0 ? 0 : (uint32_t)max_arg + 1;
+    if (last > ms->param_count)
+        last = ms->param_count;
+    if (last > CLRMUX_IL_SIG_PARAMS) /* CLRMUX_INTEG_MAX_ARG keeps it below; never past what the sig located */
+        last = CLRMUX_IL_SIG_PARAMS;
+    if (last > 4) {
+        /* new object[last - 4] { arg4, ... } */
+        static const uint8_t object_sig[] = {CLRMUX_ELEMENT_TYPE_OBJECT};
+        mdTypeSpec object_spec = 0;
+        HRESULT hr = IMetaDataEmit2_GetTokenFromTypeSpec(emit, object_sig, sizeof object_sig, &object_spec);
+        if (FAILED(hr)) {
+            snprintf(why, whylen, "GetTokenFromTypeSpec for object failed with HRESULT %s", HR_STR(hr));
+            return -1;
         }
-        const uint8_t *ty = msig + ms->param_offset[i];
-        size_t len = ms->param_len[i];
-        switch (len ? ty[0] : 0) {
-        case CLRMUX_ELEMENT_TYPE_CLASS: case CLRMUX_ELEMENT_TYPE_OBJECT: case CLRMUX_ELEMENT_TYPE_SZARRAY:
-        case CLRMUX_ELEMENT_TYPE_ARRAY: case 0x0E /* STRING */:
-            clrmux_il_b_var(b, CLRMUX_IL_LDARG, i + (uint32_t)has_this);
-            break;
-        case 0x02: case 0x03: case 0x04: case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0A:
-        case 0x0B: case 0x0C: case 0x0D: case CLRMUX_ELEMENT_TYPE_I: case CLRMUX_ELEMENT_TYPE_U:
-        case CLRMUX_ELEMENT_TYPE_VALUETYPE: case CLRMUX_ELEMENT_TYPE_GENERICINST: case CLRMUX_ELEMENT_TYPE_VAR:
-        case CLRMUX_ELEMENT_TYPE_MVAR: {
-            mdTypeSpec spec = 0;
-            HRESULT hr = IMetaDataEmit2_GetTokenFromTypeSpec(emit, ty, (ULONG)len, &spec);
-            if (FAILED(hr)) {
-                snprintf(why, whylen, "GetTokenFromTypeSpec for argument %u failed with HRESULT %s", i, HR_STR(hr));
+        clrmux_il_b_ldc_i4(b, (int32_t)(last - 4));
+        clrmux_il_b_token(b, CLRMUX_IL_OP_NEWARR, (uint32_t)object_spec);
+        for (uint32_t i = 4; i < last; i++) {
+            clrmux_il_b_op(b, CLRMUX_IL_OP_DUP);
+            clrmux_il_b_ldc_i4(b, (int32_t)(i - 4));
+            if (emit_arg_object(b, emit, msig, ms, i, has_this, why, whylen) != 0)
                 return -1;
-            }
-            clrmux_il_b_var(b, CLRMUX_IL_LDARG, i + (uint32_t)has_this);
-            clrmux_il_b_token(b, CLRMUX_IL_OP_BOX, (uint32_t)spec);
-            break;
+            clrmux_il_b_op(b, CLRMUX_IL_OP_STELEM_REF);
         }
-        default: /* by-ref, pointer, modified, typedref */
-            clrmux_il_b_op(b, CLRMUX_IL_OP_LDNULL);
-        }
+    } else {
+        clrmux_il_b_op(b, CLRMUX_IL_OP_LDNULL);
     }
     clrmux_il_b_var(b, CLRMUX_IL_LDLOC, slot);
     clrmux_il_b_ldc_i4(b, integ);
@@ -337,15 +372,15 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     int integ = t->methods[idx].target >= 0 ? t->targets[t->methods[idx].target].integ : 0;
     if (integ && mg) {
         /* after AsyncEnter: a task's span is the flow's context while the agent reads the call */
-        if (emit_integ_enter(&be, emit, imp, tok, msig, &ms, slot, integ - 1, mg->integ_enter, as.integ_enter, why,
-                             whylen) != 0)
+        if (emit_integ_enter(&be, emit, imp, tok, msig, &ms, slot, integ - 1, t->integs[integ - 1].max_arg,
+                             mg->integ_enter, as.integ_enter, why, whylen) != 0)
             goto out;
     } else if (integ) {
         LOG_WARN("tracer: %s: an integration's method without the agent: a plain method span", t->methods[idx].name);
     }
     if (integ && mg && rk == RET_OTHER && t->integs[integ - 1].has_exit) {
         /* IntegExit((object)ret, slot, integ) where the method returns, before its exit probe (a
-         * method that returns a task: not called, its return is the task) */
+         * method that returns a task: below, with its task) */
         if (ms.returns_void) {
             clrmux_il_b_op(&bn, CLRMUX_IL_OP_LDNULL);
         } else {
@@ -366,6 +401,17 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         }
         clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
         clrmux_il_b_ldc_i4(&bn, integ - 1);
+        b_fnptr(&bn, mg->integ_exit);
+        clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.integ_exit);
+    }
+    if (integ && am && t->integs[integ - 1].has_exit) {
+        /* IntegExit((object)task, slot, integ | ASYNC) before OnTask / OnValueTask: the agent
+         * reads the task's result when it completes, before its span ends (AsyncSpans.Finish) */
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, first_new + 1);
+        if (rk == RET_VALUETASK)
+            clrmux_il_b_token(&bn, CLRMUX_IL_OP_BOX, (uint32_t)vt_spec);
+        clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, slot);
+        clrmux_il_b_ldc_i4(&bn, (integ - 1) | CLRMUX_INTEG_ASYNC);
         b_fnptr(&bn, mg->integ_exit);
         clrmux_il_b_token(&bn, CLRMUX_IL_OP_CALLI, (uint32_t)as.integ_exit);
     }
@@ -412,7 +458,8 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         .entry = be.data, .entry_len = be.len,
         .ret_local = ms.returns_void ? CLRMUX_IL_NO_LOCAL : first_new + 1,
         .local_sig_tok = (uint32_t)local_tok,
-        .extra_max_stack = 8, /* task, slot, function pointer; an integration's 7 arguments and its pointer */
+        .extra_max_stack = 11, /* task, slot, function pointer; an integration's 8 arguments, its pointer,
+                                  and while the array is filled: the array, its copy, an index, a value */
         .exit_normal = bn.data, .exit_normal_len = bn.len,
         .no_eh = 1,
     };

@@ -11,19 +11,28 @@
 #   - Microsoft.Data.Sqlite and MySql.Data (no ActivitySource: the shipped bytecode integrations):
 #     the same, one span per statement whether run through ExecuteReader, ExecuteNonQuery,
 #     ExecuteScalar or their async forms;
-#   - Microsoft.Data.SqlClient (shipped definition), as far as no SQL Server shows: a span per
-#     Execute* with the statement, a failure ERROR;
+#   - Microsoft.Data.SqlClient (shipped definition), as far as no SQL Server shows: a
+#     connection to a closed loopback port fails to open; a span per Execute* on it with the
+#     statement, server.address and server.port from its DataSource, ERROR;
 #   - StackExchange.Redis (the shipped bytecode integration): a CLIENT span per command with
 #     db.system.name, db.operation.name, db.query.text, server.*; an unknown command ERROR;
-#   - Confluent.Kafka (the shipped bytecode integration) against librdkafka's mock cluster:
-#     the same, across two processes (traceparent in the record's headers);
+#   - Confluent.Kafka (the shipped bytecode integration) against librdkafka's mock cluster: a
+#     PRODUCER span (partition and offset read from ProduceAsync's Task<DeliveryResult>) and, in
+#     another process, a CLIENT "receive" span of Consume linked to it (traceparent in the
+#     record's headers), partition as a string, offset, key;
 #   - a user's definition file (integrations = FILE): a method of the app's own with attributes
 #     from its arguments (a missing property, a getter that throws: no attribute, the app runs
-#     on), bad lines reported with file:line;
-#   - RabbitMQ.Client 7 (its own sources) and 6 (the shipped bytecode integration: traceparent
-#     injected into the message's headers, extracted from basic.get's result): a PRODUCER span
-#     in one process, the CONSUMER span of its basic.get in another, one trace, the consumer's
-#     parent the producer;
+#     on), bad lines reported with file:line; arguments past arg3; `return.` of Task<T> and
+#     ValueTask<T> methods read from their results (completed at the return or later; a failed
+#     task: ERROR without them); a method no definition names is not rewritten;
+#   - RabbitMQ.Client 7 (its own sources): a PRODUCER span in one process, the CONSUMER span of
+#     its basic.get in another, one trace, the consumer's parent the producer;
+#   - RabbitMQ.Client 6 (the shipped bytecode integration: traceparent injected into the
+#     message's headers): basic.get in another process a CLIENT "receive" span linked to the
+#     producer's; a delivery to an EventingBasicConsumer and to an AsyncEventingBasicConsumer
+#     in another process a CONSUMER "process" span, the producer's child and linked to it, with
+#     routing key, delivery tag, message id, body size, server.*; the async one's span until
+#     its handler's task completes;
 # Prints one line per check and "dbq: N passed, N failed". Without dotnet: a loud skip (CI:
 # fail); a server that is not installed: a loud skip of its checks (CI: fail).
 set -uo pipefail
@@ -65,7 +74,7 @@ count() {
 }
 
 cat >"$WORK/check.py" <<'PYEOF'
-import json, sys
+import json, os, sys
 
 def spans(path):
     out = []
@@ -78,6 +87,7 @@ def spans(path):
             for ss in rs["scopeSpans"]:
                 for s in ss["spans"]:
                     s["attrs"] = {a["key"]: list(a["value"].values())[0] for a in s.get("attributes", [])}
+                    s["types"] = {a["key"]: list(a["value"].keys())[0] for a in s.get("attributes", [])}
                     s["scope"] = ss["scope"].get("name", "")
                     out.append(s)
     return out
@@ -145,9 +155,12 @@ elif mode == "sqlclient":
     check("sqlclient: `SELECT orders` with db.system.name, db.namespace, db.query.text sanitized",
           ss and ss[0]["name"] == "SELECT orders" and a.get("db.system.name") == "microsoft.sql_server" and
           a.get("db.namespace") == "orders" and a.get("db.query.text") == "SELECT id FROM orders WHERE item = ?", a)
-    check("sqlclient: ERROR with error.type (the connection never opened)",
+    check("sqlclient: ERROR with error.type (the connection's Open failed: a closed loopback port)",
           ss and all(s.get("status", {}).get("code") == 2 and
                      s["attrs"].get("error.type") == "System.InvalidOperationException" for s in ss), ss[:1])
+    check("sqlclient: server.address and server.port from its DataSource (tcp:127.0.0.1,PORT)",
+          ss and all(s["attrs"].get("server.address") == "127.0.0.1" and str(s["attrs"].get("server.port")) == sys.argv[3]
+                     for s in ss), a)
 elif mode == "user":
     path, log = sys.argv[2], open(sys.argv[3]).read()
     ss = [s for s in spans(path) if s["scope"] == "shop"]
@@ -159,26 +172,76 @@ elif mode == "user":
           and a.get("messaging.system") == "shop", a)
     check("user integration: a missing property and a getter that throws give no attribute",
           "shop.missing" not in a and "shop.boom" not in a, a)
+    check("user integration: a method no definition names is not rewritten (no span: it pays nothing)",
+          not any("Untouched" in s["name"] for s in spans(path)), [s["name"] for s in spans(path)])
+    rs = {s["attrs"].get("shop.item"): s for s in spans(path) if s["scope"] == "shop.async"}
+    a = rs.get("apple", {}).get("attrs", {})
+    check("user integration: a Task<T>'s result read when it completes (return.Id, return.Total), arg5 read",
+          a.get("shop.receipt") == "r-apple" and str(a.get("shop.total")) == "6" and a.get("shop.customer") == "carol"
+          and "shop.boom" not in a, a)
+    d = (int(rs["apple"]["endTimeUnixNano"]) - int(rs["apple"]["startTimeUnixNano"])) / 1e6 if "apple" in rs else 0
+    check("user integration: ... its span lasts until the task completes (30 ms)", d >= 25, d)
+    check("user integration: a ValueTask<T>'s result, completed at the return and later",
+          rs.get("pear", {}).get("attrs", {}).get("shop.receipt") == "now-pear" and
+          rs.get("fig", {}).get("attrs", {}).get("shop.receipt") == "later-fig", {k: v.get("attrs") for k, v in rs.items()})
+    f = rs.get("plum", {})
+    check("user integration: a failed Task<T>: ERROR, the entry's attributes, no result",
+          f.get("status", {}).get("code") == 2 and f.get("name") == "receipt plum" and "shop.receipt" not in f.get("attrs", {}), f)
     for line, why in ((12, "not KEY = VALUE"), (13, "kind 'sideways'"), (14, "no target")):
         check(f"user integration: line {line} reported with file:line ({why})",
               f"user.integrations:{line}: " in log and why in log.split(f"user.integrations:{line}: ")[1].split("\n")[0],
               [l for l in log.splitlines() if "integrations" in l])
 elif mode == "mq":
-    system, pub, get, queue, scope = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+    # producer and consumer in two processes: HOW is parent (the consumer's parent is the
+    # producer span), parent+link (and a link to it: a "process" span) or link (a "receive"
+    # span linked to it, its parent its own)
+    system, pub, get, queue, scope, ckind, optype, how = sys.argv[2:10]
+    ckind = int(ckind)
     p = [s for s in spans(pub) if s.get("kind") == 4 and s["attrs"].get("messaging.system") == system and s["scope"].startswith(scope)]
-    c = [s for s in spans(get) if s.get("kind") == 5 and s["attrs"].get("messaging.system") == system and s["scope"].startswith(scope)]
-    system = {"RabbitMQ.Client.": "RabbitMQ.Client 7 (its sources)", "RabbitMQ.Client": "RabbitMQ.Client 6 (bytecode)"}.get(scope, scope)
-    check(f"{system}: a PRODUCER span in the publisher", len(p) == 1, [(s["name"], s.get("kind")) for s in spans(pub)])
-    check(f"{system}: a CONSUMER span in the consumer", len(c) == 1, [(s["name"], s.get("kind")) for s in spans(get)])
+    c = [s for s in spans(get) if s.get("kind") == ckind and s["attrs"].get("messaging.system") == system and s["scope"].startswith(scope)]
+    label = {"RabbitMQ.Client.": "RabbitMQ.Client 7 (its sources)", "RabbitMQ.Client": "RabbitMQ.Client 6 (bytecode)"}.get(scope, scope)
+    label += " " + sys.argv[10] if len(sys.argv) > 10 else ""
+    check(f"{label}: a PRODUCER span in the publisher", len(p) == 1, [(s["name"], s.get("kind")) for s in spans(pub)])
+    check(f"{label}: a {'CONSUMER' if ckind == 5 else 'CLIENT'} span in the consumer", len(c) == 1,
+          [(s["name"], s.get("kind")) for s in spans(get)])
     if p and c:
         pa, ca = p[0]["attrs"], c[0]["attrs"]
-        check(f"{system}: messaging.operation.type, .name and destination",
-              pa.get("messaging.operation.type") == "send" and ca.get("messaging.operation.type") == "receive" and
+        check(f"{label}: messaging.operation.type (send, {optype}), .name and destination",
+              pa.get("messaging.operation.type") == "send" and ca.get("messaging.operation.type") == optype and
               pa.get("messaging.operation.name") and ca.get("messaging.operation.name") and
               queue in json.dumps(pa) and queue in json.dumps(ca), (pa, ca))
-        check(f"{system}: producer and consumer (two processes) share one trace, the consumer's parent the producer",
-              p[0]["traceId"] == c[0]["traceId"] and c[0].get("parentSpanId") == p[0]["spanId"],
-              (p[0]["traceId"], p[0]["spanId"], c[0]["traceId"], c[0].get("parentSpanId"), c[0].get("links")))
+        links = [(l.get("traceId"), l.get("spanId")) for l in c[0].get("links", [])]
+        linked = (p[0]["traceId"], p[0]["spanId"]) in links
+        if how.startswith("parent"):
+            check(f"{label}: producer and consumer (two processes) share one trace, the consumer's parent the producer",
+                  p[0]["traceId"] == c[0]["traceId"] and c[0].get("parentSpanId") == p[0]["spanId"],
+                  (p[0]["traceId"], p[0]["spanId"], c[0]["traceId"], c[0].get("parentSpanId"), links))
+        if how.endswith("link"):
+            check(f"{label}: the consumer's span links to the producer's (two processes)", linked,
+                  (p[0]["traceId"], p[0]["spanId"], links))
+        if how == "link":
+            check(f"{label}: ... and is not its child (a receive's parent is the context it ran in)",
+                  c[0].get("parentSpanId") != p[0]["spanId"], c[0].get("parentSpanId"))
+        if scope == "RabbitMQ.Client" and ckind == 5:
+            check(f"{label}: delivery tag, routing key, message id, body size, server.address/port",
+                  isinstance(ca.get("messaging.rabbitmq.message.delivery_tag"), (int, str)) and
+                  str(ca.get("messaging.rabbitmq.message.delivery_tag")) == "1" and
+                  ca.get("messaging.rabbitmq.destination.routing_key") == queue and
+                  ca.get("messaging.message.id") == "order-42" and str(ca.get("messaging.message.body.size")) == "8" and
+                  ca.get("server.address") == "127.0.0.1" and str(ca.get("server.port")) == os.environ["CLRMUX_RABBIT_PORT"], ca)
+            if "Async" in label:
+                d = (int(c[0]["endTimeUnixNano"]) - int(c[0]["startTimeUnixNano"])) / 1e6
+                check(f"{label}: the span lasts until the handler's task completes (it awaits 100 ms)", d >= 95, d)
+        if system == "kafka":
+            part = pa.get("messaging.destination.partition.id")
+            check("kafka: the producer's partition (a string) and offset, read from ProduceAsync's task's result; key",
+                  p[0]["types"].get("messaging.destination.partition.id") == "stringValue" and str(part).isdigit() and
+                  p[0]["types"].get("messaging.kafka.offset") == "intValue" and str(pa.get("messaging.kafka.offset")) == "0" and
+                  pa.get("messaging.kafka.message.key") == "order-42", (pa, p[0]["types"]))
+            check("kafka: the consumer's partition (the producer's, a string), offset, key, client id",
+                  c[0]["types"].get("messaging.destination.partition.id") == "stringValue" and
+                  ca.get("messaging.destination.partition.id") == part and str(ca.get("messaging.kafka.offset")) == "0" and
+                  ca.get("messaging.kafka.message.key") == "order-42" and "consumer" in ca.get("messaging.client.id", ""), ca)
 PYEOF
 
 pyck() { count "$(python3 "$WORK/check.py" "$@" 2>&1)"; }
@@ -223,12 +286,20 @@ fi
 touch "$WORK/kdone"
 wait $KPID
 check "kafka: the consumer got the record from the producer's mock cluster" grep -q "consumed order 42" "$WORK/kcons.out"
-pyck mq kafka "$WORK/kprod.otlp.jsonl" "$WORK/kcons.otlp.jsonl" "orders-$CLR_RT" Confluent.Kafka
+pyck mq kafka "$WORK/kprod.otlp.jsonl" "$WORK/kcons.otlp.jsonl" "orders-$CLR_RT" Confluent.Kafka 3 receive link
 
-# Microsoft.Data.SqlClient without a SQL Server: six Execute* (sync and async) on a connection
-# that never opened each fail inside the call
-run sqlclient -- sqlclient
-pyck sqlclient "$WORK/sqlclient.otlp.jsonl"
+# Microsoft.Data.SqlClient without a SQL Server: a connection to a closed loopback port fails to
+# open; six Execute* (sync and async) on it each fail inside the call
+# (with ICU: SqlClient's Open refuses the app's invariant globalization mode)
+SQLPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+sed 's/"System.Globalization.Invariant": true/"System.Globalization.Invariant": false/' build/clr/dbapp/dbapp.runtimeconfig.json \
+    >"$WORK/icu.runtimeconfig.json"
+SAVED=("${DOTNET[@]}")
+DOTNET=("${DOTNET[@]}" --runtimeconfig "$WORK/icu.runtimeconfig.json")
+run sqlclient -- sqlclient "$SQLPORT"
+DOTNET=("${SAVED[@]}")
+check "sqlclient: opening a connection to a closed port failed (SqlException)" grep -q "open failed SqlException" "$WORK/sqlclient.out"
+pyck sqlclient "$WORK/sqlclient.otlp.jsonl" "$SQLPORT"
 
 # a user's definition file (integrations = FILE): a method of the app's own, bad lines reported
 cat >"$WORK/user.integrations" <<'DEF'
@@ -247,9 +318,22 @@ this line is wrong
 kind = sideways
 [integration empty]
 kind = client
+[integration shop.async]
+target = dbapp!DbApp.Orders::PlaceAsync
+target = dbapp!DbApp.Orders::PlaceNow
+target = dbapp!DbApp.Orders::PlaceLater
+target = dbapp!DbApp.Orders::PlaceFails
+kind = client
+name = receipt {shop.item}
+attribute = shop.item = arg0
+attribute = shop.customer = arg5
+attribute = shop.receipt = return.Id
+attribute = shop.total = return.Total
+attribute = shop.boom = return.Boom
 DEF
 run user "integrations = user.integrations" -- user
-check "user integration: the app ran on (placed 15)" grep -q "placed 15" "$WORK/user.out"
+check "user integration: the app ran on (placed 15)" grep -q "placed 15 6" "$WORK/user.out"
+check "user integration: ... its async methods too" grep -q "receipts r-apple now-pear later-fig" "$WORK/user.out"
 pyck user "$WORK/user.otlp.jsonl" "$WORK/user.log"
 
 # StackExchange.Redis: its shipped bytecode integration
@@ -265,12 +349,20 @@ if [ -n "${CLRMUX_RABBIT_PORT:-}" ]; then
     run rpub -- rabbit-publish "$q"
     run rget -- rabbit-get "$q"
     check "rabbitmq 7: the consumer got the message" grep -q "got order 42" "$WORK/rget.out"
-    pyck mq rabbitmq "$WORK/rpub.otlp.jsonl" "$WORK/rget.otlp.jsonl" "$q" RabbitMQ.Client.
-    # RabbitMQ.Client 6 (no ActivitySource: its shipped bytecode integration)
+    pyck mq rabbitmq "$WORK/rpub.otlp.jsonl" "$WORK/rget.otlp.jsonl" "$q" RabbitMQ.Client. 5 receive parent
+    # RabbitMQ.Client 6 (no ActivitySource: its shipped bytecode integration): basic.get (a
+    # receive, linked), and push consumers (a process span per delivery, the producer's child)
     APP=build/clr/rabbit6/rabbit6.dll run r6pub -- publish "$q-6"
     APP=build/clr/rabbit6/rabbit6.dll run r6get -- get "$q-6"
     check "rabbitmq 6: the consumer got the message" grep -q "got order 42" "$WORK/r6get.out"
-    pyck mq rabbitmq "$WORK/r6pub.otlp.jsonl" "$WORK/r6get.otlp.jsonl" "$q-6" RabbitMQ.Client
+    pyck mq rabbitmq "$WORK/r6pub.otlp.jsonl" "$WORK/r6get.otlp.jsonl" "$q-6" RabbitMQ.Client 3 receive link basic.get
+    for how in consume consume-async; do
+        APP=build/clr/rabbit6/rabbit6.dll run r6pub-$how -- publish "$q-6-$how"
+        APP=build/clr/rabbit6/rabbit6.dll run r6$how -- $how "$q-6-$how"
+        check "rabbitmq 6 $how: the consumer got the message" grep -q "delivered order 42" "$WORK/r6$how.out"
+        pyck mq rabbitmq "$WORK/r6pub-$how.otlp.jsonl" "$WORK/r6$how.otlp.jsonl" "$q-6-$how" RabbitMQ.Client 5 process \
+            parent+link "$(sed 's/consume-async/AsyncEventingBasicConsumer/; s/^consume$/EventingBasicConsumer/' <<<"$how")"
+    done
 else skip rabbitmq; fi
 
 clr_done

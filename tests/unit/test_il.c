@@ -589,6 +589,16 @@ static void test_method_sig(void **state)
     check_sig(BYTES(0x00, 0x02, 0x16, 0x11, 0x81, 0x02, 0x0F, 0x08), 2, 0, 2, 1);
     check_sig(BYTES(0x05, 0x02, 0x01, 0x08, 0x41, 0x0E), 2, 1, 2, 1); /* vararg ... */
     check_sig(BYTES(0x20, 0x00, 0x1D, 0x1D, 0x12, 0x81, 0x00), 0, 0, 2, 5); /* object[][] */
+    /* parameters past the fourth are located too (an integration reads arg4..: the
+     * HandleBasicDeliver(string, uint64, bool, string, string, class, valuetype) shape) */
+    static const uint8_t seven[] = {0x20, 0x07, 0x01, 0x0E, 0x0B, 0x02, 0x0E, 0x0E, 0x12, 0x81, 0x00, 0x11, 0x82, 0x00};
+    assert_int_equal(clrmux_il_parse_method_sig(seven, sizeof seven, &ms, err, sizeof err), 0);
+    assert_int_equal(ms.param_count, 7);
+    static const size_t off[] = {3, 4, 5, 6, 7, 8, 11}, plen[] = {1, 1, 1, 1, 1, 3, 3};
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(ms.param_offset[i], off[i]);
+        assert_int_equal(ms.param_len[i], plen[i]);
+    }
 
     assert_int_equal(clrmux_il_parse_method_sig(BYTES(0x20, 0x01, 0x01), &ms, err, sizeof err),
                      CLRMUX_IL_E_TRUNCATED);

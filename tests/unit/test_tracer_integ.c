@@ -26,8 +26,8 @@ static void sink(int level, const char *line, void *ctx)
 
 struct added {
     int n;
-    char text[16][512];
-    int integ[16], line[16];
+    char text[64][512];
+    int integ[64], line[64];
 };
 static int add(void *ctx, const char *target, int integ, const char *file, int line, char *err, size_t errlen)
 {
@@ -63,6 +63,8 @@ static void test_parse_ok(void **state)
                        "attribute = server.port = arg1.Ep.Port | this.Eps[0].Port\n"
                        "inject = arg1.Headers\n";
     assert_int_equal(clrmux_integ_parse(text, "f.conf", defs, &n, CLRMUX_INTEG_MAX, add, &a), 0);
+    assert_int_equal(defs[0].max_arg, 1);
+    assert_int_equal(defs[0].has_exit, 0);
     assert_int_equal(n, 1);
     assert_int_equal(a.n, 1);
     assert_string_equal(a.text[0], "App!App.Q::Send(string)");
@@ -95,12 +97,12 @@ static void test_parse_errors(void **state)
                        "target = App!App.Q::Get\n"                  /* 3 */
                        "kind = client\n"                            /* 4 */
                        "kind = sideways\n"                          /* 5: the earlier kind stays */
-                       "attribute = x = arg7.Foo\n"                 /* 6 */
+                       "attribute = x = arg64.Foo\n"                /* 6: past CLRMUX_INTEG_MAX_ARG */
                        "attribute = y = this.Foo[x]|\n"             /* 7 */
                        "attribute = novalue\n"                      /* 8 */
                        "inject = 'const'\n"                         /* 9 */
                        "versions = 1.x - 2\n"                       /* 10 */
-                       "colour = red\n"                             /* 11 */
+                       "extract_as = sideways\n"                    /* 11 */
                        "not a pair\n"                               /* 12 */
                        "[integration nokind]\n"                     /* 13 */
                        "target = App!App.Q::Put\n"                  /* 14 */
@@ -118,12 +120,12 @@ static void test_parse_errors(void **state)
     static const char *want[] = {
         "u.conf:1: a line before any [integration NAME]",
         "u.conf:5: [integration a]: kind 'sideways'",
-        "u.conf:6: [integration a]: 'arg7.Foo' is not",
+        "u.conf:6: [integration a]: 'arg64.Foo' is not",
         "u.conf:7: [integration a]: 'this.Foo[x]|' is not",
         "u.conf:8: [integration a]: attribute is not KEY = VALUE",
         "u.conf:9: [integration a]: ''const'' is not",
         "u.conf:10: [integration a]: versions '1.x - 2'",
-        "u.conf:11: [integration a]: unknown key 'colour'",
+        "u.conf:11: [integration a]: extract_as 'sideways' is not link or parent",
         "u.conf:12: not KEY = VALUE",
         "u.conf:13: [integration nokind]: no kind",
         "u.conf:16: [integration badtarget]: bad target 'nonsense'; target skipped",
@@ -133,6 +135,41 @@ static void test_parse_errors(void **state)
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!strstr(logged, want[i]))
             fail_msg("missing '%s' in:\n%s", want[i], logged);
+}
+
+/* argN past arg3 (the call passes them in an array), extract from an argument (at the entry)
+ * or the return (at the exit), extract_as; a rejected line leaves max_arg as it was */
+static void test_parse_args_extract(void **state)
+{
+    (void)state;
+    struct added a = {0};
+    int n = 0;
+    logged[0] = 0;
+    const char *text = "[integration deliver]\n"
+                       "target = App!App.C::Deliver\n"
+                       "kind = consumer\n"
+                       "attribute = messaging.message.id = arg5.MessageId\n"
+                       "attribute = messaging.destination.name = arg3 | arg4\n"
+                       "attribute = x.returned = this.returnValue\n" /* a member named return...: not the return */
+                       "inject = arg63.Headers | return.Headers\n"   /* 7: inject cannot read the return */
+                       "extract = arg5.Headers\n"
+                       "extract_as = parent\n"
+                       "[integration get]\n"
+                       "target = App!App.C::Get\n"
+                       "kind = client\n"
+                       "extract = return.Headers\n"
+                       "attribute = a = arg12.X\n"
+                       "extract = arg1.H | return.H\n";              /* 15: one path, or no return */
+    assert_int_equal(clrmux_integ_parse(text, "x.conf", defs, &n, CLRMUX_INTEG_MAX, add, &a), 2);
+    assert_int_equal(n, 2);
+    assert_int_equal(defs[0].max_arg, 5);
+    assert_int_equal(defs[0].has_exit, 0);
+    assert_non_null(strstr(defs[0].spec, "extract=arg5.Headers\n"));
+    assert_non_null(strstr(defs[0].spec, "extract_as=parent\n"));
+    assert_int_equal(defs[1].max_arg, 12);
+    assert_int_equal(defs[1].has_exit, 1);
+    assert_non_null(strstr(logged, "x.conf:7: [integration deliver]: 'arg63.Headers | return.Headers' is not"));
+    assert_non_null(strstr(logged, "x.conf:15: [integration get]: 'arg1.H | return.H' is not"));
 }
 
 static void test_shipped(void **state)
@@ -207,7 +244,9 @@ static void test_attach_and_record(void **state)
         if (at.key.len == 10 && !memcmp(at.key.p, "error.type", 10))
             seen = at.s.len == 37 && !memcmp(at.s.p, "Microsoft.Data.Sqlite.SqliteException", 37);
     assert_true(seen);
-    /* a remote parent: its trace and span */
+    assert_int_equal(x.nlinks, 0);
+    /* the extracted context as the parent (ctx 1): its trace and span, and two links: to it
+     * and to the span's own parent */
     blen = blob(b, 1);
     s.flags = 0;
     n = clrmux_integ_record(&s, b, blen, NULL, rec, sizeof rec);
@@ -217,6 +256,40 @@ static void test_attach_and_record(void **state)
     assert_int_equal(x.parent_id, 7);
     assert_int_equal(x.status, 0);
     assert_int_equal(x.flags & CLRMUX_XSPAN_F_REMOTE_PARENT, CLRMUX_XSPAN_F_REMOTE_PARENT);
+    assert_int_equal(x.nlinks, 2);
+    const uint8_t *cur = x.links;
+    uint16_t left = x.nlinks;
+    struct clrmux_xlink l;
+    assert_int_equal(clrmux_xlink_next(&cur, &left, &l), 1);
+    assert_int_equal(l.trace_id[0], 0xAB);
+    assert_int_equal(l.span_id, 7);
+    assert_int_equal(clrmux_xlink_next(&cur, &left, &l), 1);
+    assert_int_equal(l.trace_id[0], 0x11);
+    assert_int_equal(l.span_id, 9);
+    /* ... without a parent of its own: one link */
+    s.parent_id = 0;
+    n = clrmux_integ_record(&s, b, blen, NULL, rec, sizeof rec);
+    assert_int_equal(clrmux_xspan_parse(rec, n, &x), 0);
+    assert_int_equal(x.parent_id, 7);
+    assert_int_equal(x.nlinks, 1);
+    s.parent_id = 9;
+    /* the extracted context as a link (ctx 2): the parent stays */
+    blen = blob(b, 2);
+    n = clrmux_integ_record(&s, b, blen, NULL, rec, sizeof rec);
+    assert_true(n > 0);
+    assert_int_equal(clrmux_xspan_parse(rec, n, &x), 0);
+    assert_int_equal(x.trace_id[0], 0x11);
+    assert_int_equal(x.parent_id, 9);
+    assert_int_equal(x.flags & CLRMUX_XSPAN_F_REMOTE_PARENT, 0);
+    assert_int_equal(x.nlinks, 1);
+    cur = x.links;
+    left = x.nlinks;
+    assert_int_equal(clrmux_xlink_next(&cur, &left, &l), 1);
+    assert_int_equal(l.trace_id[0], 0xAB);
+    assert_int_equal(l.span_id, 7);
+    b[24] = 3; /* an unknown ctx: no record */
+    assert_int_equal(clrmux_integ_record(&s, b, blen, NULL, rec, sizeof rec), 0);
+    blen = blob(b, 1);
     /* malformed blobs: no record */
     assert_int_equal(clrmux_integ_record(&s, b, 5, NULL, rec, sizeof rec), 0);
     b[0] = 9;
@@ -263,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_parse_ok),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_shipped),
+        cmocka_unit_test(test_parse_args_extract),
         cmocka_unit_test(test_attach_and_record),
         cmocka_unit_test(test_attach_many),
     };

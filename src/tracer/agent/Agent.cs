@@ -23,7 +23,7 @@ namespace Clrmux.Agent
             delegate*<object?, long, void> onTask = &AsyncSpans.OnTask;
             delegate*<object?, long, object?> onValueTask = &AsyncSpans.OnValueTask;
             delegate*<void> joinRoot = &AsyncSpans.JoinRoot;
-            delegate*<object?, object?, object?, object?, object?, long, int, void> integEnter = &Integrations.IntegEnter;
+            delegate*<object?, object?, object?, object?, object?, object?[]?, long, int, void> integEnter = &Integrations.IntegEnter;
             delegate*<object?, long, int, void> integExit = &Integrations.IntegExit;
             ManagedTable m = new()
             {

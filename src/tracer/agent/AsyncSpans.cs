@@ -116,6 +116,11 @@ namespace Clrmux.Agent
         /// <summary>The method returned: its caller's context comes back.</summary>
         public static void AsyncRestore(object? previous) => Current.Value = previous as SpanContextBox;
 
+        /// <summary>Called with a traced method's task and its span's id when the task has
+        /// completed, before the span ends (a bytecode integration reads its result: set by
+        /// Integrations when one waits).</summary>
+        internal static Action<Task?, ulong>? TaskDone;
+
         private sealed class Pending
         {
             public AsyncSpan Span;
@@ -132,6 +137,7 @@ namespace Clrmux.Agent
                 return;
             if (task is not Task t)
             {
+                TaskDone?.Invoke(null, s.SpanId);
                 Native.Api->SpanFinish(&s, 0, 0); // a null task: the call is over
                 return;
             }
@@ -205,6 +211,7 @@ namespace Clrmux.Agent
                 error = 1; // awaiting it throws TaskCanceledException
                 exc = Native.ExcIntern("System.Threading.Tasks.TaskCanceledException", "A task was canceled.");
             }
+            TaskDone?.Invoke(t, s.SpanId);
             fixed (AsyncSpan* p = &s)
                 Native.Api->SpanFinish(p, exc, error);
         }

@@ -52,23 +52,24 @@ namespace Clrmux.Agent
             if (a.GetTagItem("db.system") is string sys)
                 Enrichment.Fill(a, "db.system.name", SystemName(sys));
             Enrichment.Fill(a, "db.namespace", a.GetTagItem("db.name"));
-            string? text = a.GetTagItem("db.query.text") as string ?? a.GetTagItem("db.statement") as string;
+            string? query = a.GetTagItem("db.query.text") as string;
+            string? text = query ?? a.GetTagItem("db.statement") as string;
             if (text != null)
             {
+                Statement st = StatementOf(text);
                 if (Sanitize)
                 {
-                    string clean = SanitizeSql(text);
-                    a.SetTag("db.query.text", clean);
+                    if (query == null || !ReferenceEquals(st.Clean, text)) // nothing to change: no SetTag
+                        a.SetTag("db.query.text", st.Clean);
                     if (a.GetTagItem("db.statement") != null)
-                        a.SetTag("db.statement", clean);
+                        a.SetTag("db.statement", st.Clean);
                 }
                 else
                 {
                     Enrichment.Fill(a, "db.query.text", text);
                 }
-                (string? op, string? table) = Summary(text);
-                Enrichment.Fill(a, "db.operation.name", op);
-                Enrichment.Fill(a, "db.collection.name", table);
+                Enrichment.Fill(a, "db.operation.name", st.Op);
+                Enrichment.Fill(a, "db.collection.name", st.Table);
             }
             Enrichment.Fill(a, "server.address", a.GetTagItem("net.peer.name") ?? a.GetTagItem("net.peer.ip"));
             if (a.GetTagItem("server.port") == null && a.GetTagItem("net.peer.port") is { } port &&
@@ -83,6 +84,37 @@ namespace Clrmux.Agent
                 c.Error = true;
                 c.ErrorMessage = err;
             }
+        }
+
+        /// <summary>A statement's sanitized text (its own text with sanitize_queries = false; the
+        /// same string when sanitizing changes nothing) and summary.</summary>
+        internal sealed class Statement
+        {
+            public readonly string Clean;
+            public readonly string? Op, Table;
+            public Statement(string clean, string? op, string? table)
+            {
+                Clean = clean;
+                Op = op;
+                Table = table;
+            }
+        }
+
+        // the statements seen, by text: a service runs the same few again and again (sanitizing
+        // and summarizing each call's text cost more than the rest of its span's recording)
+        private static readonly System.Collections.Concurrent.ConcurrentDictionary<string, Statement> s_statements =
+            new(StringComparer.Ordinal);
+
+        internal static Statement StatementOf(string text)
+        {
+            if (s_statements.TryGetValue(text, out Statement? st))
+                return st;
+            (string? op, string? table) = Summary(text);
+            string clean = Sanitize ? SanitizeSql(text) : text;
+            st = new Statement(clean == text ? text : clean, op, table);
+            if (s_statements.Count < 4096) // statements with their literals in them: not all kept
+                s_statements[text] = st;
+            return st;
         }
 
         /// <summary>The statement's operation (its first keyword, upper case) and, for a simple

@@ -1,15 +1,20 @@
 // Bytecode integrations (src/tracer/integ.h): the rewritten IL of a definition's method calls
-// IntegEnter with `this` and its first four arguments right after the entry probe; the agent
-// reads the definition's attributes from them through property paths, writes the W3C context
-// into the message headers a definition names (inject), and attaches kind, name and attributes
-// to the call's span, which the exporter then writes as a span of that kind. Nothing here
-// throws into the app: a null, a missing member or a getter that throws gives no attribute.
+// IntegEnter with `this` and its arguments right after the entry probe (the first four, and an
+// array of the rest when the definition reads them); the agent reads the definition's
+// attributes from them through property paths, writes the W3C context into the message headers
+// a definition names (inject), reads the message's context from them (extract), and attaches
+// kind, name and attributes to the call's span, which the exporter then writes as a span of
+// that kind. IntegExit reads what the method returns (a task's result when it completes,
+// before its span ends). Nothing here throws into the app: a null, a missing member or a
+// getter that throws gives no attribute.
 using System;
 using System.Collections;
 using System.Collections.Concurrent;
 using System.Collections.Generic;
 using System.Reflection;
 using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
 
 namespace Clrmux.Agent
 {
@@ -20,6 +25,7 @@ namespace Clrmux.Agent
             public byte Kind;
             public string Name = "", Scope = "";
             public string? Inject, Extract;
+            public bool ExtractAtExit, ExtractParent; // extract reads the return; extract_as = parent
             public bool HasExit;
             public int[] Versions = { -1, -1, -1, -1 };
             public readonly List<(string Key, string Value)> Attrs = new();
@@ -67,7 +73,12 @@ namespace Clrmux.Agent
                 case "name": d.Name = v; break;
                 case "scope": d.Scope = v; break;
                 case "inject": d.Inject = v; break;
-                case "extract": d.Extract = v; d.HasExit = true; break;
+                case "extract":
+                    d.Extract = v;
+                    d.ExtractAtExit = v.StartsWith("return", StringComparison.Ordinal);
+                    d.HasExit |= d.ExtractAtExit;
+                    break;
+                case "extract_as": d.ExtractParent = v == "parent"; break;
                 case "versions":
                     string[] r = v.Split(',');
                     for (int i = 0; i < 4 && i < r.Length; i++)
@@ -79,12 +90,20 @@ namespace Clrmux.Agent
                     {
                         d.Attrs.Add((v.Substring(0, tab), v.Substring(tab + 1)));
                         d.Db |= v.StartsWith("db.", StringComparison.Ordinal);
-                        d.HasExit |= v.Contains("return", StringComparison.Ordinal);
+                        d.HasExit |= ReadsReturn(v.Substring(tab + 1));
                     }
                     break;
                 }
             }
             return d;
+        }
+
+        private static bool ReadsReturn(string value)
+        {
+            foreach (string alt in value.Split('|', StringSplitOptions.TrimEntries))
+                if (alt == "return" || alt.StartsWith("return.", StringComparison.Ordinal))
+                    return true;
+            return false;
         }
 
         // "3,0,-1,-1": min major, min minor, max major, max minor; -1 open
@@ -99,10 +118,12 @@ namespace Clrmux.Agent
         }
 
         /// <summary>The rewritten IL's call (tracer_rewrite.c: emit_integ_enter).</summary>
-        public static void IntegEnter(object? self, object? a0, object? a1, object? a2, object? a3, long slot, int id)
+        public static void IntegEnter(object? self, object? a0, object? a1, object? a2, object? a3, object?[]? more, long slot,
+                                      int id)
         {
             try
             {
+                var call = new Call(self, a0, a1, a2, a3, more);
                 SpanCtx c;
                 if (Native.Api->SpanPeek(slot, &c) == 0)
                     return; // not recorded
@@ -118,7 +139,7 @@ namespace Clrmux.Agent
                 }
                 if (d.VersionOk < 0)
                     return;
-                if (d.Inject != null && (Eval(d.Inject, self, a0, a1, a2, a3) ?? MakeHeaders(d.Inject, self, a0, a1, a2, a3)) is { } headers)
+                if (d.Inject != null && (Eval(d.Inject, in call) ?? MakeHeaders(d.Inject, in call)) is { } headers)
                     Inject(headers, &c);
                 if (c.Sampled == 0)
                     return; // not exported: nothing to attach
@@ -127,13 +148,16 @@ namespace Clrmux.Agent
                 {
                     if (path.StartsWith("return", StringComparison.Ordinal))
                         continue; // at the exit
-                    object? v = path.StartsWith('\'') ? path.Substring(1, path.Length - 2) : Eval(path, self, a0, a1, a2, a3);
+                    object? v = path.StartsWith('\'') ? path.Substring(1, path.Length - 2) : Eval(path, in call);
                     if (v != null)
                         attrs.Add(new(key, v));
                 }
                 if (d.Db)
                     DbAttrs(attrs);
-                Attach(d, c.SpanId, attrs, null);
+                SpanCtx remote;
+                bool extracted = d.Extract != null && !d.ExtractAtExit && Eval(d.Extract, in call) is { } carrier &&
+                                 Extract(carrier, &remote);
+                Attach(d, c.SpanId, attrs, extracted ? &remote : null);
                 if (d.HasExit)
                 {
                     t_pending ??= new();
@@ -156,7 +180,11 @@ namespace Clrmux.Agent
         // the attributes read at the entry of calls whose exit reads more (this thread's, innermost last)
         [ThreadStatic] private static Stack<(ulong, List<KeyValuePair<string, object?>>)>? t_pending;
 
-        private static void Attach(Def d, ulong spanId, List<KeyValuePair<string, object?>> attrs, SpanCtx* parent)
+        // attributes the conventions type as strings, whatever the library's type
+        private static bool StringTyped(string key) =>
+            key is "messaging.destination.partition.id" or "messaging.kafka.message.key" or "messaging.message.id";
+
+        private static void Attach(Def d, ulong spanId, List<KeyValuePair<string, object?>> attrs, SpanCtx* remote)
         {
             string name = Render(d.Name, attrs);
             if (name.Length == 0)
@@ -165,27 +193,35 @@ namespace Clrmux.Agent
             w.U8(d.Kind);
             w.Str(name);
             w.Str(d.Scope);
-            w.U8(parent != null ? (byte)1 : (byte)0);
-            if (parent != null)
+            // the message's creation context: the parent (and a link), or a link (integ.h)
+            w.U8(remote == null ? (byte)0 : d.ExtractParent ? (byte)1 : (byte)2);
+            if (remote != null)
             {
                 for (int i = 0; i < 16; i++)
-                    w.U8(parent->TraceId[i]);
-                w.U64(parent->SpanId);
+                    w.U8(remote->TraceId[i]);
+                w.U64(remote->SpanId);
             }
             int mark = w.Mark(), n = 0;
             foreach (KeyValuePair<string, object?> kv in attrs)
-                if (w.Attr(kv.Key, kv.Value))
+                if (w.Attr(kv.Key, kv.Value is not string and not null && StringTyped(kv.Key)
+                                       ? Convert.ToString(kv.Value, System.Globalization.CultureInfo.InvariantCulture)
+                                       : kv.Value))
                     n++;
             w.SetCount(mark, n);
             w.Attach(spanId);
         }
 
+        private const int AsyncFlag = 0x40000000; // integ.h: CLRMUX_INTEG_ASYNC
+
         /// <summary>The rewritten IL's call where a definition's method returns (a definition
-        /// that reads `return` or extracts a context: tracer_rewrite.c).</summary>
+        /// that reads `return`: tracer_rewrite.c); with AsyncFlag in id, ret is the Task or the
+        /// boxed ValueTask the method returns, its result read when it completes.</summary>
         public static void IntegExit(object? ret, long slot, int id)
         {
             try
             {
+                bool async = (id & AsyncFlag) != 0;
+                id &= ~AsyncFlag;
                 SpanCtx c;
                 Stack<(ulong Id, List<KeyValuePair<string, object?>> Attrs)>? pending = t_pending;
                 if (pending == null || pending.Count == 0 || Native.Api->SpanPeek(slot, &c) == 0)
@@ -203,19 +239,10 @@ namespace Clrmux.Agent
                 Def? d = DefOf(id);
                 if (attrs == null || d == null)
                     return;
-                if (ret == null && d.Kind == 5)
-                {
-                    // a consumer's call that got nothing (a poll that timed out): no span
-                    byte zero = 0;
-                    Native.Api->SpanAttach(c.SpanId, &zero, 1);
-                    return;
-                }
-                foreach ((string key, string path) in d.Attrs)
-                    if (path.StartsWith("return", StringComparison.Ordinal) && Eval(path, ret) is { } v)
-                        attrs.Add(new(key, v));
-                SpanCtx parent;
-                bool extracted = d.Extract != null && Eval(d.Extract, ret) is { } headers && Extract(headers, &parent);
-                Attach(d, c.SpanId, attrs, extracted ? &parent : null);
+                if (async)
+                    Returned(d, c.SpanId, ret, attrs);
+                else
+                    Complete(d, c.SpanId, ret, attrs);
             }
             catch (Exception e)
             {
@@ -227,8 +254,158 @@ namespace Clrmux.Agent
             }
         }
 
-        private static object? Eval(string path, object? ret) =>
-            Eval(path.StartsWith("return", StringComparison.Ordinal) ? "this" + path.Substring(6) : path, ret, null, null, null, null);
+        /// <summary>The call's attributes completed with what it returned (its task's result),
+        /// attached to its span.</summary>
+        private static void Complete(Def d, ulong spanId, object? ret, List<KeyValuePair<string, object?>> attrs)
+        {
+            if (ret == null && d.ExtractAtExit)
+            {
+                // a receive that got nothing (a poll that timed out): no span
+                byte zero = 0;
+                Native.Api->SpanAttach(spanId, &zero, 1);
+                return;
+            }
+            foreach ((string key, string path) in d.Attrs)
+                if (ReadsReturn(path) && Find(attrs, key) == null && Eval(path, ret) is { } v)
+                    attrs.Add(new(key, v));
+            SpanCtx remote;
+            bool extracted = d.ExtractAtExit && Eval(d.Extract!, ret) is { } headers && Extract(headers, &remote);
+            Attach(d, spanId, attrs, extracted ? &remote : null);
+        }
+
+        // the calls whose task had not completed when they returned it, by span: completed by
+        // AsyncSpans.TaskDone, before the span ends
+        private static readonly ConcurrentDictionary<ulong, (Def, List<KeyValuePair<string, object?>>)> s_parked = new();
+        // its entries, kept apart: ConcurrentDictionary's IsEmpty and Count take every lock when it
+        // is empty, and every async span's end asks (AsyncSpans.Finish)
+        private static int s_nparked;
+
+        /// <summary>A method returned a task (or a boxed ValueTask): its result is read now if it
+        /// has one, else when the task completes (AsyncSpans.Finish calls TaskDone before the span
+        /// ends); a ValueTask over an IValueTaskSource that has not completed is never read (it
+        /// may be consumed once only): its span has the attributes read at the entry.</summary>
+        private static void Returned(Def d, ulong spanId, object? ret, List<KeyValuePair<string, object?>> attrs)
+        {
+            Task? task = ret as Task;
+            if (ret != null && task == null)
+            {
+                // ValueTask<T>: its result when it completed successfully, else its task
+                Type t = ret.GetType();
+                if (!t.IsGenericType || s_valueTaskReaders.GetOrAdd(t, MakeValueTaskReader) is not { } read)
+                {
+                    Attach(d, spanId, attrs, null);
+                    return;
+                }
+                int state = read(ret, out object? result, out task);
+                if (state == 0)
+                {
+                    Complete(d, spanId, result, attrs);
+                    return;
+                }
+                if (state != 2)
+                {
+                    Attach(d, spanId, attrs, null);
+                    return;
+                }
+            }
+            if (task == null || task.IsCompleted)
+            {
+                Done(d, spanId, task, attrs);
+                return;
+            }
+            if (Volatile.Read(ref s_nparked) >= 4096)
+            {
+                s_parked.Clear(); // tasks that never complete: forgotten
+                Volatile.Write(ref s_nparked, 0);
+            }
+            if (s_parked.TryAdd(spanId, (d, attrs)))
+                Interlocked.Increment(ref s_nparked);
+            AsyncSpans.TaskDone ??= TaskDone;
+        }
+
+        private static void Done(Def d, ulong spanId, Task? task, List<KeyValuePair<string, object?>> attrs)
+        {
+            if (task == null)
+                Complete(d, spanId, null, attrs);
+            else if (task.Status == TaskStatus.RanToCompletion)
+                Complete(d, spanId, Eval("this.Result", task), attrs); // Task<T>.Result; a Task: null
+            else
+                Attach(d, spanId, attrs, null); // failed or canceled: no result
+        }
+
+        /// <summary>The task of span spanId completed (AsyncSpans.Finish, before the span ends).</summary>
+        private static void TaskDone(Task? task, ulong spanId)
+        {
+            if (Volatile.Read(ref s_nparked) <= 0 || !s_parked.TryRemove(spanId, out (Def D, List<KeyValuePair<string, object?>> Attrs) p))
+                return;
+            Interlocked.Decrement(ref s_nparked);
+            try
+            {
+                Done(p.D, spanId, task, p.Attrs);
+            }
+            catch (Exception e)
+            {
+                if (!s_failed)
+                {
+                    s_failed = true;
+                    Native.Log(Native.LogWarn, $"integration {p.D.Scope}: a task's result not read: {e.GetType().Name}: {e.Message} (logged once)");
+                }
+            }
+        }
+
+        // 0: completed successfully, *result read; 1: completed otherwise, or not readable;
+        // 2: not completed, backed by *task
+        private delegate int ValueTaskReader(object boxed, out object? result, out Task? task);
+        private static readonly ConcurrentDictionary<Type, ValueTaskReader?> s_valueTaskReaders = new();
+
+        private static ValueTaskReader? MakeValueTaskReader(Type t)
+        {
+            if (t.GetGenericTypeDefinition() != typeof(System.Threading.Tasks.ValueTask<>))
+                return null;
+            MethodInfo m = typeof(Integrations).GetMethod(nameof(ReadValueTask), BindingFlags.NonPublic | BindingFlags.Static)!
+                .MakeGenericMethod(t.GetGenericArguments()[0]);
+            return (ValueTaskReader)Delegate.CreateDelegate(typeof(ValueTaskReader), m);
+        }
+
+        private static int ReadValueTask<T>(object boxed, out object? result, out Task? task)
+        {
+            var vt = (System.Threading.Tasks.ValueTask<T>)boxed;
+            result = null;
+            task = null;
+            // what backs it (ValueTask<T>._obj: null, a Task<T> or an IValueTaskSource<T>), read
+            // without consuming it: Result and AsTask would consume an IValueTaskSource
+            object? obj = ValueTaskObj<T>.Field?.GetValue(boxed);
+            if (obj != null && obj is not Task<T>)
+                return 1;
+            if (vt.IsCompletedSuccessfully)
+            {
+                result = vt.Result; // its own value, or a completed task's
+                return 0;
+            }
+            if (vt.IsCompleted)
+                return 1;
+            task = (Task<T>?)obj;
+            return task != null ? 2 : 1;
+        }
+
+        private static class ValueTaskObj<T>
+        {
+            public static readonly FieldInfo? Field =
+                typeof(System.Threading.Tasks.ValueTask<T>).GetField("_obj", BindingFlags.NonPublic | BindingFlags.Instance);
+        }
+
+        private static object? Eval(string path, object? ret)
+        {
+            if (path.IndexOf('|') >= 0) // alternatives: the first that gives a value
+            {
+                foreach (string alt in path.Split('|', StringSplitOptions.TrimEntries))
+                    if (alt.StartsWith("return", StringComparison.Ordinal) && Eval(alt, ret) is { } v && !IsEmpty(v))
+                        return v;
+                return null;
+            }
+            var call = new Call(ret, null, null, null, null, null);
+            return Eval(path.StartsWith("return", StringComparison.Ordinal) ? "this" + path.Substring(6) : path, in call);
+        }
 
         /// <summary>A W3C traceparent from a header collection (a value as bytes or a string).</summary>
         private static bool Extract(object headers, SpanCtx* c)
@@ -273,18 +450,14 @@ namespace Clrmux.Agent
         /// and table read from it when the definition does not give them.</summary>
         private static void DbAttrs(List<KeyValuePair<string, object?>> attrs)
         {
+            if (Find(attrs, "db.system.name") is "microsoft.sql_server")
+                SqlServerAddress(attrs);
             for (int i = 0; i < attrs.Count; i++)
             {
                 if (attrs[i].Key != "db.query.text" || attrs[i].Value is not string text)
                     continue;
                 // a statement's sanitized text and summary, kept for the next call of the same text
-                if (!s_statements.TryGetValue(text, out (string Clean, string? Op, string? Table) st))
-                {
-                    (string? o, string? t) = DbEnrichment.Summary(text);
-                    st = (DbEnrichment.Sanitize ? DbEnrichment.SanitizeSql(text) : text, o, t);
-                    if (s_statements.Count < 4096)
-                        s_statements[text] = st;
-                }
+                DbEnrichment.Statement st = DbEnrichment.StatementOf(text);
                 attrs[i] = new(attrs[i].Key, st.Clean);
                 (string? op, string? table) = (st.Op, st.Table);
                 if (op != null && Find(attrs, "db.operation.name") == null)
@@ -293,6 +466,29 @@ namespace Clrmux.Agent
                     attrs.Add(new("db.collection.name", table));
                 return;
             }
+        }
+
+        /// <summary>SQL Server's DataSource as server.address: [protocol:]host[\instance][,port]
+        /// becomes the host, and server.port when it names one (named pipes, shared memory: as
+        /// they are).</summary>
+        private static void SqlServerAddress(List<KeyValuePair<string, object?>> attrs)
+        {
+            int i = attrs.FindIndex(kv => kv.Key == "server.address");
+            if (i < 0 || attrs[i].Value is not string ds)
+                return;
+            if (ds.StartsWith("tcp:", StringComparison.OrdinalIgnoreCase))
+                ds = ds.Substring(4);
+            else if (ds.IndexOf(':') > 0 && !ds.StartsWith('['))
+                return; // np:, lpc:, admin: ...
+            int comma = ds.LastIndexOf(',');
+            string host = comma >= 0 ? ds.Substring(0, comma).Trim() : ds.Trim();
+            int slash = host.IndexOf('\\');
+            if (slash > 0)
+                host = host.Substring(0, slash);
+            attrs[i] = new("server.address", host);
+            if (comma >= 0 && int.TryParse(ds.AsSpan(comma + 1).Trim(), out int port) && port > 0 && port < 65536 &&
+                Find(attrs, "server.port") == null)
+                attrs.Add(new("server.port", port));
         }
 
         /// <summary>The name template with each {key} replaced by that attribute (or nothing).</summary>
@@ -318,27 +514,47 @@ namespace Clrmux.Agent
         // ---- property paths: this.A.B, argN.A.B ----
 
         private static readonly ConcurrentDictionary<(Type, string), Func<object, object?>?> s_getters = new();
-        private static readonly ConcurrentDictionary<string, (string, string?, string?)> s_statements = new(StringComparer.Ordinal);
 
-        internal static object? Eval(string path, object? self, object? a0, object? a1, object? a2, object? a3)
+        /// <summary>A call's `this` and arguments (More: arguments 4.., when the definition reads them).</summary>
+        internal readonly struct Call
         {
-            if (path.IndexOf('|') >= 0) // alternatives: the first that gives a value
+            public readonly object? Self, A0, A1, A2, A3;
+            public readonly object?[]? More;
+            public Call(object? self, object? a0, object? a1, object? a2, object? a3, object?[]? more)
+            {
+                Self = self;
+                A0 = a0;
+                A1 = a1;
+                A2 = a2;
+                A3 = a3;
+                More = more;
+            }
+
+            public object? Arg(int i) => i switch
+            {
+                0 => A0,
+                1 => A1,
+                2 => A2,
+                3 => A3,
+                _ => More != null && i - 4 < More.Length ? More[i - 4] : null,
+            };
+        }
+
+        private static bool IsEmpty(object v) => v is string { Length: 0 };
+
+        internal static object? Eval(string path, in Call call)
+        {
+            if (path.IndexOf('|') >= 0) // alternatives: the first that gives a value (an empty string is none)
             {
                 foreach (string alt in path.Split('|', StringSplitOptions.TrimEntries))
-                    if (Eval(alt, self, a0, a1, a2, a3) is { } v)
+                    if (!alt.StartsWith("return", StringComparison.Ordinal) && Eval(alt, in call) is { } v && !IsEmpty(v))
                         return v;
                 return null;
             }
             string[] parts = path.Trim().Split('.');
-            object? o = parts[0] switch
-            {
-                "this" => self,
-                "arg0" => a0,
-                "arg1" => a1,
-                "arg2" => a2,
-                "arg3" => a3,
-                _ => null,
-            };
+            object? o = parts[0] == "this" ? call.Self
+                      : parts[0].StartsWith("arg", StringComparison.Ordinal) && int.TryParse(parts[0].AsSpan(3), out int n) ? call.Arg(n)
+                      : null;
             for (int i = 1; i < parts.Length && o != null; i++)
             {
                 string member = parts[i];
@@ -426,10 +642,10 @@ namespace Clrmux.Agent
 
         /// <summary>A null header collection at the end of `path` made and set: the property's
         /// type when it can be made, a Dictionary&lt;string, object&gt; for that interface.</summary>
-        private static object? MakeHeaders(string path, object? self, object? a0, object? a1, object? a2, object? a3)
+        private static object? MakeHeaders(string path, in Call call)
         {
             int dot = path.LastIndexOf('.');
-            if (dot < 0 || path.IndexOf('|') >= 0 || Eval(path.Substring(0, dot), self, a0, a1, a2, a3) is not { } owner)
+            if (dot < 0 || path.IndexOf('|') >= 0 || Eval(path.Substring(0, dot), in call) is not { } owner)
                 return null;
             try
             {

@@ -106,6 +106,8 @@ namespace Clrmux.Agent
             case short sh: U8(AttrInt); Str(key); I64(sh); return true;
             case byte by: U8(AttrInt); Str(key); I64(by); return true;
             case uint ui: U8(AttrInt); Str(key); I64(ui); return true;
+            case ulong ul when ul <= long.MaxValue: U8(AttrInt); Str(key); I64((long)ul); return true;
+            case ushort us: U8(AttrInt); Str(key); I64(us); return true;
             case double d: U8(AttrDouble); Str(key); U64(BitConverter.DoubleToUInt64Bits(d)); return true;
             case float f: U8(AttrDouble); Str(key); U64(BitConverter.DoubleToUInt64Bits(f)); return true;
             default:

@@ -74,9 +74,12 @@ case "kafka-consume":
 case "sqlite-bench": // ns per ExecuteScalar of `SELECT ?` on an in-memory database (bench/integ.sh)
     Bench.Sqlite(int.Parse(args[1]));
     break;
-case "sqlclient": // no SQL Server: each Execute* on a connection never opened fails in the call
+case "sqlclient": // no SQL Server: a connection to a closed loopback port (args[1]) fails to open;
+                  // then each Execute* on it fails in the call
     {
-        using var c = new Microsoft.Data.SqlClient.SqlConnection("Server=127.0.0.1,1;Database=orders;Connect Timeout=1");
+        using var c = new Microsoft.Data.SqlClient.SqlConnection($"Server=tcp:127.0.0.1,{args[1]};Database=orders;Connect Timeout=2;ConnectRetryCount=0");
+        try { c.Open(); }
+        catch (Microsoft.Data.SqlClient.SqlException e) { Console.WriteLine("open failed " + e.GetType().Name); }
         using var cmd = new Microsoft.Data.SqlClient.SqlCommand("SELECT id FROM orders WHERE item = 'secret-item'", c);
         foreach (Func<Task> f in new Func<Task>[]
         {
@@ -90,8 +93,12 @@ case "sqlclient": // no SQL Server: each Execute* on a connection never opened f
         }
     }
     break;
-case "user": // a method of the app's own, traced through the user's integration file (dbq.sh)
-    Console.WriteLine("placed " + DbApp.Orders.Place("apple", 3, new DbApp.Thrower()));
+case "user": // methods of the app's own, traced through the user's integration file (dbq.sh)
+    Console.WriteLine("placed " + DbApp.Orders.Place("apple", 3, new DbApp.Thrower()) + " " + DbApp.Orders.Untouched("x", 1, 2, 3, 4, 5));
+    Console.WriteLine("receipts " + (await DbApp.Orders.PlaceAsync("apple", 3, new DbApp.Thrower(), "a3", "a4", "carol")).Id + " " +
+                      (await DbApp.Orders.PlaceNow("pear")).Id + " " + (await DbApp.Orders.PlaceLater("fig")).Id);
+    try { await DbApp.Orders.PlaceFails("plum"); }
+    catch (InvalidOperationException e) { Console.WriteLine("failed " + e.Message); }
     break;
 case "methods": // a type's Execute* methods, for writing definitions
     foreach (var m in Type.GetType(args[1], true).GetMethods(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public |
@@ -202,6 +209,44 @@ namespace DbApp
     {
         [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
         public static int Place(string item, int quantity, Thrower t) => item.Length * quantity;
+
+        // named by no definition: not rewritten, no span (dbq.sh)
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static int Untouched(string item, int a1, int a2, int a3, int a4, int a5) => item.Length + a5;
+
+        // a Task<T> that completes later, with six arguments (a definition reads arg5)
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static async Task<Receipt> PlaceAsync(string item, int quantity, Thrower t, string a3, string a4, string customer)
+        {
+            await Task.Delay(30);
+            return new Receipt { Id = "r-" + item, Total = quantity * 2 };
+        }
+
+        // a ValueTask<T> completed at its return, and one that completes later
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static ValueTask<Receipt> PlaceNow(string item) => new(new Receipt { Id = "now-" + item, Total = 1 });
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static async ValueTask<Receipt> PlaceLater(string item)
+        {
+            await Task.Delay(30);
+            return new Receipt { Id = "later-" + item, Total = 2 };
+        }
+
+        // a Task<T> that fails after its return: no result to read
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        public static async Task<Receipt> PlaceFails(string item)
+        {
+            await Task.Delay(10);
+            throw new InvalidOperationException("out of " + item);
+        }
+    }
+
+    public sealed class Receipt
+    {
+        public string Id { get; set; }
+        public int Total { get; set; }
+        public string Boom => throw new InvalidOperationException("a getter that throws");
     }
 
     public sealed class Thrower
