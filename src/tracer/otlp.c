@@ -122,7 +122,9 @@ static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const
         }
         PUTS(b, "}}");
     } else {
-        PUTS(b, ",\"status\":{}}");
+        /* status UNSET, the default: left out, as the protobuf JSON mapping leaves out a field
+         * at its default (OTLP/JSON follows it), 12 bytes of ~400 a span */
+        PUTS(b, "}");
     }
 }
 

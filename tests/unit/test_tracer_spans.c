@@ -563,7 +563,7 @@ static void test_otlp_line(void **state)
         "\"endTimeUnixNano\":\"1700000000000000999\","
         "\"attributes\":[{\"key\":\"code.function.name\",\"value\":{\"stringValue\":\"Tracee.Targets.Add\"}},"
         "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}},"
-        "{\"key\":\"thread.name\",\"value\":{\"stringValue\":\"worker-1\"}}],\"status\":{}},"
+        "{\"key\":\"thread.name\",\"value\":{\"stringValue\":\"worker-1\"}}]},"
         "{\"traceId\":\"101112131415161718191a1b1c1d1e1f\",\"spanId\":\"a0b0c0d0e0f00011\","
         "\"parentSpanId\":\"0102030405060708\",\"name\":\"Odd \\\"name\\\"\\\\\\n\",\"kind\":1,"
         "\"startTimeUnixNano\":\"1700000000000000001\",\"endTimeUnixNano\":\"1700000000000000999\","
