@@ -157,15 +157,17 @@ if [ -f "$WORK/tracer.sum" ]; then
 fi
 if [ -f "$WORK/spans.sum" ]; then
     sp() { awk -v k="$1" '$1 == k {print $'"$2"'}' "$WORK/spans.sum"; }
-    printf 'span: clrmux %s ns, hand-made OpenTelemetry SDK span %s ns: OTel/clrmux %sx (with a GC transition: %s ns, %sx)\n' \
-        "$(sp span_fast 2)" "$(sp span_fast 3)" "$(sp span_fast 4)" "$(sp span_slow 2)" "$(sp span_slow 4)"
+    printf 'span: clrmux %s ns%s, hand-made OpenTelemetry SDK span %s ns: OTel/clrmux %sx (with a GC transition: %s ns, %sx)\n' \
+        "$(sp span_fast 2)" "$([ -n "$(sp span_floor 2)" ] && awk -v t="$(sp span_fast 2)" -v f="$(sp span_floor 2)" 'BEGIN { printf " = the floor %.2f + %.2f", f, t - f }')" \
+        "$(sp span_fast 3)" "$(sp span_fast 4)" "$(sp span_slow 2)" "$(sp span_slow 4)"
     [ -n "$(sp span_floor 2)" ] && printf 'span floor (two TSC reads, bench/clocks.c): %s ns (rdtsc %s ns, clock_gettime %s ns)\n' \
         "$(sp span_floor 2)" "$(sp span_floor 3)" "$(sp span_floor 4)"
     printf 'export spans/s (export thread CPU): /dev/null %s, file %s; dropped of %s at 1 M/s: /dev/null %s, file %s; at full speed: %s, %s\n' \
         "$(sp export_devnull_0 5)" "$(sp export_file_0 5)" "${BENCH_SPANS_LOAD:-2000000}" "$(sp export_devnull_1000000 4)" \
         "$(sp export_file_1000000 4)" "$(sp export_devnull_0 4)" "$(sp export_file_0 4)"
-    printf 'OpenTelemetry batch processor: exported/s %s (queue = all), dropped at 1 M/s %s, at full speed %s (queue 2048)\n' \
-        "$(sp "otel_${BENCH_SPANS_LOAD:-2000000}_0" 5)" "$(sp otel_2048_1000000 4)" "$(sp otel_2048_0 4)"
+    printf 'OpenTelemetry batch processor: exported/s %s (queue = all), dropped at 1 M/s %s, at full speed %s (queue 2048); with its OTLP exporter to a local sink: exported/s %s\n' \
+        "$(sp "otel_${BENCH_SPANS_LOAD:-2000000}_0" 5)" "$(sp otel_2048_1000000 4)" "$(sp otel_2048_0 4)" \
+        "$(sp "otlp_${BENCH_SPANS_LOAD:-2000000}_0" 5)"
 fi
 if [ -f "$WORK/usdt.sum" ]; then
     sed -n 's/^usdt_summary plain=\([^ ]*\) off=\([^ ]*\) set=\([^ ]*\) diff=\([^ ]*\) q1=\([^ ]*\) q3=\([^ ]*\)/span with USDT sites, no tool: \2 ns vs \1 ns without (paired difference \4 ns, quartiles \5 .. \6); semaphores set: \3 ns/p' "$WORK/usdt.sum"

@@ -113,6 +113,7 @@ if command -v gcc >/dev/null 2>&1 &&
     pout=$("$PB/probes" "${BENCH_PROBES_ROUNDS:-21}" 200000 "full=$ROOT/$PB/libprobes_full.so" \
         "nolabels=$ROOT/$PB/libprobes_nolabels.so" "nousdt=$ROOT/$PB/libprobes_nousdt.so" "bare=$ROOT/$PB/libprobes_bare.so")
     grep -v '^probes_summary' <<<"$pout"
+    pfull=$(sed -n 's/^probes_summary floor=\([0-9.]*\) full=\([0-9.]*\).*/\1 \2/p' <<<"$pout")
     echo "  (the metrics of a recorded span are counted by the export thread as it drains it: no per-call work)"
     [ -n "$SUMMARY" ] && grep '^probes_summary' <<<"$pout" >>"$SUMMARY"
 fi
@@ -140,6 +141,7 @@ run_rt() { # run_rt CONF args...: run, with the export thread switched to SCHED_
     wait "$pid"
     cat "$WORK/rt.out"
 }
+declare -A ex # run -> written dropped export-spans/s (the summary)
 runs="devnull:1000000 devnull:0 file:1000000 file:0"
 [ "$(id -u)" = 0 ] && [ "${BENCH_SPANS_RT:-1}" != 0 ] && command -v chrt >/dev/null 2>&1 &&
     runs="$runs devnull:1000000:rt file:1000000:rt"
@@ -158,6 +160,7 @@ for r in $runs; do
     label="$([ "$o" = devnull ] && echo /dev/null || echo file), $([ "$rate" = 0 ] && echo "full speed" || echo "1 M/s")"
     [ -n "$rt" ] && label="$label, export RT"
     printf '  %-30s %12s %12s %12s %16s %14s\n' "$label" "$cps" "$w" "$d" "$eps" "${wt:-?}"
+    ex["$r"]="$w ${d:-0} $eps"
     [ -n "$SUMMARY" ] && echo "export_${o}_$rate${rt:+_rt} $cps $w $d $eps ${wt:-?}" >>"$SUMMARY"
 done
 echo "  (export spans/s: spans over the export thread's CPU time; CPU wait: its time on the run queue)"
@@ -193,10 +196,29 @@ if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextr
                 printf '  %-30s %12s %12s %12s %16s\n' "$label" "$(f calls_per_s <<<"$out")" "$(f exported <<<"$out")" \
                     "$(f dropped <<<"$out")" "$(f exported_per_s <<<"$out")"
                 [ -n "$SUMMARY" ] && echo "otlp_${q}_$rate $(f calls_per_s <<<"$out") $(f exported <<<"$out") $(f dropped <<<"$out") $(f exported_per_s <<<"$out")" >>"$SUMMARY"
+                [ "$q" = "$LOAD" ] && [ "$rate" = 0 ] && otlp_eps=$(f exported_per_s <<<"$out")
             done
         done
         echo "  (calls/s below the rate: the SDK's span and its export took the app's thread's CPU)"
     fi
     kill "$SINK_PID" 2>/dev/null
     wait "$SINK_PID" 2>/dev/null
+fi
+# Each goal's figure beside its anchor (issue 27), from the runs above.
+echo
+echo "summary: each figure beside its anchor (issue 27's goals)"
+if [ -n "${fl:-}" ] && [ -n "${fast_sp:-}" ]; then
+    awk -v fl="$fl" -v t="$fast_sp" -v o="$fast_otel" 'BEGIN { printf "  span in the app: %.2f ns = the floor %.2f + %.2f ns (goal: + 8 at most); OpenTelemetry'"'"'s span %.2f ns (%.1fx)\n", t, fl, t - fl, o, o / t }'
+fi
+if [ -n "${pfull:-}" ]; then
+    awk -v p="$pfull" 'BEGIN { split(p, a, " "); printf "  span natively (bench/probes.c): %.2f ns = the floor %.2f + %.2f ns\n", a[2], a[1], a[2] - a[1] }'
+fi
+if [ -n "${ex[file:1000000]:-}" ]; then
+    read -r fw fd fe <<<"${ex[file:1000000]}"
+    read -r _ _ ne <<<"${ex[devnull:1000000]:-0 0 0}"
+    awk -v w="$fw" -v d="$fd" -v fe="$fe" -v ne="$ne" -v n="$LOAD" -v o="${otlp_eps:-}" 'BEGIN {
+        printf "  export at 1 M/s to a file: %d written, %d dropped of %d calls (goal: 0 dropped, normal priority)\n", w, d, n
+        printf "  export thread: %.2f M spans/s of its CPU to a file, %.2f M/s to /dev/null", fe / 1e6, ne / 1e6
+        if (o != "" && o > 0) printf "; OpenTelemetry'"'"'s batch processor + OTLP exporter to a local sink %.2f M spans/s (file / OTLP: %.1fx)", o / 1e6, fe / o
+        printf "\n" }'
 fi

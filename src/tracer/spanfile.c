@@ -25,6 +25,8 @@ struct clrmux_spanfile {
     uint64_t size, max_bytes;
     unsigned max_files;
     int regular; /* 0: a character device (no cap, no rotation) */
+    uint64_t reserved_to; /* blocks reserved up to this offset (prealloc) */
+    int no_prealloc;      /* fallocate failed once: not tried again */
     uint64_t spans_in[CLRMUX_SPANFILE_MAX_FILES]; /* [0]: the current file, [i]: path.i */
     struct clrmux_spanfile_stats st;
     char path[]; /* followed by room for the rotated names */
@@ -160,6 +162,40 @@ static int delete_file(const char *path)
 }
 #endif
 
+#if defined(__linux__)
+/* Every block a buffered append adds to a file costs the writer the file system's block
+ * bookkeeping (ext4's delayed allocation: a reservation, its extent status tree, quota): about
+ * a quarter of write(2)'s CPU at the lines' ~400 bytes a span (this VM, 420 KB lines: 243 ->
+ * 187 ns per KB). Blocks reserved ahead with fallocate(FALLOC_FL_KEEP_SIZE), PREALLOC bytes at
+ * a time and never past the cap, take that work out of the writes; the file's size stays that
+ * of what is written. What is reserved past the end when the file is rotated away or closed
+ * stays with it (at most PREALLOC bytes on disk, not in its size) until it is deleted: giving
+ * it back would mean truncating a file another process may be appending to. A file system
+ * without fallocate fails it once and is not asked again. */
+#define PREALLOC (2u << 20)
+static void prealloc(struct clrmux_spanfile *f, size_t len)
+{
+    if (!f->regular || f->no_prealloc || f->size + len <= f->reserved_to)
+        return;
+    uint64_t from = f->size > f->reserved_to ? f->size : f->reserved_to;
+    uint64_t to = f->size + len + PREALLOC;
+    if (f->max_bytes && to > f->max_bytes)
+        to = f->max_bytes > f->size + len ? f->max_bytes : f->size + len;
+    if (to <= from)
+        return;
+    if (fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) == 0)
+        f->reserved_to = to;
+    else
+        f->no_prealloc = 1; /* not supported (or no space: the write says so) */
+}
+#else
+static void prealloc(struct clrmux_spanfile *f, size_t len)
+{
+    (void)f;
+    (void)len;
+}
+#endif
+
 static void rotated_name(const struct clrmux_spanfile *f, unsigned i, char *out, size_t outsz)
 {
     snprintf(out, outsz, "%s.%u", f->path, i);
@@ -213,6 +249,7 @@ static int rotate(struct clrmux_spanfile *f, char *err, size_t errsz)
         f->st.spans_dropped += f->spans_in[0];
         f->spans_in[0] = 0;
         f->size = 0;
+        f->reserved_to = 0;
         rc = 0;
         goto out;
     }
@@ -250,6 +287,7 @@ static int rotate(struct clrmux_spanfile *f, char *err, size_t errsz)
     close(f->fd);
     f->fd = fd;
     f->size = size;
+    f->reserved_to = 0;
     rc = 0;
 out:
     free(a);
@@ -269,10 +307,12 @@ int clrmux_spanfile_write(struct clrmux_spanfile *f, const char *line, size_t le
             f->st.spans_dropped += f->spans_in[0];
             f->spans_in[0] = 0;
             f->size = 0;
+            f->reserved_to = 0;
         }
         errno = e;
         rc = 1;
     }
+    prealloc(f, len);
     if (clrmux_write_all(f->fd, line, len) != 0) {
         snprintf(err, errsz, "writing %s failed: %s", f->path, strerror(errno));
         return -1;

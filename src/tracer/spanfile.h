@@ -12,7 +12,10 @@
  *
  * Writing: each line is given whole and written with one write(2) call (a short write is
  * completed with further calls). Between two writers' lines nothing interleaves (O_APPEND),
- * and a process that dies between two calls leaves only whole lines.
+ * and a process that dies between two calls leaves only whole lines. On Linux the blocks of a
+ * regular file are reserved 2 MB ahead of the writes (fallocate with FALLOC_FL_KEEP_SIZE: its
+ * size stays that of the lines written; never past the cap): the file system's per-block work
+ * leaves the writes. A file holds at most those 2 MB past its end on disk until it is deleted.
  *
  * Cap and rotation: with max_bytes > 0, a line that would take the file past max_bytes
  * first rotates it: path.(N-2) -> path.(N-1), ..., path -> path.1 (N = max_files, the number

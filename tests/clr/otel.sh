@@ -91,18 +91,19 @@ check("Inner is a child of Handle in Handle's trace (%d pairs)" % len(inners),
 if mode == "activity":
     reqs = {s["name"]: s for s in sdk}
     joined = [h for h in handles if h.get("parentSpanId") in sdkid]
-    want = [(reqs[r]["traceId"], reqs[r]["spanId"]) for r in ("request-1", "request-2") if r in reqs]
-    check("Handle under request-1 and request-2 takes each Activity's trace id and has its span id as parent",
-          sorted((h["traceId"], h["parentSpanId"]) for h in joined) == sorted(want) and len(want) == 2,
+    want = [(reqs[r]["traceId"], reqs[r]["spanId"]) for r in ("request-1", "request-2", "request-3") if r in reqs]
+    check("Handle under request-1, request-2 and request-3 (in a flow whose last root span had nothing to join) "
+          "takes each Activity's trace id and has its span id as parent",
+          sorted((h["traceId"], h["parentSpanId"]) for h in joined) == sorted(want) and len(want) == 3,
           [(h["traceId"], h.get("parentSpanId")) for h in handles])
     free = [h for h in handles if "parentSpanId" not in h]
-    check("Handle(3), called with no Activity, is a root span of a new trace",
-          len(free) == 1 and free[0]["traceId"] not in {s["traceId"] for s in sdk}, free)
+    check("Handle(3) and Handle(5), called with no Activity, are root spans of new traces",
+          len(free) == 2 and not {f["traceId"] for f in free} & {s["traceId"] for s in sdk}, free)
     check("the unrecorded Activity (request-unsampled, flags 00): no clrmux span in its trace (parent-based)",
           "request-unsampled" in reqs and not [s for s in spans if s["traceId"] == reqs["request-unsampled"]["traceId"]])
-    check("exactly 3 Handle and 3 Inner spans", len(handles) == 3 and len(inners) == 3, len(spans))
-    check("metrics count every call, the unsampled ones too: Handle 4, Inner 4 (%s)" % calls,
-          calls.get("OtelApp.Work.Handle") == 4 and calls.get("OtelApp.Work.Inner") == 4)
+    check("exactly 5 Handle and 5 Inner spans", len(handles) == 5 and len(inners) == 5, len(spans))
+    check("metrics count every call, the unsampled ones too: Handle 6, Inner 6 (%s)" % calls,
+          calls.get("OtelApp.Work.Handle") == 6 and calls.get("OtelApp.Work.Inner") == 6)
 else:
     trees = [chain(i) for i in inners]
     want = ["OtelApp.Work.Inner", "OtelApp.Work.Handle", "Microsoft.AspNetCore.Hosting.HttpRequestIn", "GET"]
@@ -115,7 +116,7 @@ PYEOF
 
 # ---- 1. Activity join with the OpenTelemetry SDK ------------------------------------------
 C=$(conf act)
-run act "$C" activity
+run act "$C" activity flow
 if [ "$(cat "$WORK/act.rc")" = 0 ] && [ "$(tail -n 1 "$WORK/act.out")" = done ]; then ok "otelapp (OpenTelemetry SDK, ActivitySource) runs under clrmux"
 else bad "otelapp runs under clrmux" "$(tail -n 5 "$WORK/act.out" "$WORK/act.err")"; fi
 count "$(python3 "$WORK/check.py" "$WORK/act/spans.otlp.jsonl" "$WORK/act/metrics.otlp.jsonl" "$WORK/act.out" activity 2>&1)"

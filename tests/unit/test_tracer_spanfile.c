@@ -250,6 +250,47 @@ static void test_rotation_planted_link_oldest(void **state)
 }
 #endif
 
+#if defined(__linux__)
+#include <fcntl.h>
+/* Blocks are reserved ahead of the writes (fallocate, FALLOC_FL_KEEP_SIZE): the file's size is
+ * what was written, its blocks go 2 MB past it, and never past the cap. */
+static void test_blocks_reserved_ahead(void **state)
+{
+    (void)state;
+    char p[300], q[300], probe[300], err[512];
+    pathof(probe, sizeof probe, "probe");
+    int fd = open(probe, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    int supported = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 4096) == 0;
+    close(fd);
+    if (!supported) {
+        print_message("the file system of %s has no fallocate: skipped\n", dir);
+        skip();
+    }
+    static char line[1001];
+    memset(line, 'x', 1000);
+    line[1000] = '\n';
+    pathof(p, sizeof p, "spans.jsonl");
+    struct clrmux_spanfile *f = clrmux_spanfile_open(p, 0, 1, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(clrmux_spanfile_write(f, line, sizeof line, 1, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_size, sizeof line);
+    assert_true((long long)st.st_blocks * 512 >= (2 << 20));
+    clrmux_spanfile_close(f);
+    /* with a cap of 64 KB: reserved up to the cap, no further */
+    pathof(q, sizeof q, "capped.jsonl");
+    f = clrmux_spanfile_open(q, 64 * 1024, 2, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(clrmux_spanfile_write(f, line, sizeof line, 1, err, sizeof err), 0);
+    assert_int_equal(stat(q, &st), 0);
+    assert_int_equal(st.st_size, sizeof line);
+    assert_true((long long)st.st_blocks * 512 >= 60 * 1024 && (long long)st.st_blocks * 512 <= 68 * 1024);
+    clrmux_spanfile_close(f);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +300,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rotation_one_file_and_oversize, setup, teardown),
 #if !defined(_WIN32)
         cmocka_unit_test_setup_teardown(test_rotation_planted_link_oldest, setup, teardown),
+#endif
+#if defined(__linux__)
+        cmocka_unit_test_setup_teardown(test_blocks_reserved_ahead, setup, teardown),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

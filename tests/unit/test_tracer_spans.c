@@ -563,7 +563,7 @@ static void test_otlp_line(void **state)
         "\"endTimeUnixNano\":\"1700000000000000999\","
         "\"attributes\":[{\"key\":\"code.function.name\",\"value\":{\"stringValue\":\"Tracee.Targets.Add\"}},"
         "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"1234\"}},"
-        "{\"key\":\"thread.name\",\"value\":{\"stringValue\":\"worker-1\"}}],\"status\":{}},"
+        "{\"key\":\"thread.name\",\"value\":{\"stringValue\":\"worker-1\"}}]},"
         "{\"traceId\":\"101112131415161718191a1b1c1d1e1f\",\"spanId\":\"a0b0c0d0e0f00011\","
         "\"parentSpanId\":\"0102030405060708\",\"name\":\"Odd \\\"name\\\"\\\\\\n\",\"kind\":1,"
         "\"startTimeUnixNano\":\"1700000000000000001\",\"endTimeUnixNano\":\"1700000000000000999\","
@@ -584,6 +584,62 @@ static void test_otlp_line(void **state)
         "\"status\":{\"code\":2}}"
         "]}]}]}\n";
     assert_string_equal(buf, exp);
+    free(buf);
+}
+
+/* the thread's name from a buffer that changes in place (as the tracer's cache of names does
+ * when a thread renames itself): "w-1" for the first two spans asked about, then "renamed" */
+static int tname_calls;
+static const char *tname_changing(void *ctx, uint32_t tid)
+{
+    (void)ctx;
+    static char buf[16];
+    snprintf(buf, sizeof buf, "%s", tname_calls++ < 2 ? "w-1" : "renamed");
+    return tid ? buf : NULL;
+}
+
+/* A line's spans share the JSON of their method and thread (rendered once per run of them):
+ * each span still gets its own method, thread id and thread name, a rename in place included. */
+static void test_otlp_line_runs(void **state)
+{
+    (void)state;
+    struct clrmux_span s[5];
+    memset(s, 0, sizeof s);
+    uint32_t method[5] = {0, 0, 0, 1, 0}, tid[5] = {7, 7, 7, 7, 8};
+    for (int i = 0; i < 5; i++) {
+        s[i].span_id = (uint64_t)i + 1;
+        s[i].method = method[i];
+        s[i].tid = tid[i];
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct clrmux_otlp_names names = {mname, ename, NULL, tname_changing, emsg};
+    struct clrmux_resource res = {0};
+    tname_calls = 0;
+    assert_int_equal(clrmux_otlp_write_line(f, &res, s, 5, &names), 0);
+    fclose(f);
+    static const char *const want[5][3] = {
+        {"Tracee.Targets.Add", "7", "w-1"},
+        {"Tracee.Targets.Add", "7", "w-1"},
+        {"Tracee.Targets.Add", "7", "renamed"},
+        {"Odd \\\"name\\\"\\\\\\n", "7", "renamed"},
+        {"Tracee.Targets.Add", "8", "renamed"},
+    };
+    const char *p = buf;
+    for (int i = 0; i < 5; i++) {
+        char id[64], span[1024];
+        snprintf(id, sizeof id, "\"spanId\":\"%016x\"", i + 1);
+        p = strstr(p, id);
+        assert_non_null(p);
+        snprintf(span, sizeof span,
+                 ",\"name\":\"%s\",\"kind\":1,\"startTimeUnixNano\":\"0\",\"endTimeUnixNano\":\"0\","
+                 "\"attributes\":[{\"key\":\"code.function.name\",\"value\":{\"stringValue\":\"%s\"}},"
+                 "{\"key\":\"thread.id\",\"value\":{\"intValue\":\"%s\"}},"
+                 "{\"key\":\"thread.name\",\"value\":{\"stringValue\":\"%s\"}}]}",
+                 want[i][0], want[i][0], want[i][1], want[i][2]);
+        assert_ptr_equal(strstr(p, span), p + strlen(id));
+    }
     free(buf);
 }
 
@@ -651,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_threads_small_buffer),
         cmocka_unit_test(test_otlp_line),
+        cmocka_unit_test(test_otlp_line_runs),
         cmocka_unit_test(test_otlp_long_name),
         cmocka_unit_test(test_json_escape),
     };

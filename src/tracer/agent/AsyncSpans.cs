@@ -9,6 +9,7 @@
 using System;
 using System.Collections.Generic;
 using System.Reflection;
+using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
 using System.Threading;
 using System.Threading.Tasks;
@@ -56,10 +57,11 @@ namespace Clrmux.Agent
 
         /// <summary>The flow's innermost context: the async span, unless an Activity newer than
         /// it is current; then that Activity's.</summary>
-        internal static bool FlowContext(SpanCtx* c)
+        internal static bool FlowContext(SpanCtx* c) => FlowContext(Live(Current.Value), ActivityCurrent?.Invoke(), c);
+
+        /// <summary>FlowContext from the flow's live async span (or null) and Activity.Current.</summary>
+        private static bool FlowContext(SpanContextBox? box, object? act, SpanCtx* c)
         {
-            SpanContextBox? box = Live(Current.Value);
-            object? act = ActivityCurrent?.Invoke();
             if (box != null && (act == null || ReferenceEquals(box.Activity, act)))
             {
                 *c = box.Ctx;
@@ -78,13 +80,55 @@ namespace Clrmux.Agent
                 Native.Api->CtxSet(null);
         }
 
+        /// <summary>The flow (ExecutionContext) in which this thread's last join found no context
+        /// at all: neither an async span nor an Activity. An ExecutionContext never changes (each
+        /// AsyncLocal change makes a new one), so while the thread runs in that same flow there
+        /// is still nothing to join, and JoinRoot returns after one comparison (root spans with
+        /// no Activity around them). Keeps that one ExecutionContext alive until the thread's
+        /// next join in another flow that has nothing.</summary>
+        [ThreadStatic] private static ExecutionContext? t_nothing;
+
+        /// <summary>The runtime's ExecutionContext of a flow that has no AsyncLocal value at all
+        /// (ExecutionContext.Capture()'s answer then; internal, read once by reflection: null if
+        /// it cannot be, and only the per-thread check above is made): nothing to join.</summary>
+        private static readonly ExecutionContext? s_empty = EmptyContext();
+
+        private static ExecutionContext? EmptyContext()
+        {
+            try
+            {
+                return typeof(ExecutionContext).GetField("Default", BindingFlags.Static | BindingFlags.NonPublic)?.GetValue(null) as ExecutionContext;
+            }
+            catch (Exception)
+            {
+                return null;
+            }
+        }
+
         /// <summary>A root span just opened on this thread: it continues the flow's context.</summary>
         public static void JoinRoot()
         {
             if (Push)
                 return; // the thread's context is current already
+            ExecutionContext? ec = ExecutionContext.Capture(); // null: flow suppressed, never kept
+            if (ec == null || (!ReferenceEquals(ec, s_empty) && !ReferenceEquals(ec, t_nothing)))
+                JoinFlow(ec);
+        }
+
+        /// <summary>JoinRoot in a flow other than the one its thread last found nothing in (out of
+        /// line: JoinRoot itself keeps no locals to clear).</summary>
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        private static void JoinFlow(ExecutionContext? ec)
+        {
+            SpanContextBox? box = Current.Value;
+            object? act = ActivityCurrent?.Invoke();
+            if (box == null && act == null)
+            {
+                t_nothing = ec;
+                return;
+            }
             SpanCtx c;
-            if (FlowContext(&c))
+            if (FlowContext(Live(box), act, &c))
                 Native.Api->Join(&c);
         }
 

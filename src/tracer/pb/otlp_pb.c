@@ -228,8 +228,8 @@ static Span *span(struct arena *a, const struct clrmux_span *s, const struct clr
         st->code = OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
         if (exc)
             st->message = (char *)exc;
-    }
-    sp->status = st;
+        sp->status = st;
+    } /* else no status: UNSET, the default, left out as in the JSON lines */
     return sp;
 }
 

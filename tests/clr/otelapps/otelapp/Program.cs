@@ -4,6 +4,8 @@
 //                      "request-1" and "request-2" (sampled) each call Handle(n) -> Inner(n);
 //                      Handle(3) is called with no Activity; "request-unsampled" is created
 //                      but not recorded (RecordOnly sampler decision: trace flags 00).
+//   otelapp activity flow   the same, then Handle(5) in a flow with an AsyncLocal value and no
+//                      Activity, and Handle(6) in "request-3" in that flow.
 // (otelweb: the ASP.NET Core request, .NET 10 only: no ASP.NET Core runtime for 8 and 9 here.)
 //   otelapp spans|load|pipeline ...   bench/spans.sh (SpanBench.cs)
 //   otelapp bench N [activity|unrecorded]   N calls of Handle (each calling Inner) with no
@@ -37,6 +39,7 @@ sealed class TestSampler : Sampler
 public static class Program
 {
     static readonly ActivitySource Source = new("OtelApp");
+    static readonly AsyncLocal<string> Flow = new();
 
     public static int Main(string[] args)
     {
@@ -63,6 +66,17 @@ public static class Program
                 Console.WriteLine("handle " + Work.Handle(3));
                 using (Source.StartActivity("request-unsampled"))
                     Console.WriteLine("handle " + Work.Handle(4));
+                if (args.Length > 1 && args[1] == "flow")
+                {
+                    // a flow with a value of its own and no Activity (Handle(5): a root span; the
+                    // agent remembers that this flow has nothing to join), then an Activity in
+                    // it: Handle(6) joins request-3
+                    Flow.Value = "tagged";
+                    Console.WriteLine("handle " + Work.Handle(5));
+                    using (Source.StartActivity("request-3"))
+                        Console.WriteLine("handle " + Work.Handle(6));
+                    Flow.Value = null;
+                }
                 try { Work.Fail("no luck \"today\""); }
                 catch (InvalidOperationException e) { Console.WriteLine("caught " + e.Message); }
             }
