@@ -116,6 +116,9 @@ static atomic_int reapers;
 
 static void *reap(void *arg)
 {
+    /* its own name: perf and ps count its work apart from the export thread's, whose name it
+     * would otherwise inherit (and tests find the export thread by its name) */
+    pthread_setname_np(pthread_self(), "clrmux-reap");
     /* background work: below the export thread (setpriority with 0 is this thread on Linux) */
     errno = 0;
     int nice = getpriority(PRIO_PROCESS, 0);
