@@ -30,12 +30,13 @@
 #                       BENCH_DB_BASE: a change measured side by side with what it changes
 # Rounds alternate the configurations; the medians are printed with the ratios and each one's
 # cost per call over `none` (part 1) or over `tracer` (part 2).
-#   bench/db.sh [PG_CALLS [SQLITE_CALLS]]   (defaults 2000 and 20000; knob BENCH_DB_ROUNDS, 5)
+#   bench/db.sh [PG_CALLS [SQLITE_CALLS]]   (defaults 10000 and 20000: with 2000 Npgsql calls the agent's
+#   span path was still tier-0 code for the whole run, a warm-up figure; knob BENCH_DB_ROUNDS, 5)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
-NPG=${1:-2000}
+NPG=${1:-10000}
 NSQ=${2:-20000}
 ROUNDS=${BENCH_DB_ROUNDS:-5}
 CONFIGS=${BENCH_DB_CONFIGS:-none clrmux sdk}
