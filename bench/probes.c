@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tracer/spans.h"
+#include "probe_load.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -47,47 +47,16 @@ static inline uint64_t tsc(void)
 #define MAXB 8
 struct build {
     const char *name;
-    int (*init)(size_t);
-    int64_t (*enter_fast)(int32_t);
-    int64_t (*enter)(int32_t);
-    void (*exit_)(int64_t);
-    size_t (*drain)(struct clrmux_span *, size_t);
+    struct probe_fns f;
     void (*ratio)(double);
     double *ns;
 };
-
-static double cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static void *sym(void *lib, const char *name, const char *path)
-{
-    void *p = dlsym(lib, name);
-    if (!p) {
-        fprintf(stderr, "probes: %s has no %s\n", path, name);
-        exit(1);
-    }
-    return p;
-}
 
 static struct clrmux_span drained[65536];
 
 static double block(struct build *b, int n)
 {
-    double t0 = cpu_ns();
-    for (int i = 0; i < n; i++) {
-        int64_t s = b->enter_fast(7);
-        if (s == CLRMUX_SPAN_SLOW)
-            s = b->enter(7);
-        b->exit_(s);
-    }
-    double t = cpu_ns() - t0;
-    while (b->drain(drained, sizeof drained / sizeof drained[0]) > 0) {
-    }
-    return t / n;
+    return probe_block(&b->f, n, drained, sizeof drained / sizeof drained[0]);
 }
 
 /* the floor (bench/clocks.c): two calls, each one TSC read, the second stores a record */
@@ -109,12 +78,12 @@ __attribute__((noinline)) static void floor_exit(uint32_t i)
 
 static double floor_block(int n)
 {
-    double t0 = cpu_ns();
+    double t0 = probe_cpu_ns();
     for (int i = 0; i < n; i++) {
         floor_enter();
         floor_exit((uint32_t)i);
     }
-    return (cpu_ns() - t0) / n;
+    return (probe_cpu_ns() - t0) / n;
 }
 
 /* what each build of bench/spans.sh is */
@@ -164,24 +133,11 @@ int main(int argc, char **argv)
             return 2;
         *eq = 0;
         const char *path = eq + 1;
-        void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (!lib) {
-            fprintf(stderr, "probes: %s\n", dlerror());
-            return 1;
-        }
         struct build *x = &b[nb++];
         x->name = argv[i];
-        x->init = (int (*)(size_t))sym(lib, "clrmux_spans_init", path);
-        x->enter_fast = (int64_t(*)(int32_t))sym(lib, "clrmux_span_enter_fast", path);
-        x->enter = (int64_t(*)(int32_t))sym(lib, "clrmux_span_enter", path);
-        x->exit_ = (void (*)(int64_t))sym(lib, "clrmux_span_exit", path);
-        x->drain = (size_t(*)(struct clrmux_span *, size_t))sym(lib, "clrmux_spans_drain", path);
-        x->ratio = (void (*)(double))sym(lib, "clrmux_spans_set_sample_ratio", path);
+        void *lib = probe_load("probes", path, &x->f);
+        x->ratio = (void (*)(double))probe_sym("probes", lib, "clrmux_spans_set_sample_ratio", path);
         x->ns = calloc((size_t)rounds, sizeof *x->ns);
-        if (x->init(1u << 20) != 0) {
-            fprintf(stderr, "probes: %s: clrmux_spans_init failed\n", path);
-            return 1;
-        }
     }
     /* the reference build again, not sampled: its own copy would share its state, so the
      * same library with the ratio switched around its block */

@@ -25,78 +25,30 @@
 #include <string.h>
 #include <time.h>
 
-#include "tracer/spans.h"
+#include "probe_load.h"
 
 struct build {
     const char *name;
-    void *lib;
-    int (*init)(size_t);
-    int64_t (*enter_fast)(int32_t);
-    int64_t (*enter)(int32_t);
-    void (*exit_)(int64_t);
-    size_t (*drain)(struct clrmux_span *, size_t);
+    struct probe_fns f;
     volatile unsigned short *sem_start, *sem_end;
     double *ns; /* per round */
 };
 
-static double cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static void *sym(void *lib, const char *name, const char *path)
-{
-    void *p = dlsym(lib, name);
-    if (!p) {
-        fprintf(stderr, "usdt: %s has no %s\n", path, name);
-        exit(1);
-    }
-    return p;
-}
-
 static void load(struct build *b, const char *path, int rounds)
 {
-    b->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!b->lib) {
-        fprintf(stderr, "usdt: %s\n", dlerror());
-        exit(1);
-    }
-    b->init = (int (*)(size_t))sym(b->lib, "clrmux_spans_init", path);
-    b->enter_fast = (int64_t(*)(int32_t))sym(b->lib, "clrmux_span_enter_fast", path);
-    b->enter = (int64_t(*)(int32_t))sym(b->lib, "clrmux_span_enter", path);
-    b->exit_ = (void (*)(int64_t))sym(b->lib, "clrmux_span_exit", path);
-    b->drain = (size_t(*)(struct clrmux_span *, size_t))sym(b->lib, "clrmux_spans_drain", path);
-    b->sem_start = dlsym(b->lib, "clrmux_span_start_semaphore");
-    b->sem_end = dlsym(b->lib, "clrmux_span_end_semaphore");
+    void *lib = probe_load("usdt", path, &b->f);
+    /* the semaphores are hidden (as in libclrmux.so): usdt.sh's builds give their addresses */
+    volatile unsigned short *(*sem)(int) = (volatile unsigned short *(*)(int))dlsym(lib, "clrmux_bench_semaphore");
+    b->sem_start = sem ? sem(0) : NULL;
+    b->sem_end = sem ? sem(1) : NULL;
     b->ns = calloc((size_t)rounds, sizeof *b->ns);
-    if (b->init(1u << 20) != 0) {
-        fprintf(stderr, "usdt: %s: clrmux_spans_init failed\n", path);
-        exit(1);
-    }
 }
 
 static struct clrmux_span drained[65536];
 
-static void drain_all(struct build *b)
-{
-    while (b->drain(drained, sizeof drained / sizeof drained[0]) > 0) {
-    }
-}
-
 static double block(struct build *b, int n)
 {
-    double t0 = cpu_ns();
-    for (int i = 0; i < n; i++) {
-        int64_t s = b->enter_fast(7);
-        if (s == CLRMUX_SPAN_SLOW)
-            s = b->enter(7);
-        b->exit_(s);
-    }
-    double t = cpu_ns() - t0;
-    drain_all(b);
-    return t / n;
+    return probe_block(&b->f, n, drained, sizeof drained / sizeof drained[0]);
 }
 
 static int cmp(const void *a, const void *b)

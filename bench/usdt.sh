@@ -17,7 +17,8 @@ OUT=build/bench
 mkdir -p "$OUT"
 SRCS="$(echo src/tracer/spans*.c) src/tracer/usdt.c src/common/platform_posix.c" # the probes' files, as they are split
 # as libclrmux.so is built (Makefile: CFLAGS_COMMON, -O2), its functions left visible for dlsym
-CF="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc -g -fPIC -pthread -O2"
+# (and -DCLRMUX_BENCH_SEMAPHORES: the hidden USDT semaphores' addresses, for bench/usdt.c to set)
+CF="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc -g -fPIC -pthread -O2 -DCLRMUX_BENCH_SEMAPHORES"
 # shellcheck disable=SC2086
 gcc $CF -shared -DCLRMUX_NO_USDT -o "$OUT/libspans_plain.so" $SRCS -ldl -Wl,--no-undefined
 # shellcheck disable=SC2086
