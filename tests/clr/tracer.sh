@@ -358,7 +358,9 @@ else bad "the probes run without a GC transition" "rc=$(cat "$WORK/sgc-true.rc")
 # run queue) sampled until the process is gone. The shutdown line's "the export thread ran X ms and waited Y ms for a
 # CPU" must be at least the last sample (the thread only adds time) and X at most the run's
 # wall time: whatever state the thread ended in (it often ends before Shutdown reads it, and
-# its /proc entry is then gone).
+# its /proc entry is then gone). Shutdown does not join the thread (tracer.c): when it reads the
+# figures of a thread still alive, the thread may run on until it sees `final` and ends, and a
+# later sample can exceed the line by that much (once 1 ms of 552 in CI): 5 ms are allowed.
 printf '[loader]\nlog_level = info\n[child tracer]\nbuiltin = tracer\noutput = %s\ntrace = tracebench!TraceBench.Calls::Traced\n' \
     "$WORK/exstat.jsonl" >"$WORK/exstat.conf"
 ex_t0=$(date +%s%N)
@@ -388,7 +390,7 @@ ex_lran=$(sed -n 's/.* ran \([0-9.]*\) ms .*/\1/p' <<<"$ex_line")
 ex_lwait=$(sed -n 's/.* waited \([0-9.]*\) ms .*/\1/p' <<<"$ex_line")
 if [ "$ex_rc" = 0 ] && [ "$ex_seen" -gt 0 ] && [ -n "$ex_lran" ] &&
     awk -v lr="$ex_lran" -v lw="$ex_lwait" -v pr="$ex_run" -v pw="$ex_wait" -v wall="$ex_wall_ms" \
-        'BEGIN { exit !(lr > 0 && lr * 1e6 >= pr - 1e5 && lw * 1e6 >= pw - 1e5 && lr <= wall) }'; then
+        'BEGIN { exit !(lr > 0 && lr * 1e6 >= pr - 5e6 && lw * 1e6 >= pw - 5e6 && lr <= wall) }'; then
     ok "the export thread's statistics: ran $ex_lran ms, waited $ex_lwait ms (its last /proc schedstat: $((ex_run / 1000000)) ms, $((ex_wait / 1000000)) ms, $ex_seen samples; run $ex_wall_ms ms)"
 else bad "the export thread's statistics match /proc" "rc=$ex_rc samples=$ex_seen proc=$ex_run/$ex_wait ns line='$ex_line' wall=$ex_wall_ms ms; $(grep tracer "$WORK/exstat.log" | tail -3)"; fi
 
