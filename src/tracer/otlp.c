@@ -119,16 +119,16 @@ static void put_span(struct buf *b, const struct clrmux_span *s, size_t i, const
         put_hex64(b, s->parent_id);
         PUTS(b, "\"");
     }
-    if (sc && !cache_hit(sc, s->method, name, s->tid, tname))
+    if (!cache_hit(sc, s->method, name, s->tid, tname))
         cache_fill(sc, s->method, name, s->tid, tname);
-    if (sc && sc->head_len != SIZE_MAX)
+    if (sc->head_len != SIZE_MAX)
         put(b, sc->head, sc->head_len);
     else
         put_head(b, s->method, name);
     put_i64(b, s->start_ns);
     PUTS(b, "\",\"endTimeUnixNano\":\"");
     put_i64(b, s->end_ns);
-    if (sc && sc->attrs_len != SIZE_MAX)
+    if (sc->attrs_len != SIZE_MAX)
         put(b, sc->attrs, sc->attrs_len);
     else
         put_attrs(b, name, s->tid, tname);

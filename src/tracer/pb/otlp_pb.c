@@ -180,13 +180,11 @@ static const char *nm(clrmux_otlp_name_fn f, void *ctx, uint32_t id)
 static Span *span(struct arena *a, const struct clrmux_span *s, const struct clrmux_otlp_names *names, char *fallback)
 {
     Span *sp = alloc(a, sizeof *sp);
-    Status *st = alloc(a, sizeof *st);
     KeyValue **attrs = alloc(a, 3 * sizeof *attrs);
     uint8_t *tid = alloc(a, 16);
-    if (!sp || !st || !attrs || !tid)
+    if (!sp || !attrs || !tid)
         return NULL;
     opentelemetry__proto__trace__v1__span__init(sp);
-    opentelemetry__proto__trace__v1__status__init(st);
     memcpy(tid, s->trace_id, 16);
     sp->trace_id = (ProtobufCBinaryData){16, tid};
     sp->span_id = (ProtobufCBinaryData){8, be64(a, s->span_id)};
@@ -212,9 +210,11 @@ static Span *span(struct arena *a, const struct clrmux_span *s, const struct clr
         Event *ev = alloc(a, sizeof *ev);
         Event **evs = alloc(a, sizeof *evs);
         KeyValue **eattrs = alloc(a, 2 * sizeof *eattrs);
-        if (!ev || !evs || !eattrs)
+        Status *st = alloc(a, sizeof *st); /* only an error has a status: UNSET is left out */
+        if (!ev || !evs || !eattrs || !st)
             return NULL;
         opentelemetry__proto__trace__v1__span__event__init(ev);
+        opentelemetry__proto__trace__v1__status__init(st);
         ev->time_unix_nano = (uint64_t)s->end_ns;
         ev->name = "exception";
         eattrs[0] = kv_str(a, "exception.type", exc ? exc : "System.Exception");
