@@ -129,8 +129,7 @@ static int emit_integ_enter(clrmux_il_builder *b, IMetaDataEmit2 *emit, IMetaDat
     uint32_t last = max_arg < 0 ? 0 : (uint32_t)max_arg + 1;
     if (last > ms->param_count)
         last = ms->param_count;
-    if (last > CLRMUX_IL_SIG_PARAMS) /* CLRMUX_INTEG_MAX_ARG keeps it below; never past what the sig located */
-        last = CLRMUX_IL_SIG_PARAMS;
+    _Static_assert(CLRMUX_INTEG_MAX_ARG < CLRMUX_IL_SIG_PARAMS, "an argN a definition may read is one the sig locates");
     if (last > 4) {
         /* new object[last - 4] { arg4, ... } */
         static const uint8_t object_sig[] = {CLRMUX_ELEMENT_TYPE_OBJECT};
