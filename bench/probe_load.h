@@ -53,6 +53,11 @@ static inline void *probe_load(const char *who, const char *path, struct probe_f
     f->enter = (int64_t(*)(int32_t))probe_sym(who, lib, "clrmux_span_enter", path);
     f->exit_ = (void (*)(int64_t))probe_sym(who, lib, "clrmux_span_exit", path);
     f->drain = (size_t(*)(struct clrmux_span *, size_t))probe_sym(who, lib, "clrmux_spans_drain", path);
+    /* as with the built-in profiler loaded: the probes keep each thread's view for its labels
+     * (without a reader they skip it, as a build without labels does) */
+    void (*want_labels)(void) = (void (*)(void))dlsym(lib, "clrmux_spans_want_labels");
+    if (want_labels)
+        want_labels();
     if (f->init(1u << 20) != 0) {
         fprintf(stderr, "%s: %s: clrmux_spans_init failed\n", who, path);
         exit(1);

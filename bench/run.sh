@@ -160,6 +160,8 @@ if [ -f "$WORK/spans.sum" ]; then
     printf 'span: clrmux %s ns%s, hand-made OpenTelemetry SDK span %s ns: OTel/clrmux %sx (with a GC transition: %s ns, %sx)\n' \
         "$(sp span_fast 2)" "$([ -n "$(sp span_floor 2)" ] && awk -v t="$(sp span_fast 2)" -v f="$(sp span_floor 2)" 'BEGIN { printf " = the floor %.2f + %.2f", f, t - f }')" \
         "$(sp span_fast 3)" "$(sp span_fast 4)" "$(sp span_slow 2)" "$(sp span_slow 4)"
+    [ -n "$(sp span_full 2)" ] && printf 'span with the profiler too (every feature on): %s ns%s\n' "$(sp span_full 2)" \
+        "$([ -n "$(sp span_floor 2)" ] && awk -v t="$(sp span_full 2)" -v f="$(sp span_floor 2)" 'BEGIN { printf " = the floor %.2f + %.2f", f, t - f }')"
     [ -n "$(sp span_floor 2)" ] && printf 'span floor (two TSC reads, bench/clocks.c): %s ns (rdtsc %s ns, clock_gettime %s ns)\n' \
         "$(sp span_floor 2)" "$(sp span_floor 3)" "$(sp span_floor 4)"
     printf 'export spans/s (export thread CPU): /dev/null %s, file %s; dropped of %s at 1 M/s: /dev/null %s, file %s; at full speed: %s, %s\n' \

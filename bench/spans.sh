@@ -6,8 +6,11 @@
 #    after 5 warm-up rounds): Plain (never traced), Traced (traced by clrmux: the probes, the
 #    Activity.Current check of a root span, spans to /dev/null) and Otel, which makes its span by
 #    hand with the OpenTelemetry SDK (ActivitySource.StartActivity + Dispose, AlwaysOn sampler,
-#    batch processor, an exporter that counts). Run twice: the probes without a GC transition
-#    (the default, SuppressGCTransition) and with one (suppress_gc_transition = false).
+#    batch processor, an exporter that counts). One process per configuration: the tracer alone
+#    (the probes without a GC transition, the default), the tracer with the built-in profiler
+#    (every feature on: span labels, the join at ExecutionContext changes), the tracer with GC
+#    transitions (suppress_gc_transition = false), without the join check and the agent, and
+#    the first two again with the probes as native no-ops (the rewritten IL's own share).
 #    Prints ns per span (the method's cost minus Plain's) and OpenTelemetry's / clrmux's.
 # 2. Export. `otelapp load CALLS RATE` calls Traced CALLS times at RATE calls/s (0: full speed;
 #    paced in steps of 1000 calls, the thread yielding its CPU while ahead: BENCH_PACE=spin spins)
@@ -54,19 +57,39 @@ run() { # run CONF args... (stdout: the app's line; the log in $WORK/CONF.log)
 f() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p"; }
 BUF=$(((5 + ROUNDS) * CALLS * 2))
 conf fast /dev/null "$BUF"
+conf full /dev/null "$BUF" "[child profiler]" "builtin = profiler" "output_dir = $WORK/profiles"
 conf slow /dev/null "$BUF" "suppress_gc_transition = false"
 conf nojoin /dev/null "$BUF" "agent = false" "join_activity = false"
+# the probes as native no-ops (a build of libclrmux.so with -DCLRMUX_BENCH_NOOP_PROBES, its agent
+# beside it): what is left of a span is the rewritten IL's own work, the join check included
+# (BENCH_SPANS_NOOP=0: not built, not run)
+NOOPB=$ROOT/build/bench/noop
+if [ "${BENCH_SPANS_NOOP:-1}" != 0 ] && [ -f "$ROOT/build/Clrmux.Agent.dll" ] &&
+    make -s -C "$ROOT" BUILD="$NOOPB" CFLAGS="-O2 -DCLRMUX_BENCH_NOOP_PROBES" "$NOOPB/libclrmux.so" >/dev/null 2>"$WORK/noop.err"; then
+    cp "$ROOT/build/Clrmux.Agent.dll" "$NOOPB/Clrmux.Agent.dll"
+    CONFIGS="fast full slow nojoin noop noopfull"
+else
+    [ "${BENCH_SPANS_NOOP:-1}" != 0 ] && echo "spans: the no-op probes' build failed: $(tail -3 "$WORK/noop.err" 2>/dev/null)" >&2
+    CONFIGS="fast full slow nojoin"
+fi
 
 echo "spans: otelapp spans $CALLS $ROUNDS (median of $ROUNDS rounds, thread CPU time, one process per line)"
 printf '  %-44s %9s %9s %9s %10s %10s %8s\n' "probes" "plain ns" "clrmux" "OTel SDK" "clrmux/sp" "OTel/span" "OTel/clrmux"
-for c in fast slow nojoin; do
-    out=$(run "$c" spans "$CALLS" "$ROUNDS")
+for c in $CONFIGS; do
+    case $c in
+    noop) out=$(LIB="$NOOPB/libclrmux.so" run fast spans "$CALLS" "$ROUNDS") ;;
+    noopfull) out=$(LIB="$NOOPB/libclrmux.so" run full spans "$CALLS" "$ROUNDS") ;;
+    *) out=$(run "$c" spans "$CALLS" "$ROUNDS") ;;
+    esac
     p=$(f plain_ns <<<"$out"); tr=$(f traced_ns <<<"$out"); o=$(f otel_ns <<<"$out")
     [ -n "$p" ] && [ -n "$tr" ] && [ -n "$o" ] || { echo "spans: unexpected output: $out" >&2; cat "$WORK/$c.log" >&2; exit 1; }
     case $c in
-    fast) label="without GC transition (SuppressGCTransition)" ;;
-    slow) label="with GC transition" ;;
-    *) label="without GC transition, no join check" ;;
+    fast) label="tracer alone (no GC transition, join check)" ;;
+    full) label="tracer + profiler (labels; join at EC changes)" ;;
+    slow) label="tracer alone, with GC transition" ;;
+    nojoin) label="tracer alone, no join check, no agent" ;;
+    noop) label="tracer alone, probes as native no-ops" ;;
+    *) label="tracer + profiler, probes as native no-ops" ;;
     esac
     awk -v l="$label" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "  %-44s %9.2f %9.2f %9.2f %10.2f %10.2f %7.1fx\n", l, p, t, o, t - p, o - p, (o - p) / (t - p) }'
     [ -n "$SUMMARY" ] && awk -v c="$c" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "span_%s %.2f %.2f %.1f\n", c, t - p, o - p, (o - p) / (t - p) }' >>"$SUMMARY"
@@ -74,12 +97,23 @@ for c in fast slow nojoin; do
         fast_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
         fast_otel=$(awk -v p="$p" -v o="$o" 'BEGIN { printf "%.2f", o - p }')
     fi
+    [ "$c" = full ] && full_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
     [ "$c" = nojoin ] && nojoin_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
-    grep -q 'tracer: 1 method(s) rewritten' "$WORK/$c.log" || { echo "spans: Traced was not rewritten:" >&2; cat "$WORK/$c.log" >&2; exit 1; }
+    [ "$c" = noop ] && noop_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
+    [ "$c" = noopfull ] && noopfull_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
+    lg=$c
+    case $c in noop) lg=fast ;; noopfull) lg=full ;; esac
+    grep -q 'tracer: 1 method(s) rewritten' "$WORK/$lg.log" || { echo "spans: Traced was not rewritten:" >&2; cat "$WORK/$lg.log" >&2; exit 1; }
 done
 echo "  (ns per call; clrmux/sp and OTel/span: the method's cost minus Plain's; OTel/clrmux: their ratio)"
 echo "  (no join check: agent = false, join_activity = false: a root span does not look for an Activity or an async"
 echo "   context to join; the check's share, from two processes (noisy on a shared machine): $(awk -v a="$fast_sp" -v b="$nojoin_sp" 'BEGIN { printf "%.2f", a - b }') ns)"
+echo "  (tracer alone: no reader of the span labels, so the probes skip them, and a root span compares the flow's"
+echo "   ExecutionContext with the empty one inline, calling the agent only when they differ; tracer + profiler:"
+echo "   every feature on, the labels kept for the profiler's samples, and the agent keeps each thread's context"
+echo "   current at ExecutionContext changes, so a span makes no join check; the metrics are folded by the export"
+echo "   thread from the drained spans, no per-call work)"
+[ -n "${noop_sp:-}" ] && echo "  (probes as native no-ops: the rewritten IL's own share of a span, tracer alone ${noop_sp} ns, with the profiler ${noopfull_sp:-?} ns)"
 # The time source's cost on this machine (bench/clocks.c) beside the span costs just measured:
 # two TSC reads are the floor under a span timed as the probes time it.
 if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -o "$WORK/clocks" bench/clocks.c; then
@@ -90,6 +124,7 @@ if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -o "$WORK/cl
     fl=$(f span_floor <<<"$cw")
     if [ -n "$fl" ]; then
         awk -v fl="$fl" -v t="$fast_sp" -v o="$fast_otel" 'BEGIN { printf "  clrmux/sp %.2f ns = the floor %.2f + %.2f ns; OTel/span / floor = %.1fx: the best ratio a TSC-timed span could show in this run\n", t, fl, t - fl, o / fl }'
+        [ -n "${full_sp:-}" ] && awk -v fl="$fl" -v t="$full_sp" 'BEGIN { printf "  clrmux/sp with the profiler (every feature on) %.2f ns = the floor %.2f + %.2f ns\n", t, fl, t - fl }'
         [ -n "$SUMMARY" ] && echo "span_floor $fl $(f rdtsc <<<"$cw") $(f clock_monotonic <<<"$cw")" >>"$SUMMARY"
     fi
 fi
@@ -208,7 +243,9 @@ fi
 echo
 echo "summary: each figure beside its anchor (issue 27's goals)"
 if [ -n "${fl:-}" ] && [ -n "${fast_sp:-}" ]; then
-    awk -v fl="$fl" -v t="$fast_sp" -v o="$fast_otel" 'BEGIN { printf "  span in the app: %.2f ns = the floor %.2f + %.2f ns (goal: + 8 at most); OpenTelemetry'"'"'s span %.2f ns (%.1fx)\n", t, fl, t - fl, o, o / t }'
+    awk -v fl="$fl" -v t="$fast_sp" -v o="$fast_otel" 'BEGIN { printf "  span in the app, tracer alone: %.2f ns = the floor %.2f + %.2f ns (goal: + 8 at most); OpenTelemetry'"'"'s span %.2f ns (%.1fx)\n", t, fl, t - fl, o, o / t }'
+    [ -n "${full_sp:-}" ] && awk -v fl="$fl" -v t="$full_sp" 'BEGIN { printf "  span in the app, tracer + profiler (every feature on): %.2f ns = the floor %.2f + %.2f ns (goal: + 8 at most)\n", t, fl, t - fl }'
+    [ -n "${noop_sp:-}" ] && echo "  of which the rewritten IL's own work (probes as native no-ops): ${noop_sp} ns alone, ${noopfull_sp:-?} ns with the profiler"
 fi
 if [ -n "${pfull:-}" ]; then
     awk -v p="$pfull" 'BEGIN { split(p, a, " "); printf "  span natively (bench/probes.c): %.2f ns = the floor %.2f + %.2f ns\n", a[2], a[1], a[2] - a[1] }'

@@ -124,3 +124,8 @@ const struct clrmux_agent_managed *clrmux_agent_managed_get(void)
 {
     return atomic_load_explicit(&managed_ptr, memory_order_acquire);
 }
+
+int clrmux_agent_pushes(void)
+{
+    return (api.flags & CLRMUX_AGENT_F_PUSH) != 0;
+}

@@ -21,7 +21,7 @@
 
 #include "tracer/spans.h"
 
-#define CLRMUX_AGENT_ABI 2
+#define CLRMUX_AGENT_ABI 3
 #define CLRMUX_AGENT_DLL "Clrmux.Agent.dll"
 #define CLRMUX_AGENT_SYMBOL "clrmux_agent_api"
 
@@ -50,6 +50,11 @@ struct clrmux_agent_managed {
     void *integ_exit;    /* void IntegExit(object ret, int64 slot, int32 integ): the call returned
                             ret (a definition that reads `return`); integ | CLRMUX_INTEG_ASYNC:
                             ret is the Task or boxed ValueTask whose result is read */
+    void *empty_context; /* a strong GC handle (GCHandle.ToIntPtr: the address of the slot that
+                            holds the object) of the runtime's ExecutionContext of a flow with no
+                            AsyncLocal value (ExecutionContext.Default, what Capture() returns
+                            there), or NULL: the rewritten IL compares Capture() with it and calls
+                            join_root only when they differ (nothing to join in that flow) */
 };
 
 /* Flags of struct clrmux_agent_api. */
@@ -120,7 +125,12 @@ struct clrmux_agent_host {
 };
 void clrmux_agent_host_set(const struct clrmux_agent_host *h);
 
-/* The agent's entry points once registered (all set), else NULL. */
+/* The agent's entry points once registered (all set but empty_context), else NULL. */
 const struct clrmux_agent_managed *clrmux_agent_managed_get(void);
+
+/* 1 when the agent keeps each thread's context current at every ExecutionContext change
+ * (CLRMUX_AGENT_F_PUSH, decided before the agent registers): its JoinRoot then has nothing to
+ * do and the rewritten IL leaves the call out; else 0. */
+int clrmux_agent_pushes(void);
 
 #endif

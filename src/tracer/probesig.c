@@ -10,11 +10,15 @@
 
 #define SUPPRESS_TYPE "System.Runtime.CompilerServices.CallConvSuppressGCTransition"
 
-/* The modifier's TypeDef (in CoreLib) or TypeRef; 0 with why set when there is none. */
-static mdToken suppress_type(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, char *why, size_t whylen)
+/* CoreLib type `name` (namespace.name) as seen from the module of emit: its TypeDef in CoreLib
+ * itself, else a TypeRef scoped to the first of scopes[n] that the module references, else to
+ * a new AssemblyRef `define` (public key token `token`); 0 with why set when there is none. */
+static mdToken corelib_type(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, const char *name,
+                            const char *const *scopes, size_t n, const char *define, const unsigned char token[8],
+                            char *why, size_t whylen)
 {
     WCHAR w[96];
-    clrmux_utf8_to_utf16(SUPPRESS_TYPE, w, 96);
+    clrmux_utf8_to_utf16(name, w, 96);
     mdTypeDef td = 0;
     if (SUCCEEDED(IMetaDataImport2_FindTypeDefByName(imp, w, 0, &td)) && td)
         return td;
@@ -24,11 +28,8 @@ static mdToken suppress_type(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, char *
         snprintf(why, whylen, "no IMetaDataAssemblyImport (HRESULT 0x%08X)", (unsigned)hr);
         return 0;
     }
-    /* an assembly that has the type (netstandard and mscorlib facades may not): the runtime
-     * reads the modifier by name, but a resolvable reference is the safe one */
-    static const char *const scopes[] = {"System.Runtime", "System.Private.CoreLib"};
     mdAssemblyRef ar = 0;
-    for (size_t i = 0; i < sizeof scopes / sizeof scopes[0] && !ar; i++)
+    for (size_t i = 0; i < n && !ar; i++)
         ar = clrmux_find_assembly_ref(ai, scopes[i]);
     IMetaDataAssemblyImport_Release(ai);
     if (!ar) {
@@ -38,15 +39,14 @@ static mdToken suppress_type(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, char *
             snprintf(why, whylen, "no IMetaDataAssemblyEmit (HRESULT 0x%08X)", (unsigned)hr);
             return 0;
         }
-        static const unsigned char token[8] = {0xb0, 0x3f, 0x5f, 0x7f, 0x11, 0xd5, 0x0a, 0x3a};
         WCHAR wname[32];
-        clrmux_utf8_to_utf16("System.Runtime", wname, 32);
+        clrmux_utf8_to_utf16(define, wname, 32);
         ASSEMBLYMETADATA md;
         memset(&md, 0, sizeof md);
-        hr = IMetaDataAssemblyEmit_DefineAssemblyRef(ae, token, sizeof token, wname, &md, NULL, 0, 0, &ar);
+        hr = IMetaDataAssemblyEmit_DefineAssemblyRef(ae, token, 8, wname, &md, NULL, 0, 0, &ar);
         IMetaDataAssemblyEmit_Release(ae);
         if (FAILED(hr) || !ar) {
-            snprintf(why, whylen, "DefineAssemblyRef(System.Runtime) failed with HRESULT 0x%08X", (unsigned)hr);
+            snprintf(why, whylen, "DefineAssemblyRef(%s) failed with HRESULT 0x%08X", define, (unsigned)hr);
             return 0;
         }
     }
@@ -54,11 +54,21 @@ static mdToken suppress_type(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, char *
     if (FAILED(IMetaDataImport2_FindTypeRef(imp, ar, w, &tr)) || !tr) {
         hr = IMetaDataEmit2_DefineTypeRefByName(emit, ar, w, &tr);
         if (FAILED(hr) || !tr) {
-            snprintf(why, whylen, "DefineTypeRefByName(%s) failed with HRESULT 0x%08X", SUPPRESS_TYPE, (unsigned)hr);
+            snprintf(why, whylen, "DefineTypeRefByName(%s) failed with HRESULT 0x%08X", name, (unsigned)hr);
             return 0;
         }
     }
     return tr;
+}
+
+/* The modifier's TypeDef (in CoreLib) or TypeRef: an assembly that has the type (netstandard and
+ * mscorlib facades may not): the runtime reads the modifier by name, but a resolvable reference
+ * is the safe one. */
+static mdToken suppress_type(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, char *why, size_t whylen)
+{
+    static const char *const scopes[] = {"System.Runtime", "System.Private.CoreLib"};
+    static const unsigned char token[8] = {0xb0, 0x3f, 0x5f, 0x7f, 0x11, 0xd5, 0x0a, 0x3a};
+    return corelib_type(emit, imp, SUPPRESS_TYPE, scopes, 2, "System.Runtime", token, why, whylen);
 }
 
 static int sig_token(IMetaDataEmit2 *emit, const unsigned char *sig, size_t len, mdSignature *out, char *why,
@@ -135,4 +145,39 @@ int clrmux_agent_sigs_get(IMetaDataEmit2 *emit, struct clrmux_agent_sigs *out, c
                    sig_token(emit, integ_exit_sig, sizeof integ_exit_sig, &out->integ_exit, why, whylen)
                ? -1
                : 0;
+}
+
+int clrmux_ec_capture_ref(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, mdToken *out, char *why, size_t whylen)
+{
+    /* System.Runtime does not forward ExecutionContext (System.Threading, netstandard and mscorlib
+     * do): CoreLib itself, which every module's reference to it resolves to, whatever its version */
+    static const char *const scopes[] = {"System.Private.CoreLib"};
+    static const unsigned char token[8] = {0x7c, 0xec, 0x85, 0xd7, 0xbe, 0xa7, 0x79, 0x8e};
+    *out = 0;
+    mdToken ec = corelib_type(emit, imp, "System.Threading.ExecutionContext", scopes, 1, "System.Private.CoreLib",
+                              token, why, whylen);
+    if (!ec)
+        return -1;
+    unsigned char sig[8] = {0x00 /* DEFAULT */, 0x00, 0x12 /* CLASS */};
+    size_t n = clrmux_sig_typedef_or_ref(ec, sig + 3);
+    if (!n) {
+        snprintf(why, whylen, "token 0x%08X cannot be encoded", (unsigned)ec);
+        return -1;
+    }
+    WCHAR wname[16];
+    clrmux_utf8_to_utf16("Capture", wname, 16);
+    if (TypeFromToken(ec) == mdtTypeDef) {
+        HRESULT hr = IMetaDataImport2_FindMethod(imp, ec, wname, sig, (ULONG)(3 + n), out);
+        if (FAILED(hr) || !*out) {
+            snprintf(why, whylen, "FindMethod(ExecutionContext.Capture) failed with HRESULT 0x%08X", (unsigned)hr);
+            return -1;
+        }
+        return 0;
+    }
+    HRESULT hr = IMetaDataEmit2_DefineMemberRef(emit, ec, wname, sig, (ULONG)(3 + n), out);
+    if (FAILED(hr) || !*out) {
+        snprintf(why, whylen, "DefineMemberRef(ExecutionContext.Capture) failed with HRESULT 0x%08X", (unsigned)hr);
+        return -1;
+    }
+    return 0;
 }

@@ -54,4 +54,11 @@ struct clrmux_agent_sigs {
 /* The tokens in the module of emit. Returns 0, or -1 with why. */
 int clrmux_agent_sigs_get(IMetaDataEmit2 *emit, struct clrmux_agent_sigs *out, char *why, size_t whylen);
 
+/* The token of `static ExecutionContext System.Threading.ExecutionContext::Capture()` in the
+ * module of emit (a MemberRef through an AssemblyRef to System.Private.CoreLib, defined when the
+ * module has none: System.Runtime does not forward the type; in CoreLib, its MethodDef), for the
+ * rewritten IL's inline join check (tracer/agent.h, empty_context). Returns 0 with *out, or -1
+ * with why. */
+int clrmux_ec_capture_ref(IMetaDataEmit2 *emit, IMetaDataImport2 *imp, mdToken *out, char *why, size_t whylen);
+
 #endif

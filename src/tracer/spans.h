@@ -234,9 +234,11 @@ void clrmux_spans_join_possible(void);
  * allocates. */
 void clrmux_span_join_ctx(const struct clrmux_span_ctx *c);
 
-/* The built-in profiler reads the span contexts (its samples carry span labels): the agent
- * then keeps each thread's async context current as the ExecutionContext changes (a cost per
- * switch), not only when a span opens. Set by the loader as it creates the profiler. */
+/* The built-in profiler reads the span contexts (its samples carry span labels): the probes
+ * keep each thread's view (clrmux_span_context) up to date from then on (before, with no reader,
+ * they leave it alone), and the agent keeps each thread's async context current as the
+ * ExecutionContext changes (a cost per switch), not only when a span opens. Set by the loader
+ * as it creates the profiler (before any span), and by clrmux_span_context_get. */
 void clrmux_spans_want_labels(void);
 int clrmux_spans_labels_wanted(void);
 
@@ -264,8 +266,9 @@ void clrmux_metrics_snapshot(struct clrmux_method_metrics *out, uint32_t n);
 /* ---- the profiler's view of the current span ------------------------------------------- */
 
 /* Per-thread span context (struct clrmux_span_context, common/spanctx.h: layout, seqlock,
- * reader), written by the probes on their own thread after each change of the stack, read
- * by the profiler's samplers. Ids are 0 when no span is open. Records are never freed (a
+ * reader), written by the probes on their own thread after each change of the stack once a
+ * reader exists (clrmux_spans_want_labels, or a first clrmux_span_context_get), read by the
+ * profiler's samplers. Ids are 0 when no span is open. Records are never freed (a
  * thread's record is cleared and recycled at its exit), so a stale pointer stays readable. */
 /* The calling thread's context (created on first use; NULL without memory). Call it once
  * per thread outside any signal handler and cache the pointer: it is this thread's until the

@@ -179,12 +179,19 @@ extern __thread struct tstate *spans_tls __attribute__((tls_model("initial-exec"
  * decision. Seqlock: seq odd, the fields as release stores (each orders the odd seq before
  * it; plain moves on x86-64, which only keep the compiler from reordering), seq even with a
  * release store. Spans of a trace that is not recorded leave the ids 0. */
+/* Nonzero once a reader of the view exists (clrmux_spans_want_labels: the built-in profiler is
+ * made; clrmux_span_context_get: a reader asked for its thread's record): until then the probes
+ * leave it alone (no reader: the seqlock's stores would be work for nobody). */
+extern _Atomic int spans_labels_on;
+
 static inline void spans_ctx_update(struct tstate *t)
 {
 #ifdef CLRMUX_BENCH_NO_LABELS /* bench/probes.sh: the span without the profiler's view */
     (void)t;
     return;
 #endif
+    if (!atomic_load_explicit(&spans_labels_on, memory_order_relaxed))
+        return;
     struct clrmux_span_context *c = t->ctx;
     uint32_t seq = c->seq;
     __atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELAXED);
@@ -226,6 +233,8 @@ static inline void spans_ctx_update_closed(struct tstate *t)
     (void)t;
     return;
 #endif
+    if (!atomic_load_explicit(&spans_labels_on, memory_order_relaxed))
+        return;
     if (t->depth || (t->actx.span_id && t->actx.sampled)) {
         spans_ctx_update(t);
         return;

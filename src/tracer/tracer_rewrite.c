@@ -343,15 +343,28 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         clrmux_il_b_mark(&be, end);
         atomic_store(&t->methods[idx].joins, 1);
     }
-    if (mg) {
-        /* if (slot == 0 && *join_word) JoinRoot(): a root span continues the flow's innermost
-         * context, once there can be one (an Activity, an async span: spans.h) */
+    if (mg && !clrmux_agent_pushes()) {
+        /* if (slot == 0 && *join_word && ExecutionContext.Capture() != empty) JoinRoot(): a root
+         * span continues the flow's innermost context, once there can be one (an Activity, an
+         * async span: spans.h) and unless the flow has no AsyncLocal value at all (compared
+         * inline: the JIT inlines Capture, and the common root span makes no call). In push
+         * mode the thread's context is current already: no join. */
         uint32_t nested = clrmux_il_b_label(&be);
         clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
         clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRTRUE_S, nested);
         b_fnptr(&be, (void *)clrmux_spans_join_word());
         clrmux_il_b_op(&be, CLRMUX_IL_OP_LDIND_U4);
         clrmux_il_b_branch(&be, CLRMUX_IL_OP_BRFALSE_S, nested);
+        mdToken capture = 0;
+        char cwhy[256];
+        if (mg->empty_context && clrmux_ec_capture_ref(emit, imp, &capture, cwhy, sizeof cwhy) == 0) {
+            clrmux_il_b_token(&be, CLRMUX_IL_OP_CALL, (uint32_t)capture);
+            b_fnptr(&be, mg->empty_context);
+            clrmux_il_b_op(&be, CLRMUX_IL_OP_LDIND_REF);
+            clrmux_il_b_branch(&be, CLRMUX_IL_OP_BEQ_S, nested);
+        } else if (mg->empty_context) {
+            LOG_DEBUG("tracer: %s: its root spans call JoinRoot in every flow: %s", t->methods[idx].name, cwhy);
+        }
         b_fnptr(&be, mg->join_root);
         clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)as.join_root);
         clrmux_il_b_mark(&be, nested);

@@ -35,6 +35,7 @@ namespace Clrmux.Agent
                 JoinRoot = (IntPtr)joinRoot,
                 IntegEnter = (IntPtr)integEnter,
                 IntegExit = (IntPtr)integExit,
+                EmptyContext = AsyncSpans.EmptyContextHandle(),
             };
             AsyncSpans.Init();
             if ((Native.Api->Flags & Native.FlagActivities) != 0)

@@ -11,6 +11,7 @@ using System.Collections.Generic;
 using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
+using System.Runtime.InteropServices;
 using System.Threading;
 using System.Threading.Tasks;
 
@@ -104,6 +105,12 @@ namespace Clrmux.Agent
                 return null;
             }
         }
+
+        /// <summary>A strong GCHandle of s_empty (never freed: the rewritten IL reads it for the
+        /// process's life), as the address of its slot; 0 without one. The rewritten IL compares
+        /// ExecutionContext.Capture() with the object in that slot and calls JoinRoot only when
+        /// they differ, so that a root span in a flow without AsyncLocal values makes no call.</summary>
+        internal static IntPtr EmptyContextHandle() => s_empty == null ? IntPtr.Zero : GCHandle.ToIntPtr(GCHandle.Alloc(s_empty));
 
         /// <summary>A root span just opened on this thread: it continues the flow's context.</summary>
         public static void JoinRoot()

@@ -35,7 +35,7 @@ namespace Clrmux.Agent
     internal struct ManagedTable
     {
         public uint Size, Reserved;
-        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot, IntegEnter, IntegExit;
+        public IntPtr AsyncEnter, AsyncRestore, OnTask, OnValueTask, JoinRoot, IntegEnter, IntegExit, EmptyContext;
     }
 
     /// <summary>struct clrmux_agent_api.</summary>
@@ -67,7 +67,7 @@ namespace Clrmux.Agent
 
     internal static unsafe class Native
     {
-        public const int Abi = 2;
+        public const int Abi = 3;
         public const uint FlagActivities = 1, FlagPush = 2, FlagRawQueries = 4;
         public const int LogError = 0, LogWarn = 1, LogInfo = 2, LogDebug = 3;
 
