@@ -66,7 +66,8 @@ conf nojoin /dev/null "$BUF" "agent = false" "join_activity = false"
 NOOPB=$ROOT/build/bench/noop
 if [ "${BENCH_SPANS_NOOP:-1}" != 0 ] && [ -f "$ROOT/build/Clrmux.Agent.dll" ] &&
     make -s -C "$ROOT" BUILD="$NOOPB" CFLAGS="-O2 -DCLRMUX_BENCH_NOOP_PROBES" "$NOOPB/libclrmux.so" >/dev/null 2>"$WORK/noop.err"; then
-    cp "$ROOT/build/Clrmux.Agent.dll" "$NOOPB/Clrmux.Agent.dll"
+    cp "$ROOT/build/Clrmux.Agent.dll" "$NOOPB/Clrmux.Agent.dll" # the agent and the profiler are found beside it
+    cp "$ROOT/build/libclrmux_profiler.so" "$NOOPB/libclrmux_profiler.so"
     CONFIGS="fast full slow nojoin noop noopfull"
 else
     [ "${BENCH_SPANS_NOOP:-1}" != 0 ] && echo "spans: the no-op probes' build failed: $(tail -3 "$WORK/noop.err" 2>/dev/null)" >&2
@@ -104,6 +105,7 @@ for c in $CONFIGS; do
     lg=$c
     case $c in noop) lg=fast ;; noopfull) lg=full ;; esac
     grep -q 'tracer: 1 method(s) rewritten' "$WORK/$lg.log" || { echo "spans: Traced was not rewritten:" >&2; cat "$WORK/$lg.log" >&2; exit 1; }
+    [ "$lg" = full ] && ! grep -q "builtin profiler from" "$WORK/$lg.log" && echo "spans: ($c) the profiler did not load: $(grep -m1 'profiler' "$WORK/$lg.log")" >&2
 done
 echo "  (ns per call; clrmux/sp and OTel/span: the method's cost minus Plain's; OTel/clrmux: their ratio)"
 echo "  (no join check: agent = false, join_activity = false: a root span does not look for an Activity or an async"

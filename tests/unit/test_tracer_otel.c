@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +347,82 @@ static void test_span_context_other_thread(void **state)
     clrmux_spans_fini();
 }
 
+/* A reader on another thread while its owner opens and closes spans flat out (root spans, half
+ * of them with a nested one: the view's close to no span skips the seqlock, its other changes
+ * go through it): every copy the reader accepts is one the view really showed, its span's own
+ * trace and local root, as the drained spans say. */
+#define RACE_SPANS 150000
+#define RACE_SAMPLES 200000
+struct ctx_race {
+    _Atomic uint32_t tid;
+    _Atomic int stop;
+};
+
+static void *ctx_race_writer(void *arg)
+{
+    struct ctx_race *r = arg;
+    clrmux_span_exit(clrmux_span_enter(1)); /* its record exists before the reader looks */
+    atomic_store(&r->tid, (uint32_t)syscall(SYS_gettid));
+    for (int i = 0; i < RACE_SPANS; i++) {
+        int64_t a = clrmux_span_enter(1);
+        if (i & 1)
+            clrmux_span_exit(clrmux_span_enter(2));
+        clrmux_span_exit(a);
+    }
+    atomic_store(&r->stop, 1);
+    return NULL;
+}
+
+static int by_span_id(const void *a, const void *b)
+{
+    uint64_t x = ((const struct clrmux_span *)a)->span_id, y = ((const struct clrmux_span *)b)->span_id;
+    return x < y ? -1 : x > y;
+}
+
+static void test_span_context_race(void **state)
+{
+    (void)state;
+    clrmux_spans_want_labels();
+    assert_int_equal(clrmux_spans_init(1u << 19), 0);
+    struct ctx_race r = {0};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, ctx_race_writer, &r), 0);
+    while (!atomic_load(&r.tid))
+        sched_yield();
+    struct clrmux_span_ids *got = calloc(RACE_SAMPLES, sizeof *got);
+    assert_non_null(got);
+    size_t n = 0, reads = 0;
+    uint32_t tid = atomic_load(&r.tid);
+    while (!atomic_load(&r.stop) && n < RACE_SAMPLES) {
+        struct clrmux_span_context *c = clrmux_span_context_find(tid);
+        reads++;
+        if (c && clrmux_span_context_read(c, tid, &got[n], 1))
+            n++;
+    }
+    assert_int_equal(pthread_join(th, NULL), 0);
+    size_t cap = 2 * RACE_SPANS, m = 0, k;
+    struct clrmux_span *all = calloc(cap, sizeof *all);
+    assert_non_null(all);
+    while ((k = clrmux_spans_drain(all + m, cap - m)) > 0)
+        m += k;
+    assert_true(m >= RACE_SPANS + RACE_SPANS / 2);
+    qsort(all, m, sizeof *all, by_span_id);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct clrmux_span key = {.span_id = got[i].span_id};
+        const struct clrmux_span *s = bsearch(&key, all, m, sizeof *all, by_span_id);
+        uint64_t root = s && s->parent_id ? s->parent_id : got[i].span_id;
+        if (!s || memcmp(s->trace_id, got[i].trace_id, 16) != 0 || got[i].local_root_id != root)
+            bad++;
+    }
+    printf("# span context race: %zu reads, %zu copies accepted, %zu inconsistent\n", reads, n, bad);
+    assert_int_equal(bad, 0);
+    assert_true(n > 0);
+    free(all);
+    free(got);
+    clrmux_spans_fini();
+}
+
 static void *producer(void *arg)
 {
     int n = *(int *)arg;
@@ -468,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_join_activity),
         cmocka_unit_test(test_span_context),
         cmocka_unit_test(test_span_context_other_thread),
+        cmocka_unit_test(test_span_context_race),
         cmocka_unit_test(test_high_water_wake),
         cmocka_unit_test(test_resource),
         cmocka_unit_test(test_metrics_line),
