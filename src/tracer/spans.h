@@ -222,9 +222,9 @@ int clrmux_span_ctx_top(struct clrmux_span_ctx *out);
 /* The join word: nonzero once a root span may have a context to join through the agent's
  * JoinRoot, i.e. once an Activity can exist (System.Diagnostics.DiagnosticSource is loaded:
  * clrmux_spans_join_possible) or an async span context was entered or set
- * (clrmux_span_async_enter, clrmux_span_ctx_set). The rewritten IL reads it before it calls
- * JoinRoot: until then a root span costs no managed call. Valid for the process's life; it
- * never goes back to 0. */
+ * (clrmux_span_async_enter, clrmux_span_ctx_set). The rewritten IL reads it before its join
+ * check (ExecutionContext.Capture() against the empty one, then JoinRoot: tracer/agent.h): until
+ * then a root span checks nothing. Valid for the process's life; it never goes back to 0. */
 const uint32_t *clrmux_spans_join_word(void);
 void clrmux_spans_join_possible(void);
 
