@@ -455,14 +455,17 @@ int clrmux_integ_parse(const char *text, const char *file, struct clrmux_integ *
             } else {
                 char r[64];
                 snprintf(r, sizeof r, "%d,%d,%d,%d", d->vmin[0], d->vmin[1], d->vmax[0], d->vmax[1]);
-                spec_add(d, "versions", r);
+                bad = spec_add(d, "versions", r);
+                snprintf(why, sizeof why, "too long");
             }
         } else if (!strcmp(key, "extract_as")) {
-            if (!strcasecmp(val, "link") || !strcasecmp(val, "parent"))
+            if (!strcasecmp(val, "link") || !strcasecmp(val, "parent")) {
                 bad = spec_add(d, "extract_as", !strcasecmp(val, "link") ? "link" : "parent");
-            else
+                snprintf(why, sizeof why, "too long");
+            } else {
                 bad = 1;
-            snprintf(why, sizeof why, "extract_as '%s' is not link or parent", val);
+                snprintf(why, sizeof why, "extract_as '%s' is not link or parent", val);
+            }
         } else if (!strcmp(key, "attribute") || !strcmp(key, "inject") || !strcmp(key, "extract")) {
             char *aeq = !strcmp(key, "attribute") ? strchr(val, '=') : NULL;
             char *akey = NULL, *aval = val;
