@@ -173,6 +173,7 @@ static void install_prev_quit(int sig)
 }
 static void body_raced(void)
 {
+    signal(SIGQUIT, SIG_DFL); /* as in an app: a shell's background job inherits it ignored */
     clrmux_lastgasp_test_between = install_prev_quit;
     clrmux_lastgasp_register(marker_fn, NULL);
     raise(SIGQUIT);
