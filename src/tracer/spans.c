@@ -627,6 +627,11 @@ struct tstate *spans_tstate_new(void)
     return t;
 }
 
+/* a reader of the span contexts exists (spans_int.h): the probes keep them from then on */
+_Atomic int spans_labels_on;
+void clrmux_spans_want_labels(void) { atomic_store(&spans_labels_on, 1); }
+int clrmux_spans_labels_wanted(void) { return atomic_load(&spans_labels_on); }
+
 __attribute__((visibility("default"))) struct clrmux_span_context *clrmux_span_context_peek(void)
 {
     struct tstate *t = spans_tls; /* initial-exec TLS: no allocation, no lock: async-signal-safe */

@@ -140,9 +140,6 @@ void clrmux_span_join_ctx(const struct clrmux_span_ctx *c)
     spans_ctx_update(t);
 }
 
-_Atomic int spans_labels_on;
-void clrmux_spans_want_labels(void) { atomic_store(&spans_labels_on, 1); }
-int clrmux_spans_labels_wanted(void) { return atomic_load(&spans_labels_on); }
 
 int clrmux_span_ctx_top(struct clrmux_span_ctx *out)
 {
