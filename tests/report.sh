@@ -35,7 +35,7 @@ demo/build.sh shop || { echo "building demo/shop failed"; exit 1; }
 RUN="$WORK/run"
 out=$(build/clrmux run --output-dir "$RUN" --profile --trace 'shop!Shop.OrderService::HandleRequestAsync' \
     --trace 'shop!Shop.OrderService::PriceOrder' --trace 'shop!Shop.Pricing::ComputeTax' --trace 'shop!Shop.OrderService::RenderReceipt' \
-    --trace 'shop!Shop.Inventory::ReserveAsync' -- dotnet build/demo/shop/shop.dll 2 2 2>&1)
+    --trace 'shop!Shop.Inventory::ReserveAsync' -- dotnet build/demo/shop/shop.dll 3 2 2>&1) # 3 s: enough wall samples to draw Thread.Sleep on a loaded machine (2 s drew it in all but one CI run)
 PROF=$(ls "$RUN"/profiles/*.pb.gz 2>/dev/null | head -1)
 SPANS=$(ls "$RUN"/traces-*.otlp.jsonl 2>/dev/null | head -1)
 [ -n "$PROF" ] && [ -n "$SPANS" ] && ok "the shop service ran under clrmux run: a profile and spans" || bad "shop under clrmux run" "$out"
