@@ -1,5 +1,6 @@
 /* Unit tests for Activity span records: src/tracer/xspan.c (the checking parser),
- * src/tracer/xqueue.c (the queue) and src/tracer/otlp_xspan.c (their OTLP JSON). */
+ * src/tracer/xqueue.c (the queue), src/tracer/otlp_xspan.c (their OTLP JSON) and their strings
+ * in OTLP protobuf (src/tracer/pb/otlp_pb.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
 #include "tracer/otlp.h"
+#include "tracer/otlp_pb.h"
 #include "tracer/xspan.h"
 #include "xspan_build.h"
 
@@ -176,6 +179,47 @@ static void test_json_strings(void **state)
     free(m.p);
 }
 
+/* the same strings in a protobuf body: ASCII as it is (across the 8-byte steps), valid UTF-8
+ * kept, each invalid byte replaced by U+FFFD, wherever it falls */
+static void test_pb_strings(void **state)
+{
+    (void)state;
+    struct xb x;
+    xb_head(&x, trace, 7, 0, 1, 2, 2, 0, "GET /orders/{id}", "", "s", "", "");
+    xb_u(&x, 4, 2); /* attributes */
+    xb_attr_str(&x, "url.full", "http://127.0.0.1:8080/orders/42?x=1");
+    xb_attr_str(&x, "user_agent.original", "caf\xc3\xa9 bad\xff" "123456"); /* 16 bytes: two steps */
+    xb_attr_str(&x, "k\xff" "ey", "tail \xe2\x82");                       /* a sequence cut short */
+    xb_attr_str(&x, "nul", "a\x01z");
+    xb_u(&x, 0, 2), xb_u(&x, 0, 2);
+    static uint8_t recs[1024];
+    uint32_t n = (uint32_t)x.n;
+    memcpy(recs, &n, 4);
+    memcpy(recs + 4, x.b, x.n);
+    struct clrmux_resource res = {0};
+    uint8_t *out = NULL;
+    size_t len = 0, nout = 0, nbad = 0;
+    assert_int_equal(clrmux_otlp_pb()->xtraces(&res, recs, 4 + ((x.n + 3) & ~(size_t)3), &out, &len, &nout, &nbad), 0);
+    assert_int_equal(nout, 1);
+    assert_int_equal(nbad, 0);
+    Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest *r =
+        opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(NULL, len, out);
+    assert_non_null(r); /* protobuf-c checks every string is valid UTF-8 as it unpacks */
+    assert_true(r->n_resource_spans == 1 && r->resource_spans[0]->n_scope_spans == 1 &&
+                r->resource_spans[0]->scope_spans[0]->n_spans == 1);
+    const Opentelemetry__Proto__Trace__V1__Span *sp = r->resource_spans[0]->scope_spans[0]->spans[0];
+    assert_string_equal(sp->name, "GET /orders/{id}");
+    assert_int_equal(sp->n_attributes, 4);
+    assert_string_equal(sp->attributes[0]->key, "url.full");
+    assert_string_equal(sp->attributes[0]->value->string_value, "http://127.0.0.1:8080/orders/42?x=1");
+    assert_string_equal(sp->attributes[1]->value->string_value, "caf\xc3\xa9 bad\xef\xbf\xbd" "123456");
+    assert_string_equal(sp->attributes[2]->key, "k\xef\xbf\xbd" "ey");
+    assert_string_equal(sp->attributes[2]->value->string_value, "tail \xef\xbf\xbd\xef\xbf\xbd");
+    assert_string_equal(sp->attributes[3]->value->string_value, "a\x01z"); /* a control character is valid UTF-8 */
+    opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(r, NULL);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_json_strings),
+        cmocka_unit_test(test_pb_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -413,8 +413,35 @@ typedef Opentelemetry__Proto__Trace__V1__Span__Link Link;
 
 /* s as a NUL-terminated string in the arena, any byte that is not part of well-formed UTF-8
  * replaced with U+FFFD (protobuf strings must be UTF-8) */
+/* 1 when q[0..n) is ASCII without NUL (most names, keys, URLs): eight bytes a step. */
+static int plain_ascii(const unsigned char *q, size_t n)
+{
+    const uint64_t hi = 0x8080808080808080ull, lo = 0x0101010101010101ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, q + i, 8);
+        if ((w & hi) || ((w - lo) & ~w & hi)) /* a byte >= 0x80, or a zero byte */
+            return 0;
+    }
+    for (; i < n; i++)
+        if (q[i] == 0 || q[i] >= 0x80)
+            return 0;
+    return 1;
+}
+
+/* A string of a record as protobuf wants it: NUL-terminated valid UTF-8, each invalid byte and
+ * each NUL replaced by U+FFFD. */
 static char *xs(struct arena *a, struct clrmux_xstr s)
 {
+    if (plain_ascii((const unsigned char *)s.p, s.len)) {
+        char *out = alloc(a, (size_t)s.len + 1);
+        if (out) {
+            memcpy(out, s.p, s.len);
+            out[s.len] = 0;
+        }
+        return out;
+    }
     char *out = alloc(a, (size_t)s.len * 3 + 1);
     if (!out)
         return NULL;
