@@ -76,14 +76,14 @@ fi
 
 echo "spans: otelapp spans $CALLS $ROUNDS (median of $ROUNDS rounds, thread CPU time, one process per line)"
 printf '  %-44s %9s %9s %9s %10s %10s %8s\n' "probes" "plain ns" "clrmux" "OTel SDK" "clrmux/sp" "OTel/span" "OTel/clrmux"
+declare -A SP # ns per span (the method's minus Plain's), by configuration
 for c in $CONFIGS; do
-    case $c in
-    noop) out=$(LIB="$NOOPB/libclrmux.so" run fast spans "$CALLS" "$ROUNDS") ;;
-    noopfull) out=$(LIB="$NOOPB/libclrmux.so" run full spans "$CALLS" "$ROUNDS") ;;
-    *) out=$(run "$c" spans "$CALLS" "$ROUNDS") ;;
-    esac
+    lg=$c # its configuration (and log): the no-op rows run the first two with the no-op build
+    lib=$LIB
+    case $c in noop) lg=fast lib=$NOOPB/libclrmux.so ;; noopfull) lg=full lib=$NOOPB/libclrmux.so ;; esac
+    out=$(LIB=$lib run "$lg" spans "$CALLS" "$ROUNDS")
     p=$(f plain_ns <<<"$out"); tr=$(f traced_ns <<<"$out"); o=$(f otel_ns <<<"$out")
-    [ -n "$p" ] && [ -n "$tr" ] && [ -n "$o" ] || { echo "spans: unexpected output: $out" >&2; cat "$WORK/$c.log" >&2; exit 1; }
+    [ -n "$p" ] && [ -n "$tr" ] && [ -n "$o" ] || { echo "spans: unexpected output: $out" >&2; cat "$WORK/$lg.log" >&2; exit 1; }
     case $c in
     fast) label="tracer alone (no GC transition, join check)" ;;
     full) label="tracer + profiler (labels; join at EC changes)" ;;
@@ -94,28 +94,20 @@ for c in $CONFIGS; do
     esac
     awk -v l="$label" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "  %-44s %9.2f %9.2f %9.2f %10.2f %10.2f %7.1fx\n", l, p, t, o, t - p, o - p, (o - p) / (t - p) }'
     [ -n "$SUMMARY" ] && awk -v c="$c" -v p="$p" -v t="$tr" -v o="$o" 'BEGIN { printf "span_%s %.2f %.2f %.1f\n", c, t - p, o - p, (o - p) / (t - p) }' >>"$SUMMARY"
-    if [ "$c" = fast ]; then
-        fast_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
-        fast_otel=$(awk -v p="$p" -v o="$o" 'BEGIN { printf "%.2f", o - p }')
-    fi
-    [ "$c" = full ] && full_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
-    [ "$c" = nojoin ] && nojoin_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
-    [ "$c" = noop ] && noop_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
-    [ "$c" = noopfull ] && noopfull_sp=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
-    lg=$c
-    case $c in noop) lg=fast ;; noopfull) lg=full ;; esac
+    SP[$c]=$(awk -v p="$p" -v t="$tr" 'BEGIN { printf "%.2f", t - p }')
+    [ "$c" = fast ] && fast_otel=$(awk -v p="$p" -v o="$o" 'BEGIN { printf "%.2f", o - p }')
     grep -q 'tracer: 1 method(s) rewritten' "$WORK/$lg.log" || { echo "spans: Traced was not rewritten:" >&2; cat "$WORK/$lg.log" >&2; exit 1; }
     [ "$lg" = full ] && ! grep -q "builtin profiler from" "$WORK/$lg.log" && echo "spans: ($c) the profiler did not load: $(grep -m1 'profiler' "$WORK/$lg.log")" >&2
 done
 echo "  (ns per call; clrmux/sp and OTel/span: the method's cost minus Plain's; OTel/clrmux: their ratio)"
 echo "  (no join check: agent = false, join_activity = false: a root span does not look for an Activity or an async"
-echo "   context to join; the check's share, from two processes (noisy on a shared machine): $(awk -v a="$fast_sp" -v b="$nojoin_sp" 'BEGIN { printf "%.2f", a - b }') ns)"
+echo "   context to join; the check's share, from two processes (noisy on a shared machine): $(awk -v a="${SP[fast]}" -v b="${SP[nojoin]}" 'BEGIN { printf "%.2f", a - b }') ns)"
 echo "  (tracer alone: no reader of the span labels, so the probes skip them, and a root span compares the flow's"
 echo "   ExecutionContext with the empty one inline, calling the agent only when they differ; tracer + profiler:"
 echo "   every feature on, the labels kept for the profiler's samples, and the agent keeps each thread's context"
 echo "   current at ExecutionContext changes, so a span makes no join check; the metrics are folded by the export"
 echo "   thread from the drained spans, no per-call work)"
-[ -n "${noop_sp:-}" ] && echo "  (probes as native no-ops: the rewritten IL's own share of a span, tracer alone ${noop_sp} ns, with the profiler ${noopfull_sp:-?} ns)"
+[ -n "${SP[noop]:-}" ] && echo "  (probes as native no-ops: the rewritten IL's own share of a span, tracer alone ${SP[noop]} ns, with the profiler ${SP[noopfull]:-?} ns)"
 # The time source's cost on this machine (bench/clocks.c) beside the span costs just measured:
 # two TSC reads are the floor under a span timed as the probes time it.
 if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -o "$WORK/clocks" bench/clocks.c; then
@@ -125,8 +117,8 @@ if command -v gcc >/dev/null 2>&1 && gcc -std=c11 -D_GNU_SOURCE -O2 -o "$WORK/cl
     head -n -1 "$WORK/clocks.out"
     fl=$(f span_floor <<<"$cw")
     if [ -n "$fl" ]; then
-        awk -v fl="$fl" -v t="$fast_sp" -v o="$fast_otel" 'BEGIN { printf "  clrmux/sp %.2f ns = the floor %.2f + %.2f ns; OTel/span / floor = %.1fx: the best ratio a TSC-timed span could show in this run\n", t, fl, t - fl, o / fl }'
-        [ -n "${full_sp:-}" ] && awk -v fl="$fl" -v t="$full_sp" 'BEGIN { printf "  clrmux/sp with the profiler (every feature on) %.2f ns = the floor %.2f + %.2f ns\n", t, fl, t - fl }'
+        awk -v fl="$fl" -v t="${SP[fast]}" -v o="$fast_otel" 'BEGIN { printf "  clrmux/sp %.2f ns = the floor %.2f + %.2f ns; OTel/span / floor = %.1fx: the best ratio a TSC-timed span could show in this run\n", t, fl, t - fl, o / fl }'
+        [ -n "${SP[full]:-}" ] && awk -v fl="$fl" -v t="${SP[full]}" 'BEGIN { printf "  clrmux/sp with the profiler (every feature on) %.2f ns = the floor %.2f + %.2f ns\n", t, fl, t - fl }'
         [ -n "$SUMMARY" ] && echo "span_floor $fl $(f rdtsc <<<"$cw") $(f clock_monotonic <<<"$cw")" >>"$SUMMARY"
     fi
 fi
@@ -244,10 +236,10 @@ fi
 # Each goal's figure beside its anchor (issue 27), from the runs above.
 echo
 echo "summary: each figure beside its anchor (issue 27's goals)"
-if [ -n "${fl:-}" ] && [ -n "${fast_sp:-}" ]; then
-    awk -v fl="$fl" -v t="$fast_sp" -v o="$fast_otel" 'BEGIN { printf "  span in the app, tracer alone: %.2f ns = the floor %.2f + %.2f ns (goal: + 8 at most); OpenTelemetry'"'"'s span %.2f ns (%.1fx)\n", t, fl, t - fl, o, o / t }'
-    [ -n "${full_sp:-}" ] && awk -v fl="$fl" -v t="$full_sp" 'BEGIN { printf "  span in the app, tracer + profiler (every feature on): %.2f ns = the floor %.2f + %.2f ns (goal: + 8 at most)\n", t, fl, t - fl }'
-    [ -n "${noop_sp:-}" ] && echo "  of which the rewritten IL's own work (probes as native no-ops): ${noop_sp} ns alone, ${noopfull_sp:-?} ns with the profiler"
+if [ -n "${fl:-}" ] && [ -n "${SP[fast]:-}" ]; then
+    awk -v fl="$fl" -v t="${SP[fast]}" -v o="$fast_otel" 'BEGIN { printf "  span in the app, tracer alone: %.2f ns = the floor %.2f + %.2f ns (goal: + 8 at most); OpenTelemetry'"'"'s span %.2f ns (%.1fx)\n", t, fl, t - fl, o, o / t }'
+    [ -n "${SP[full]:-}" ] && awk -v fl="$fl" -v t="${SP[full]}" 'BEGIN { printf "  span in the app, tracer + profiler (every feature on): %.2f ns = the floor %.2f + %.2f ns (goal: + 8 at most)\n", t, fl, t - fl }'
+    [ -n "${SP[noop]:-}" ] && echo "  of which the rewritten IL's own work (probes as native no-ops): ${SP[noop]} ns alone, ${SP[noopfull]:-?} ns with the profiler"
 fi
 if [ -n "${pfull:-}" ]; then
     awk -v p="$pfull" 'BEGIN { split(p, a, " "); printf "  span natively (bench/probes.c): %.2f ns = the floor %.2f + %.2f ns\n", a[2], a[1], a[2] - a[1] }'

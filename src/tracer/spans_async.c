@@ -140,7 +140,6 @@ void clrmux_span_join_ctx(const struct clrmux_span_ctx *c)
     spans_ctx_update(t);
 }
 
-
 int clrmux_span_ctx_top(struct clrmux_span_ctx *out)
 {
     struct tstate *t = spans_tls;

@@ -175,15 +175,15 @@ void spans_record_async(struct tstate *t, const struct clrmux_async_span *s, uin
  * allocation, no lock, async-signal-safe to read). */
 extern __thread struct tstate *spans_tls __attribute__((tls_model("initial-exec")));
 
-/* The profiler's view: updated after each change of the stack or of the trace's sampling
- * decision. Seqlock: seq odd, the fields as release stores (each orders the odd seq before
- * it; plain moves on x86-64, which only keep the compiler from reordering), seq even with a
- * release store. Spans of a trace that is not recorded leave the ids 0. */
 /* Nonzero once a reader of the view exists (clrmux_spans_want_labels: the built-in profiler is
  * made; clrmux_span_context_get: a reader asked for its thread's record): until then the probes
  * leave it alone (no reader: the seqlock's stores would be work for nobody). */
 extern _Atomic int spans_labels_on;
 
+/* The profiler's view: updated after each change of the stack or of the trace's sampling
+ * decision. Seqlock: seq odd, the fields as release stores (each orders the odd seq before
+ * it; plain moves on x86-64, which only keep the compiler from reordering), seq even with a
+ * release store. Spans of a trace that is not recorded leave the ids 0. */
 static inline void spans_ctx_update(struct tstate *t)
 {
 #ifdef CLRMUX_BENCH_NO_LABELS /* bench/probes.sh: the span without the profiler's view */

@@ -411,8 +411,6 @@ static int metrics(const struct clrmux_resource *res, int64_t start_ns, int64_t 
 
 typedef Opentelemetry__Proto__Trace__V1__Span__Link Link;
 
-/* s as a NUL-terminated string in the arena, any byte that is not part of well-formed UTF-8
- * replaced with U+FFFD (protobuf strings must be UTF-8) */
 /* 1 when q[0..n) is ASCII without NUL (most names, keys, URLs): eight bytes a step. */
 static int plain_ascii(const unsigned char *q, size_t n)
 {
@@ -430,8 +428,8 @@ static int plain_ascii(const unsigned char *q, size_t n)
     return 1;
 }
 
-/* A string of a record as protobuf wants it: NUL-terminated valid UTF-8, each invalid byte and
- * each NUL replaced by U+FFFD. */
+/* s as a NUL-terminated string in the arena, any byte that is not part of well-formed UTF-8
+ * (and any NUL) replaced with U+FFFD (protobuf strings must be UTF-8); plain ASCII is copied. */
 static char *xs(struct arena *a, struct clrmux_xstr s)
 {
     if (plain_ascii((const unsigned char *)s.p, s.len)) {
