@@ -1,6 +1,6 @@
 /* Unit tests for Activity span records: src/tracer/xspan.c (the checking parser),
  * src/tracer/xqueue.c (the queue), src/tracer/otlp_xspan.c (their OTLP JSON) and their strings
- * in OTLP protobuf (src/tracer/pb/otlp_pb.c). */
+ * and fields in OTLP protobuf (src/tracer/pb/otlp_xpb.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -220,6 +220,113 @@ static void test_pb_strings(void **state)
     free(out);
 }
 
+/* appends record x to the drained-records buffer recs (u32 length, the bytes, padded to 4) */
+static size_t put_rec(uint8_t *recs, size_t at, const struct xb *x)
+{
+    uint32_t n = (uint32_t)x->n;
+    memcpy(recs + at, &n, 4);
+    memcpy(recs + at + 4, x->b, x->n);
+    return at + 4 + ((x->n + 3) & ~(size_t)3);
+}
+
+static uint64_t be_id(ProtobufCBinaryData b)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < b.len; i++)
+        v = v << 8 | b.data[i];
+    return b.len == 8 ? v : 0;
+}
+
+/* The direct encoder (otlp_xpb.c): every field of three records in two scopes and the
+ * resource, decoded by protobuf-c */
+static void test_pb_fields(void **state)
+{
+    (void)state;
+    static uint8_t recs[8192];
+    size_t at = 0;
+    struct xb x;
+    server(&x, 0x0102030405060708ull, "Microsoft.AspNetCore");
+    at = put_rec(recs, at, &x);
+    xb_head(&x, trace, 0x99, 0, 3000, 4000, 3, 0, "call", "not sent", "Lib", "", "");
+    xb_u(&x, 3, 2);
+    xb_u(&x, CLRMUX_XATTR_BOOL, 1), xb_str(&x, "flag"), xb_u(&x, 1, 1);
+    xb_u(&x, CLRMUX_XATTR_DOUBLE, 1), xb_str(&x, "ratio");
+    double d = 2.5;
+    uint64_t bits;
+    memcpy(&bits, &d, 8);
+    xb_u(&x, bits, 8);
+    xb_attr_int(&x, "delta", -7);
+    xb_u(&x, 0, 2), xb_u(&x, 0, 2);
+    at = put_rec(recs, at, &x);
+    server(&x, 0x0a0b, "Microsoft.AspNetCore");
+    at = put_rec(recs, at, &x);
+    struct clrmux_resource res = {0};
+    clrmux_resource_set(&res, "service.name", "front", 0);
+    clrmux_resource_set(&res, "process.pid", "42", 1);
+    uint8_t *out = NULL;
+    size_t len = 0, nout = 0, nbad = 0;
+    assert_int_equal(clrmux_otlp_pb()->xtraces(&res, recs, at, &out, &len, &nout, &nbad), 0);
+    assert_int_equal(nout, 3);
+    assert_int_equal(nbad, 0);
+    Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest *r =
+        opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(NULL, len, out);
+    assert_non_null(r);
+    assert_int_equal(r->n_resource_spans, 1);
+    const Opentelemetry__Proto__Trace__V1__ResourceSpans *rs = r->resource_spans[0];
+    assert_int_equal(rs->resource->n_attributes, 2);
+    assert_string_equal(rs->resource->attributes[0]->key, "service.name");
+    assert_string_equal(rs->resource->attributes[0]->value->string_value, "front");
+    assert_int_equal(rs->resource->attributes[1]->value->int_value, 42);
+    assert_int_equal(rs->n_scope_spans, 2); /* the scope of records 1 and 3, then record 2's */
+    assert_string_equal(rs->scope_spans[0]->scope->name, "Microsoft.AspNetCore");
+    assert_string_equal(rs->scope_spans[0]->scope->version, "10.0");
+    assert_string_equal(rs->scope_spans[1]->scope->name, "Lib");
+    assert_int_equal(rs->scope_spans[0]->n_spans, 2);
+    assert_int_equal(rs->scope_spans[1]->n_spans, 1);
+    const Opentelemetry__Proto__Trace__V1__Span *a = rs->scope_spans[0]->spans[0], *b = rs->scope_spans[1]->spans[0];
+    assert_int_equal(a->trace_id.len, 16);
+    assert_memory_equal(a->trace_id.data, trace, 16);
+    assert_true(be_id(a->span_id) == 0x0102030405060708ull && be_id(a->parent_span_id) == 0xb7ad6b7169203331ull);
+    assert_true(be_id(rs->scope_spans[0]->spans[1]->span_id) == 0x0a0b);
+    assert_string_equal(a->trace_state, "vendor=abc");
+    assert_string_equal(a->name, "GET /order/{id}");
+    assert_int_equal(a->kind, 2);
+    assert_true(a->start_time_unix_nano == 1000 && a->end_time_unix_nano == 2000);
+    assert_int_equal(a->n_attributes, 2);
+    assert_string_equal(a->attributes[0]->key, "http.request.method");
+    assert_string_equal(a->attributes[0]->value->string_value, "GET");
+    assert_int_equal(a->attributes[1]->value->int_value, 500);
+    assert_int_equal(a->n_events, 1);
+    assert_true(a->events[0]->time_unix_nano == 1500);
+    assert_string_equal(a->events[0]->name, "exception");
+    assert_int_equal(a->events[0]->n_attributes, 1);
+    assert_string_equal(a->events[0]->attributes[0]->value->string_value, "System.InvalidOperationException");
+    assert_int_equal(a->n_links, 1);
+    assert_memory_equal(a->links[0]->trace_id.data, trace, 16);
+    assert_true(be_id(a->links[0]->span_id) == 0x1122334455667788ull);
+    assert_non_null(a->status);
+    assert_int_equal(a->status->code, 2);
+    assert_string_equal(a->status->message, "boom");
+    assert_true(be_id(b->span_id) == 0x99 && b->parent_span_id.len == 0);
+    assert_string_equal(b->trace_state, "");
+    assert_int_equal(b->kind, 3);
+    assert_int_equal(b->n_attributes, 3);
+    assert_int_equal(b->attributes[0]->value->value_case, OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE);
+    assert_true(b->attributes[0]->value->bool_value);
+    assert_true(b->attributes[1]->value->double_value == 2.5);
+    assert_int_equal(b->attributes[2]->value->int_value, -7);
+    assert_non_null(b->status); /* UNSET: no message even when the record has one */
+    assert_int_equal(b->status->code, 0);
+    assert_string_equal(b->status->message, "");
+    opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(r, NULL);
+    free(out);
+    /* only malformed records: nothing to send */
+    uint8_t bad[12] = {8, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    assert_int_equal(clrmux_otlp_pb()->xtraces(&res, bad, sizeof bad, &out, &len, &nout, &nbad), 0);
+    assert_null(out);
+    assert_int_equal(nout, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_pb_strings),
+        cmocka_unit_test(test_pb_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,6 +39,8 @@ namespace Clrmux.Agent
             : ReferenceEquals(builtin, Grpc) ? s_grpc : Instrument.Contains(builtin);
         private static string[] s_patterns = Array.Empty<string>();
         private static double s_ratio = 1;
+        /// <summary>sample_ratio: the share of new traces recorded.</summary>
+        internal static double Ratio => s_ratio;
         private static ActivityListener? s_listener;
         // per source: does clrmux record it (by configuration), and is it someone else's
         private static readonly ConcurrentDictionary<string, bool> s_wanted = new(StringComparer.Ordinal);
@@ -62,7 +64,9 @@ namespace Clrmux.Agent
             Activity.TraceIdGenerator = () => TraceIdInside(previous);
             s_listener = new ActivityListener
             {
-                ShouldListenTo = _ => true, // every source: the context is kept for all of them
+                // every source but ASP.NET Core's and HttpClient's, whose requests and calls are
+                // recorded without an Activity (WebSpans): the context is kept for all the others
+                ShouldListenTo = s => !ByEvents(s.Name),
                 Sample = Sample,
                 SampleUsingParentId = SampleUsingParentId,
                 ActivityStarted = OnStarted,
@@ -77,6 +81,12 @@ namespace Clrmux.Agent
             DbEnrichment.Watch();
             Native.Log(Native.LogDebug, $"Activities: instrument={string.Join(',', Instrument)} activity_sources={string.Join(',', s_patterns)}");
         }
+
+        /// <summary>ASP.NET Core's and HttpClient's sources: their spans come from their events
+        /// (WebSpans), never from their Activities.</summary>
+        private static bool ByEvents(string source) => source == WebSpans.ServerScope || source == WebSpans.ClientScope;
+
+        private static bool BuiltinByEvents(string builtin) => ReferenceEquals(builtin, AspNetCore) || ReferenceEquals(builtin, HttpClient);
 
         /// <summary>The instrumentation (or "") a source or legacy Activity belongs to.</summary>
         internal static string BuiltinOf(ActivitySource source, string operation)
@@ -129,10 +139,10 @@ namespace Clrmux.Agent
         private static bool Owned(ActivitySource source) => s_listenerCount != null && s_listenerCount(source) > 1;
 
         private static bool Recording(ActivitySource source, string operation) =>
-            Wanted(source, operation) && !Owned(source);
+            Recording(source, BuiltinOf(source, operation), operation);
 
         private static bool Recording(ActivitySource source, string builtin, string operation) =>
-            (builtin.Length != 0 ? InstrumentOn(builtin) : Wanted(source, operation)) && !Owned(source);
+            (builtin.Length != 0 ? InstrumentOn(builtin) && !BuiltinByEvents(builtin) : Wanted(source, operation)) && !Owned(source);
 
         private static ActivitySamplingResult Decide(ActivitySource source, string operation, ActivityContext parent, bool hasParent)
         {
@@ -173,7 +183,7 @@ namespace Clrmux.Agent
         /// newer than the Activity's parent `parent` (null: a root): the innermost traced method on
         /// this thread, unless the parent started inside it; else the flow's async span, when it
         /// started inside the parent (Activity.Current at its start is the parent).</summary>
-        private static bool InnerSpan(Activity? a, Activity? parent, SpanCtx* c)
+        internal static bool InnerSpan(Activity? a, Activity? parent, SpanCtx* c)
         {
             if (Native.Api->CtxTop(c) != 0)
             {
@@ -192,7 +202,7 @@ namespace Clrmux.Agent
 
         /// <summary>An Activity's context for the native side: its trace, span, sampling, and the
         /// process-local root (its outermost in-process ancestor).</summary>
-        private static bool ContextOf(object o, SpanCtx* c)
+        internal static bool ContextOf(object o, SpanCtx* c)
         {
             if (o is not Activity a || a.IdFormat != ActivityIdFormat.W3C)
                 return false;

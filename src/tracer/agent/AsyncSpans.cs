@@ -19,8 +19,8 @@ namespace Clrmux.Agent
 {
     /// <summary>An async span's context as it flows (immutable once made), with the
     /// Activity.Current of its start: an Activity other than that one, current in the flow
-    /// later, started inside the span (it is newer).</summary>
-    internal sealed class SpanContextBox
+    /// later, started inside the span (it is newer). A request's or call's is a WebSpan.</summary>
+    internal class SpanContextBox
     {
         public readonly SpanCtx Ctx;
         public readonly object? Activity;

@@ -73,6 +73,17 @@ namespace Clrmux.Agent
             _n = at + 2 + len;
         }
 
+        public void Bytes(byte* p, int n)
+        {
+            Span<byte> s = Room(n);
+            if (!s.IsEmpty)
+                new ReadOnlySpan<byte>(p, n).CopyTo(s);
+        }
+
+        /// <summary>A string attribute (WebSpans: typed, nothing boxed).</summary>
+        public void StrAttr(string key, string? value) { U8(AttrString); Str(key); Str(value); }
+        public void IntAttr(string key, long value) { U8(AttrInt); Str(key); I64(value); }
+
         public void TraceId(ActivityTraceId id)
         {
             Span<byte> s = Room(16);
