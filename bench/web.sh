@@ -16,7 +16,7 @@
 # Each config is warmed up first (WEB_WARMUP seconds of the same load) until the JIT is quiet:
 # with 5 s, tier-1 compilation still took a fifth of the front's CPU in the timed run, for
 # every config (perf: libclrjit.so 19-28%; 3% after 25 s), and swamped the difference.
-# Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16),
+# Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16), WEB_RATE (paced load),
 # ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 2), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
 # clrmux-notrace: no method span, clrmux-noact: no Activity span, clrmux-noagent: agent = false,
 # clrmux-idle: the tracer loaded with nothing to record, clrmux-base: the build in WEB_BASE, a
@@ -107,7 +107,16 @@ cpu_ms() { # cpu_ms PID...: user + system CPU time of the processes, in ms
     echo $((t * 1000 / $(getconf CLK_TCK)))
 }
 
-echo "== 1. requests/s of GET /bench (front -> back over HTTP), wrk -c$CONNS ${SECS}s, $ROUNDS interleaved rounds"
+# WEB_RATE=N: the timed run offers about N requests/s (each connection waits between its
+# requests) instead of as many as the services take: every configuration then runs at the same
+# load, below saturation, so that the thread pool's spinning (it spins more per request the
+# slower requests come) does not pass for the tracer's cost; CPU per request is the figure.
+PACE=()
+if [ -n "${WEB_RATE:-}" ]; then
+    printf 'function delay() return %d end\n' $((CONNS * 1000 / WEB_RATE)) >"$WORK/pace.lua"
+    PACE=(-s "$WORK/pace.lua")
+fi
+echo "== 1. requests/s of GET /bench (front -> back over HTTP), wrk -c$CONNS ${SECS}s${WEB_RATE:+ paced at ~$WEB_RATE req/s}, $ROUNDS interleaved rounds"
 declare -A RPS CPU EXP
 for r in $(seq "$ROUNDS"); do
     for cfg in $CONFIGS; do
@@ -116,7 +125,7 @@ for r in $(seq "$ROUNDS"); do
         ready "http://127.0.0.1:$P3/hello" && ready "http://127.0.0.1:$P1/bench" || { echo "$cfg did not start"; tail "$WORK/$cfg-front.out"; exit 1; }
         wrk -t1 -c"$CONNS" -d"${WARMUP}s" "http://127.0.0.1:$P1/bench" >/dev/null # warm-up: JIT, tiering, pools
         c0=$(cpu_ms "$fp" "$bp") e0=$(exp_ms "$fp" "$bp")
-        out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$P1/bench")
+        out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" "${PACE[@]}" "http://127.0.0.1:$P1/bench")
         c1=$(cpu_ms "$fp" "$bp") e1=$(exp_ms "$fp" "$bp")
         rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
         n=$(awk '/requests in/ {print $1}' <<<"$out")

@@ -121,17 +121,16 @@ static size_t ssz(struct clrmux_xstr s)
     return plain_ascii((const unsigned char *)s.p, s.len) ? s.len : utf8_clean((const unsigned char *)s.p, s.len, NULL);
 }
 
-/* s as field `field` (always, even when empty: a oneof member) */
-static uint8_t *sput(uint8_t *p, unsigned field, struct clrmux_xstr s)
+/* s, whose length as written is clean (ssz), as field `field`: copied as it is when cleaning
+ * changes nothing (each replaced byte would add two) */
+static uint8_t *sput(uint8_t *p, unsigned field, struct clrmux_xstr s, size_t clean)
 {
-    const unsigned char *q = (const unsigned char *)s.p;
-    if (plain_ascii(q, s.len)) {
-        p = ldput(p, field, s.len);
-        memcpy(p, q, s.len);
-        return p + s.len;
-    }
-    p = ldput(p, field, utf8_clean(q, s.len, NULL));
-    return p + utf8_clean(q, s.len, p);
+    p = ldput(p, field, clean);
+    if (clean == s.len)
+        memcpy(p, s.p, s.len);
+    else
+        utf8_clean((const unsigned char *)s.p, s.len, p);
+    return p + clean;
 }
 
 /* an optional string field: left out when empty */
@@ -143,32 +142,42 @@ static size_t osz(struct clrmux_xstr s)
 
 static uint8_t *oput(uint8_t *p, unsigned field, struct clrmux_xstr s)
 {
-    return s.len && ssz(s) ? sput(p, field, s) : p;
+    size_t n = s.len ? ssz(s) : 0;
+    return n ? sput(p, field, s, n) : p;
 }
 
 static struct clrmux_xstr cstr(const char *s) { return (struct clrmux_xstr){s ? s : "", s ? (uint16_t)strnlen(s, 65535) : 0}; }
 
 /* ---- KeyValue, AnyValue ---- */
 
-static size_t any_sz(const struct clrmux_xattr *a)
-{
-    switch (a->type) {
-    case CLRMUX_XATTR_STRING: return ldsz(ssz(a->s));
-    case CLRMUX_XATTR_BOOL: return 2;
-    case CLRMUX_XATTR_INT: return 1 + vsz((uint64_t)a->i);
-    default: return 9;
-    }
-}
+/* An attribute's lengths as written: its key and string value (cleaned), its AnyValue, its
+ * KeyValue; computed once in each pass. */
+struct asz {
+    size_t key, val, any, kv;
+};
 
-static size_t kv_sz(const struct clrmux_xattr *a) { return osz(a->key) + ldsz(any_sz(a)); }
+static struct asz asz_of(const struct clrmux_xattr *a)
+{
+    struct asz z = {a->key.len ? ssz(a->key) : 0, 0, 0, 0};
+    switch (a->type) {
+    case CLRMUX_XATTR_STRING: z.val = ssz(a->s), z.any = ldsz(z.val); break;
+    case CLRMUX_XATTR_BOOL: z.any = 2; break;
+    case CLRMUX_XATTR_INT: z.any = 1 + vsz((uint64_t)a->i); break;
+    default: z.any = 9;
+    }
+    z.kv = (z.key ? ldsz(z.key) : 0) + ldsz(z.any);
+    return z;
+}
 
 static uint8_t *kv_put(uint8_t *p, unsigned field, const struct clrmux_xattr *a)
 {
-    p = ldput(p, field, kv_sz(a));
-    p = oput(p, 1, a->key);
-    p = ldput(p, 2, any_sz(a));
+    struct asz z = asz_of(a);
+    p = ldput(p, field, z.kv);
+    if (z.key)
+        p = sput(p, 1, a->key, z.key);
+    p = ldput(p, 2, z.any);
     switch (a->type) {
-    case CLRMUX_XATTR_STRING: return sput(p, 1, a->s);
+    case CLRMUX_XATTR_STRING: return sput(p, 1, a->s, z.val); /* a oneof member: even when empty */
     case CLRMUX_XATTR_BOOL: return vput(tag(p, 2, WT_VARINT), a->i != 0);
     case CLRMUX_XATTR_INT: return vput(tag(p, 3, WT_VARINT), (uint64_t)a->i);
     default: {
@@ -184,7 +193,7 @@ static size_t attrs_sz(struct clrmux_xattrs l)
     struct clrmux_xattr a;
     size_t n = 0;
     while (clrmux_xattr_next(&l, &a))
-        n += ldsz(kv_sz(&a));
+        n += ldsz(asz_of(&a).kv);
     return n;
 }
 
@@ -304,7 +313,7 @@ static size_t resource_sz(const struct clrmux_resource *r)
     size_t n = 0;
     for (size_t i = 0; i < r->n; i++) {
         struct clrmux_xattr a = res_attr(r, i);
-        n += ldsz(kv_sz(&a));
+        n += ldsz(asz_of(&a).kv);
     }
     return n;
 }
