@@ -18,7 +18,8 @@
 # every config (perf: libclrjit.so 19-28%; 3% after 25 s), and swamped the difference.
 # Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16), WEB_RATE (paced load),
 # ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 2), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
-# clrmux-notrace: no method span, clrmux-noact: no Activity span, clrmux-noagent: agent = false,
+# clrmux-notrace: no method span, clrmux-noact: no request or call span, clrmux-noagent: agent = false,
+# clrmux-unsampled: sample_ratio = 0 (the requests' and calls' events, context and traceparent, nothing recorded),
 # clrmux-idle: the tracer loaded with nothing to record, clrmux-base: the build in WEB_BASE, a
 # folder with another libclrmux.so and its agent, for a before/after in one run).
 set -euo pipefail
@@ -63,6 +64,7 @@ for cfg in $CONFIGS; do
     clrmux-notrace) extra="" ;;                                                      # no method span
     clrmux-noact) extra=$'trace = shop!Shop.Store::BenchAsync\ninstrument = none\nactivity_sources = none' ;; # no Activity span
     clrmux-noagent) extra=$'trace = shop!Shop.Store::BenchAsync\nagent = false' ;; # no managed agent
+    clrmux-unsampled) extra=$'trace = shop!Shop.Store::BenchAsync\nsample_ratio = 0' ;; # everything but recording and export
     clrmux-idle) extra=$'agent = false\ninstrument = none\nactivity_sources = none' ;; # the tracer loaded, nothing traced
     none|sdk) continue ;;
     *) echo "bench/web.sh: unknown configuration $cfg (WEB_CONFIGS)"; exit 1 ;;

@@ -124,7 +124,9 @@ output_dir = $WORK/main/profiles
 period_s = 60
 sampling_interval_ms = 5
 EOF
-start main back back "$P3" "$P4"
+# back logs (warnings, to the console): ASP.NET Core makes an Activity per request for the log
+# scopes, whose ids back's SERVER spans take (the chain checks below go through them)
+start main back back "$P3" "$P4" SHOP_LOGGING=1
 start main front front "$P1" "$P2"
 if ready "$BACK" && ready "$FRONT"; then ok "back and front start under clrmux (tracer, agent; front also the profiler)"
 else bad "back and front start under clrmux" "$(tail -5 "$WORK"/main/*.out "$WORK"/main/*.log)"; clr_done; fi
@@ -256,6 +258,10 @@ check(all(traces[o["traceId"]] == {"client", "front", "back"} for o in orders) a
 lk = [s for s in named("back", "Shop.Store.LookupAsync")]
 check(len(lk) >= 4 and all(byid.get(s.get("parentSpanId"), {}).get("kind") == 2 for s in lk),
       "back: LookupAsync spans are children of back's SERVER spans", [(s["name"], byid.get(s.get("parentSpanId"), {}).get("name")) for s in lk])
+acts = [l.rstrip("\n").split("\t")[1:] for l in open(f"{W}/back.out") if l.startswith("request-activity\t")]
+bsrv = {(s["traceId"], s["spanId"]) for s in sp["back"] if s["kind"] == 2}
+check(len(acts) >= 2 and all(tuple(a) in bsrv for a in acts),
+      "back logs: the Activity ASP.NET Core makes for the log scopes has its SERVER span's ids", (acts, list(bsrv)[:4]))
 w3c = [s for s in order if s["traceId"] == "0af7651916cd43dd8448eb211c80319c"]
 check(len(w3c) == 1 and w3c[0].get("parentSpanId") == "b7ad6b7169203331" and w3c[0].get("traceState") == "vendor=abc"
       and {s["svc"] for s in allsp if s["traceId"] == "0af7651916cd43dd8448eb211c80319c"} == {"front", "back"},

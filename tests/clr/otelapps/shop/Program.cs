@@ -10,6 +10,7 @@ using System.Net;
 using Grpc.Core;
 using Grpc.Net.Client;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.Logging;
 using OpenTelemetry;
 using OpenTelemetry.Trace;
 using Shop.Rpc;
@@ -104,6 +105,13 @@ public static class Program
         string otel = Environment.GetEnvironmentVariable("SHOP_OTEL") ?? "";
         var b = WebApplication.CreateBuilder(args);
         b.Logging.ClearProviders();
+        if (Environment.GetEnvironmentVariable("SHOP_LOGGING") == "1")
+        {
+            // logging on: ASP.NET Core makes an Activity per request for its log scopes (web.sh:
+            // the tracer's SERVER span takes its ids)
+            b.Logging.AddConsole();
+            b.Logging.SetMinimumLevel(LogLevel.Warning);
+        }
         b.WebHost.ConfigureKestrel(o =>
         {
             o.Listen(IPAddress.Loopback, http, l => l.Protocols = HttpProtocols.Http1);
@@ -131,7 +139,13 @@ public static class Program
         }
         app.MapGrpcService<InventoryService>();
         app.MapGet("/order/{id}", async (int id) => Results.Text($"order {id}: " + await Store.GetStockAsync(id)));
-        app.MapGet("/stock/{id}", async (int id) => Results.Text("stock " + await Store.LookupAsync(id)));
+        bool logging = Environment.GetEnvironmentVariable("SHOP_LOGGING") == "1";
+        app.MapGet("/stock/{id}", async (int id) =>
+        {
+            if (logging) // the request's Activity (made for the log scopes), for web.sh
+                Console.WriteLine($"request-activity\t{Activity.Current?.TraceId}\t{Activity.Current?.SpanId}");
+            return Results.Text("stock " + await Store.LookupAsync(id));
+        });
         app.MapGet("/fail", string () => throw new InvalidOperationException("kaput"));
         app.MapGet("/faulted", async () => Results.Text("faulted " + await Store.FaultedAsync()));
         app.MapGet("/cancelled", async () => Results.Text("cancelled " + await Store.CancelledAsync()));
