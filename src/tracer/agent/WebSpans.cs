@@ -412,9 +412,11 @@ namespace Clrmux.Agent
             System.Net.Http.Headers.HttpRequestHeaders h = req.Headers;
             h.Remove("traceparent"); // a request sent again carries the last call's
             h.TryAddWithoutValidation("traceparent", Traceparent(c));
-            h.Remove("tracestate");
             if (state != null)
+            {
+                h.Remove("tracestate");
                 h.TryAddWithoutValidation("tracestate", state);
+            }
             AsyncSpans.Current.Value = new WebSpan(c, a, AsyncSpans.Current.Value, req, false, parent, false, state);
         }
 
