@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "tracer/otlp.h"
 
 /* A span is formatted into a stack buffer with hand-written conversions and written with
@@ -165,17 +166,9 @@ static inline void put_jsonn(struct buf *b, const char *s, size_t n)
             q++;
             continue;
         }
-        /* a multi-byte sequence (RFC 3629): its length, continuation bytes, no overlong
-         * form, no surrogate, at most U+10FFFF */
-        size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        int ok = len && (size_t)(end - q) >= len;
-        for (size_t k = 1; ok && k < len; k++)
-            ok = (q[k] & 0xC0) == 0x80;
-        if (ok && len == 3)
-            ok = !(c == 0xE0 && q[1] < 0xA0) && !(c == 0xED && q[1] >= 0xA0);
-        if (ok && len == 4)
-            ok = !(c == 0xF0 && q[1] < 0x90) && !(c == 0xF4 && q[1] >= 0x90);
-        if (ok) {
+        /* a multi-byte sequence (RFC 3629) */
+        size_t len = clrmux_utf8_seq(q, (size_t)(end - q));
+        if (len) {
             put(b, (const char *)q, len);
             q += len;
         } else {

@@ -177,6 +177,20 @@ namespace Clrmux.Agent
             w.Str(s.TraceState);
         }
 
+        /// <summary>The record's end: error.type (when an error), the attribute count n (at
+        /// mark), the events and links; then it is handed to the tracer.</summary>
+        private static void Close(ref SpanWriter w, int mark, int n, string? errorType, Exception? e, long end)
+        {
+            if (errorType != null)
+            {
+                w.StrAttr("error.type", errorType);
+                n++;
+            }
+            w.SetCount(mark, n);
+            Tail(ref w, e, end);
+            w.Commit();
+        }
+
         /// <summary>The events (an exception's, if any) and no links.</summary>
         private static void Tail(ref SpanWriter w, Exception? e, long end)
         {
@@ -344,14 +358,7 @@ namespace Clrmux.Agent
                     n++;
                 }
             }
-            if (errorType != null)
-            {
-                w.StrAttr("error.type", errorType);
-                n++;
-            }
-            w.SetCount(mark, n);
-            Tail(ref w, e, end);
-            w.Commit();
+            Close(ref w, mark, n, errorType, e, end);
         }
 
         private static int GrpcStatus(HttpContext ctx)
@@ -462,14 +469,7 @@ namespace Clrmux.Agent
                 w.StrAttr("network.protocol.version", ProtocolOf(res.Version));
                 n += 2;
             }
-            if (errorType != null)
-            {
-                w.StrAttr("error.type", errorType);
-                n++;
-            }
-            w.SetCount(mark, n);
-            Tail(ref w, e, end);
-            w.Commit();
+            Close(ref w, mark, n, errorType, e, end);
         }
     }
 

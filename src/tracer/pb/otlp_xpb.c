@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "tracer/xspan.h"
 
 /* ---- the wire format (protobuf encoding: varints, tags, length-delimited fields) ---- */
@@ -93,16 +94,8 @@ static size_t utf8_clean(const unsigned char *q, size_t n, uint8_t *out)
     const unsigned char *end = q + n;
     size_t len_out = 0;
     while (q < end) {
-        unsigned c = *q;
-        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-        int ok = len && (size_t)(end - q) >= len;
-        for (size_t k = 1; ok && k < len; k++)
-            ok = (q[k] & 0xC0) == 0x80;
-        if (ok && len == 3)
-            ok = !(c == 0xE0 && q[1] < 0xA0) && !(c == 0xED && q[1] >= 0xA0);
-        if (ok && len == 4)
-            ok = !(c == 0xF0 && q[1] < 0x90) && !(c == 0xF4 && q[1] >= 0x90);
-        if (ok && c) {
+        size_t len = *q ? clrmux_utf8_seq(q, (size_t)(end - q)) : 0;
+        if (len) {
             if (out)
                 memcpy(out + len_out, q, len);
             len_out += len, q += len;
