@@ -16,10 +16,12 @@ namespace Clrmux.Agent
     {
         // the built-in instrumentations and the sources (and legacy operation names) they cover
         internal const string AspNetCore = "aspnetcore", HttpClient = "httpclient", Grpc = "grpc";
+        // the sources whose requests and calls WebSpans records from their events
+        internal const string AspNetCoreSource = "Microsoft.AspNetCore", HttpClientSource = "System.Net.Http";
         private static readonly Dictionary<string, string> s_builtinSources = new(StringComparer.Ordinal)
         {
-            ["Microsoft.AspNetCore"] = AspNetCore,
-            ["System.Net.Http"] = HttpClient,
+            [AspNetCoreSource] = AspNetCore,
+            [HttpClientSource] = HttpClient,
             ["Grpc.Net.Client"] = Grpc,
         };
         private static readonly Dictionary<string, string> s_builtinOperations = new(StringComparer.Ordinal)
@@ -84,7 +86,7 @@ namespace Clrmux.Agent
 
         /// <summary>ASP.NET Core's and HttpClient's sources: their spans come from their events
         /// (WebSpans), never from their Activities.</summary>
-        private static bool ByEvents(string source) => source == WebSpans.ServerScope || source == WebSpans.ClientScope;
+        private static bool ByEvents(string source) => source == AspNetCoreSource || source == HttpClientSource;
 
         private static bool BuiltinByEvents(string builtin) => ReferenceEquals(builtin, AspNetCore) || ReferenceEquals(builtin, HttpClient);
 

@@ -46,7 +46,7 @@ namespace Clrmux.Agent
 
     internal static unsafe class WebSpans
     {
-        internal const string ServerScope = "Microsoft.AspNetCore", ClientScope = "System.Net.Http";
+        private const string ServerScope = Activities.AspNetCoreSource, ClientScope = Activities.HttpClientSource;
         private const string HostingActivity = "Microsoft.AspNetCore.Hosting.HttpRequestIn", ClientActivity = "System.Net.Http.HttpRequestOut";
         private static bool s_failed;
 
