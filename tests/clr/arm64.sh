@@ -109,8 +109,18 @@ same_output base builtin "built-in tracer and profiler"
 if grep -q '"name":"Sample.Work.Fib"\|Sample.Work::Fib\|"name": *"[^"]*Fib' "$WORK/spans.jsonl" 2>/dev/null; then
     ok "the tracer rewrites Fib's IL and writes its spans ($(grep -c . "$WORK/spans.jsonl") lines)"
 else bad "the tracer rewrites Fib's IL and writes its spans" "$(grep -i tracer "$WORK/builtin.log")"; fi
-prof=$(ls "$WORK"/prof/*.pb.gz 2>/dev/null | head -1)
-if [ -n "$prof" ] && grep -q "signal sampler" "$WORK/builtin.log" && gzip -dc "$prof" | grep -aq 'Sample.Work.Fib'; then
+named_fib() { # the run's profile names Fib (and the log its signal sampler)
+    local prof
+    prof=$(ls "$WORK"/prof/*.pb.gz 2>/dev/null | head -1)
+    [ -n "$prof" ] && grep -q "signal sampler" "$WORK/builtin.log" && gzip -dc "$prof" | grep -aq 'Sample.Work.Fib'
+}
+if ! named_fib; then
+    # a sample is a matter of chance: under qemu on a loaded machine one run took 41 cpu samples
+    # over 1.4 s, none of them in Fib's few tens of ms; a second run decides
+    rm -f "$WORK"/prof/*.pb.gz
+    under sample builtin "$WORK/builtin.conf"
+fi
+if named_fib; then
     ok "the signal sampler walks arm64 stacks into a pprof profile that names Sample.Work.Fib"
 else bad "the signal sampler walks arm64 stacks into a pprof profile that names Sample.Work.Fib" "$(grep -i profiler "$WORK/builtin.log" | cut -c1-300)"; fi
 
