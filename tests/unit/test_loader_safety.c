@@ -454,7 +454,14 @@ static void test_loop_nested_instance_refused(void **state)
     clrmux_loop_leave();
     assert_int_equal(hr, CORPROF_E_PROFILER_CANCEL_ACTIVATION);
     assert_logged_n("loader loop: clrmux was loaded as a child profiler while clrmux", 1);
-    assert_int_equal(g_nlog, 1); /* nothing else: the nested instance did not start */
+    /* nothing of the nested instance's start: no runtime line, no child, no mask (a line of the
+     * outer's own threads may land in between: one CI run under qemu, loaded, logged a second
+     * line here, which is printed when it happens) */
+    if (g_nlog != 1)
+        log_dump();
+    assert_logged_n("runtime:", 0);
+    assert_logged_n("child 'good'", 0);
+    assert_logged_n("child profiler(s) active", 0);
     assert_int_equal(nested->nchildren, 0);
     assert_ptr_equal(clrmux_the_mux, outer);
     assert_int_equal(clrmux_log_get_level(), CLRMUX_LOG_TRACE); /* the outer's logging is untouched */
