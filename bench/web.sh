@@ -16,7 +16,9 @@
 # Each config is warmed up first (WEB_WARMUP seconds of the same load) until the JIT is quiet:
 # with 5 s, tier-1 compilation still took a fifth of the front's CPU in the timed run, for
 # every config (perf: libclrjit.so 19-28%; 3% after 25 s), and swamped the difference.
-# Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16), WEB_RATE (paced load),
+# For steadier figures, export DOTNET_ThreadPool_UnfairSemaphoreSpinLimit=0 first (every process
+# then waits instead of spinning between requests: none's CPU per request moved by 1 us across rounds
+# instead of 15). Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16), WEB_RATE (paced load),
 # ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 2), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
 # clrmux-notrace: no method span, clrmux-noact: no request or call span, clrmux-noagent: agent = false,
 # clrmux-unsampled: sample_ratio = 0 (the requests' and calls' events, context and traceparent, nothing recorded),
