@@ -41,8 +41,8 @@ namespace Clrmux.Agent
             : ReferenceEquals(builtin, Grpc) ? s_grpc : Instrument.Contains(builtin);
         private static string[] s_patterns = Array.Empty<string>();
         private static double s_ratio = 1;
-        /// <summary>sample_ratio: the share of new traces recorded.</summary>
-        internal static double Ratio => s_ratio;
+        /// <summary>Whether a new trace (no parent) is recorded: sample_ratio's share of them.</summary>
+        internal static bool SampleNew() => s_ratio >= 1 || Random.Shared.NextDouble() < s_ratio;
         private static ActivityListener? s_listener;
         // per source: does clrmux record it (by configuration), and is it someone else's
         private static readonly ConcurrentDictionary<string, bool> s_wanted = new(StringComparer.Ordinal);
@@ -156,8 +156,7 @@ namespace Clrmux.Agent
             SpanCtx c;
             if (InnerSpan(null, null, &c)) // inside a method span: its trace, its decision
                 return c.Sampled != 0 ? ActivitySamplingResult.AllDataAndRecorded : ActivitySamplingResult.PropagationData;
-            return s_ratio >= 1 || Random.Shared.NextDouble() < s_ratio ? ActivitySamplingResult.AllDataAndRecorded
-                                                                        : ActivitySamplingResult.PropagationData;
+            return SampleNew() ? ActivitySamplingResult.AllDataAndRecorded : ActivitySamplingResult.PropagationData;
         }
 
         private static ActivitySamplingResult Sample(ref ActivityCreationOptions<ActivityContext> o) =>

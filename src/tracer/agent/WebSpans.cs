@@ -50,7 +50,7 @@ namespace Clrmux.Agent
         private const string HostingActivity = "Microsoft.AspNetCore.Hosting.HttpRequestIn", ClientActivity = "System.Net.Http.HttpRequestOut";
         private static bool s_failed;
 
-        internal static long Now() => (DateTime.UtcNow.Ticks - DateTime.UnixEpoch.Ticks) * 100;
+        internal static long Now() => SpanWriter.UnixNs(DateTime.UtcNow);
 
         private static ulong NewId()
         {
@@ -61,7 +61,7 @@ namespace Clrmux.Agent
             return id;
         }
 
-        private static byte Sample() => Activities.Ratio >= 1 || Random.Shared.NextDouble() < Activities.Ratio ? (byte)1 : (byte)0;
+        private static byte Sample() => Activities.SampleNew() ? (byte)1 : (byte)0;
 
         internal static void Failed(string what, Exception e)
         {
@@ -289,15 +289,16 @@ namespace Clrmux.Agent
             string? route = null;
             if (EndpointHttpContextExtensions.GetEndpoint(ctx) is Microsoft.AspNetCore.Routing.RouteEndpoint re && re.RoutePattern.RawText is { } raw)
                 route = raw.StartsWith('/') ? raw : "/" + raw;
+            // gRPC (Grpc.AspNetCore): the path is /package.Service/Method, the name package.Service/Method
             string? grpcPath = Activities.InstrumentOn(Activities.Grpc) && r.ContentType is { } ct &&
-                               ct.StartsWith("application/grpc", StringComparison.Ordinal) ? r.Path.Value : null;
+                               ct.StartsWith("application/grpc", StringComparison.Ordinal) ? r.Path.Value?.TrimStart('/') : null;
             int grpcCode = grpcPath != null ? GrpcStatus(ctx) : -1;
             bool error = grpcPath != null ? grpcCode is 2 or 4 or 12 or 13 or 14 or 15 : code >= 500;
             string? errorType = !error ? null : grpcPath != null ? grpcCode.ToString()
                               : e != null ? e.GetType().FullName ?? e.GetType().Name : code.ToString();
 
             string method = NormalMethod(r.Method);
-            string name = grpcPath != null ? grpcPath.TrimStart('/') : method == "_OTHER" ? "HTTP" : route != null ? method + " " + route : method;
+            string name = grpcPath ?? (method == "_OTHER" ? "HTTP" : route != null ? method + " " + route : method);
             SpanWriter w = SpanWriter.Begin();
             Head(ref w, s, end, 2, error ? (byte)2 : (byte)0, name, errorType, ServerScope);
             int mark = w.Mark(), n = MethodAttrs(ref w, method, r.Method);
@@ -341,8 +342,8 @@ namespace Clrmux.Agent
             n++;
             if (grpcPath != null)
             {
-                // gRPC (Grpc.AspNetCore): the path is /package.Service/Method; as the RPC conventions
-                string full = grpcPath.TrimStart('/');
+                // as the RPC conventions
+                string full = grpcPath;
                 int slash = full.IndexOf('/');
                 w.StrAttr("rpc.system", "grpc");
                 w.StrAttr("rpc.service", slash > 0 ? full.Substring(0, slash) : full);
