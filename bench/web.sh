@@ -11,7 +11,11 @@
 #      rounds interleaved; medians of requests/s and of the CPU time front and back used per
 #      request (/proc/PID/stat over the timed run: independent of what else the machine runs);
 #      each config's cost = its CPU per request / none's - 1.
-#   2. ns per call in-process (tests/clr/apps/asyncbench): a synchronous method, an async method
+#   2. the same request in one process, with no socket (the shop's SHOP_ROLE=inproc: TestServer,
+#      the call to back answered in memory), CPU per request of the whole process, the same
+#      configurations: the figure without the network, the kernel and a second process, steadier
+#      than part 1's (WEB_INPROC=0 skips it, WEB_WRK=0 part 1; WEB_INPROC_SECONDS 6, WEB_INPROC_TASKS 4)
+#   3. ns per call in-process (tests/clr/apps/asyncbench): a synchronous method, an async method
 #      that completes at once, one that awaits Task.Yield(), each untraced and traced.
 # Each config is warmed up first (WEB_WARMUP seconds of the same load) until the JIT is quiet:
 # with 5 s, tier-1 compilation still took a fifth of the front's CPU in the timed run, for
@@ -19,7 +23,7 @@
 # For steadier figures, export DOTNET_ThreadPool_UnfairSemaphoreSpinLimit=0 first (every process
 # then waits instead of spinning between requests: none's CPU per request moved by 1 us across rounds
 # instead of 15). Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16), WEB_RATE (paced load),
-# ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 2), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
+# ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 3), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
 # clrmux-notrace: no method span, clrmux-noact: no request or call span, clrmux-noagent: agent = false,
 # clrmux-unsampled: sample_ratio = 0 (the requests' and calls' events, context and traceparent, nothing recorded),
 # clrmux-idle: the tracer loaded with nothing to record, clrmux-base: the build in WEB_BASE, a
@@ -77,18 +81,22 @@ for cfg in $CONFIGS; do
     done
 done
 
-start() { # start CONFIG ROLE HTTP GRPC
-    local cfg=$1 role=$2 env=() lib
+cfg_env() { # cfg_env CONFIG ROLE: the environment of CONFIG's ROLE process, into ENV
+    local cfg=$1 role=$2 lib
+    ENV=()
     case $cfg in
     clrmux*) lib=$ROOT/build/libclrmux.so
              [ "$cfg" = clrmux-base ] && lib=${WEB_BASE:?clrmux-base: WEB_BASE names a folder with another build of libclrmux.so and its agent}/libclrmux.so
-             env=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$lib"
+             ENV=(CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER="$CLSID" CORECLR_PROFILER_PATH="$lib"
                   CLRMUX_CONFIG="$WORK/$cfg-$role.conf" CLRMUX_LOG_FILE="$WORK/$cfg-$role.log") ;;
-    sdk) env=(SHOP_OTEL=otlp OTEL_EXPORTER_OTLP_ENDPOINT="$SINK" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_SERVICE_NAME="$role") ;;
+    sdk) ENV=(SHOP_OTEL=otlp OTEL_EXPORTER_OTLP_ENDPOINT="$SINK" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_SERVICE_NAME="$role") ;;
     esac
-    env "${env[@]}" no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 SHOP_ROLE="$role" SHOP_HTTP="$3" SHOP_GRPC="$4" \
+}
+start() { # start CONFIG ROLE HTTP GRPC
+    cfg_env "$1" "$2"
+    env "${ENV[@]}" no_proxy=127.0.0.1 NO_PROXY=127.0.0.1 SHOP_ROLE="$2" SHOP_HTTP="$3" SHOP_GRPC="$4" \
         SHOP_DOWN_HTTP="http://127.0.0.1:$P3" SHOP_DOWN_GRPC="http://127.0.0.1:$P4" \
-        dotnet build/clr/shop/shop.dll >"$WORK/$cfg-$role.out" 2>&1 &
+        dotnet build/clr/shop/shop.dll >"$WORK/$1-$2.out" 2>&1 &
     PIDS+=($!)
     LAST=$!
 }
@@ -120,6 +128,7 @@ if [ -n "${WEB_RATE:-}" ]; then
     printf 'function delay() return %d end\n' $((CONNS * 1000 / WEB_RATE)) >"$WORK/pace.lua"
     PACE=(-s "$WORK/pace.lua")
 fi
+if [ "${WEB_WRK:-1}" != 0 ]; then # part 1 (WEB_WRK=0 skips it)
 echo "== 1. requests/s of GET /bench (front -> back over HTTP), wrk -c$CONNS ${SECS}s${WEB_RATE:+ paced at ~$WEB_RATE req/s}, $ROUNDS interleaved rounds"
 declare -A RPS CPU EXP
 for r in $(seq "$ROUNDS"); do
@@ -171,9 +180,45 @@ if base:
             print("   CPU per request: %s +%.1f%%; requests/s lost %.1f%%" % (k, 100 * tc, 100 * rc))
 PYEOF
 for f in "$WORK"/clrmux-*.log; do grep -hE "ERROR|[1-9][0-9]* dropped \(" "$f" | head -3 || true; done
+fi
+
+if [ "${WEB_INPROC:-1}" != 0 ]; then
+    INSECS=${WEB_INPROC_SECONDS:-6} TASKS=${WEB_INPROC_TASKS:-4}
+    echo "== 2. the same request in one process (the shop's SHOP_ROLE=inproc: GET /bench through ASP.NET Core's TestServer, its call to back answered by an in-memory connection: no socket, no second process), $TASKS loops, ${INSECS}s after ${WARMUP}s, $ROUNDS interleaved rounds"
+    declare -A INP INX
+    for r in $(seq "$ROUNDS"); do
+        for cfg in $CONFIGS; do
+            cfg_env "$cfg" front
+            out=$(env "${ENV[@]}" SHOP_ROLE=inproc INPROC_TASKS="$TASKS" INPROC_WARMUP="$WARMUP" INPROC_SECONDS="$INSECS" \
+                  dotnet build/clr/shop/shop.dll 2>&1 | tail -1)
+            us=$(sed -n 's/.*cpu_us_per_request=\([0-9.]*\).*/\1/p' <<<"$out")
+            [ -n "$us" ] || { echo "$cfg (inproc) failed: $out"; exit 1; }
+            ex=$(sed -n 's/.*exporter_us_per_request=\([0-9.]*\).*/\1/p' <<<"$out")
+            INP[$cfg]+="$us "
+            INX[$cfg]+="${ex:-0} "
+            printf '   round %d %-14s %7.2f us CPU per request, %s of them the exporter thread (%s)\n' "$r" "$cfg" "$us" "${ex:-?}" "${out%% exporter*}"
+        done
+    done
+    args=()
+    for cfg in $CONFIGS; do args+=("$cfg|${INP[$cfg]}|${INX[$cfg]}"); done
+    python3 - "${args[@]}" <<'PYEOF'
+import statistics, sys
+c, e = {}, {}
+for a in sys.argv[1:]:
+    k, cv, ev = a.split("|")
+    c[k], e[k] = statistics.median(map(float, cv.split())), statistics.median(map(float, ev.split()))
+for k in c:
+    print("   %-14s median %7.2f us CPU/request%s, exporter thread %.2f us" % (
+        k, c[k], " (+%.2f over none)" % (c[k] - c["none"]) if "none" in c and k != "none" else "", e[k]))
+if "none" in c and "sdk" in c and c["sdk"] > c["none"]:
+    for k in c:
+        if k not in ("none", "sdk"):
+            print("   %s's cost / the SDK's %.2f (goal: <= 0.5)" % (k, (c[k] - c["none"]) / (c["sdk"] - c["none"])))
+PYEOF
+fi
 
 [ "${WEB_ASYNC:-1}" = 0 ] && exit 0
-echo "== 2. ns per call in-process (asyncbench, ${ASYNC_CALLS:-200000} calls x 5 rounds; medians)"
+echo "== 3. ns per call in-process (asyncbench, ${ASYNC_CALLS:-200000} calls x 5 rounds; medians)"
 cat >"$WORK/async.conf" <<EOF
 [child tracer]
 builtin = tracer

@@ -80,9 +80,21 @@ namespace Clrmux.Agent
                 new ReadOnlySpan<byte>(p, n).CopyTo(s);
         }
 
-        /// <summary>A string attribute (WebSpans: typed, nothing boxed).</summary>
-        public void StrAttr(string key, string? value) { U8(AttrString); Str(key); Str(value); }
-        public void IntAttr(string key, long value) { U8(AttrInt); Str(key); I64(value); }
+        /// <summary>A string already in UTF-8 (a u8 literal: an attribute's key, a scope's name),
+        /// copied as it is (at most 16 KiB).</summary>
+        public void Utf8(ReadOnlySpan<byte> v)
+        {
+            Span<byte> s = Room(2 + v.Length);
+            if (s.IsEmpty)
+                return;
+            BinaryPrimitives.WriteUInt16LittleEndian(s, (ushort)v.Length);
+            v.CopyTo(s.Slice(2));
+        }
+
+        /// <summary>A string attribute (WebSpans: typed, nothing boxed; its key a u8 literal, not
+        /// encoded again per span).</summary>
+        public void StrAttr(ReadOnlySpan<byte> key, string? value) { U8(AttrString); Utf8(key); Str(value); }
+        public void IntAttr(ReadOnlySpan<byte> key, long value) { U8(AttrInt); Utf8(key); I64(value); }
 
         public void TraceId(ActivityTraceId id)
         {

@@ -47,6 +47,9 @@ namespace Clrmux.Agent
     internal static unsafe class WebSpans
     {
         private const string ServerScope = Activities.AspNetCoreSource, ClientScope = Activities.HttpClientSource;
+        // the spans' scope names (the sources' names above), as the records carry them
+        private static ReadOnlySpan<byte> ServerScopeUtf8 => "Microsoft.AspNetCore"u8;
+        private static ReadOnlySpan<byte> ClientScopeUtf8 => "System.Net.Http"u8;
         private const string HostingActivity = "Microsoft.AspNetCore.Hosting.HttpRequestIn", ClientActivity = "System.Net.Http.HttpRequestOut";
         private static bool s_failed;
 
@@ -56,7 +59,7 @@ namespace Clrmux.Agent
         {
             ulong id;
             do
-                id = (ulong)Random.Shared.NextInt64() ^ ((ulong)Random.Shared.Next(2) << 63);
+                Random.Shared.NextBytes(new Span<byte>(&id, 8)); // 64 random bits in one call
             while (id == 0);
             return id;
         }
@@ -148,14 +151,14 @@ namespace Clrmux.Agent
         /// <summary>http.request.method, and _original when it differs from the request's.</summary>
         private static int MethodAttrs(ref SpanWriter w, string normal, string method)
         {
-            w.StrAttr("http.request.method", normal);
+            w.StrAttr("http.request.method"u8, normal);
             if (ReferenceEquals(normal, method) || normal == method)
                 return 1;
-            w.StrAttr("http.request.method_original", method);
+            w.StrAttr("http.request.method_original"u8, method);
             return 2;
         }
 
-        private static void Head(ref SpanWriter w, WebSpan s, long end, byte kind, byte status, string name, string? message, string scope)
+        private static void Head(ref SpanWriter w, WebSpan s, long end, byte kind, byte status, string name, string? message, ReadOnlySpan<byte> scope)
         {
             w.U16(SpanWriter.Version);
             w.U16(SpanWriter.Header);
@@ -172,7 +175,7 @@ namespace Clrmux.Agent
             w.U32(0);
             w.Str(name);
             w.Str(status == 2 ? message : null);
-            w.Str(scope);
+            w.Utf8(scope);
             w.Str(null);
             w.Str(s.TraceState);
         }
@@ -183,7 +186,7 @@ namespace Clrmux.Agent
         {
             if (errorType != null)
             {
-                w.StrAttr("error.type", errorType);
+                w.StrAttr("error.type"u8, errorType);
                 n++;
             }
             w.SetCount(mark, n);
@@ -202,11 +205,11 @@ namespace Clrmux.Agent
             {
                 w.U16(1);
                 w.I64(end);
-                w.Str("exception");
+                w.Utf8("exception"u8);
                 w.U16(3);
-                w.StrAttr("exception.type", e.GetType().FullName ?? e.GetType().Name);
-                w.StrAttr("exception.message", e.Message);
-                w.StrAttr("exception.stacktrace", e.ToString());
+                w.StrAttr("exception.type"u8, e.GetType().FullName ?? e.GetType().Name);
+                w.StrAttr("exception.message"u8, e.Message);
+                w.StrAttr("exception.stacktrace"u8, e.ToString());
             }
             w.U16(0);
         }
@@ -300,62 +303,63 @@ namespace Clrmux.Agent
             string method = NormalMethod(r.Method);
             string name = grpcPath ?? (method == "_OTHER" ? "HTTP" : route != null ? method + " " + route : method);
             SpanWriter w = SpanWriter.Begin();
-            Head(ref w, s, end, 2, error ? (byte)2 : (byte)0, name, errorType, ServerScope);
+            Head(ref w, s, end, 2, error ? (byte)2 : (byte)0, name, errorType, ServerScopeUtf8);
             int mark = w.Mark(), n = MethodAttrs(ref w, method, r.Method);
-            w.StrAttr("url.scheme", r.Scheme);
+            w.StrAttr("url.scheme"u8, r.Scheme);
             string path = r.PathBase.HasValue ? (r.PathBase + r.Path).ToString() : r.Path.Value ?? "/";
-            w.StrAttr("url.path", path);
+            w.StrAttr("url.path"u8, path);
             n += 2;
             if (r.QueryString.HasValue && r.QueryString.Value!.Length > 1)
             {
-                w.StrAttr("url.query", r.QueryString.Value.Substring(1));
+                w.StrAttr("url.query"u8, r.QueryString.Value.Substring(1));
                 n++;
             }
-            if (r.Host.HasValue)
+            HostString host = r.Host; // parsed from the header at each read
+            if (host.HasValue)
             {
-                w.StrAttr("server.address", r.Host.Host);
-                w.IntAttr("server.port", r.Host.Port ?? (r.IsHttps ? 443 : 80));
+                w.StrAttr("server.address"u8, host.Host);
+                w.IntAttr("server.port"u8, host.Port ?? (r.IsHttps ? 443 : 80));
                 n += 2;
             }
             if (ProtocolOf(r.Protocol) is { } proto)
             {
-                w.StrAttr("network.protocol.version", proto);
+                w.StrAttr("network.protocol.version"u8, proto);
                 n++;
             }
             string ua = r.Headers.UserAgent.ToString();
             if (ua.Length != 0)
             {
-                w.StrAttr("user_agent.original", ua);
+                w.StrAttr("user_agent.original"u8, ua);
                 n++;
             }
             if (ctx.Connection.RemoteIpAddress is { } ip)
             {
-                w.StrAttr("client.address", ip.ToString());
+                w.StrAttr("client.address"u8, ip.ToString());
                 n++;
             }
             if (route != null)
             {
-                w.StrAttr("http.route", route);
+                w.StrAttr("http.route"u8, route);
                 n++;
             }
-            w.IntAttr("http.response.status_code", code);
+            w.IntAttr("http.response.status_code"u8, code);
             n++;
             if (grpcPath != null)
             {
                 // as the RPC conventions
                 string full = grpcPath;
                 int slash = full.IndexOf('/');
-                w.StrAttr("rpc.system", "grpc");
-                w.StrAttr("rpc.service", slash > 0 ? full.Substring(0, slash) : full);
+                w.StrAttr("rpc.system"u8, "grpc");
+                w.StrAttr("rpc.service"u8, slash > 0 ? full.Substring(0, slash) : full);
                 n += 2;
                 if (slash > 0)
                 {
-                    w.StrAttr("rpc.method", full.Substring(slash + 1));
+                    w.StrAttr("rpc.method"u8, full.Substring(slash + 1));
                     n++;
                 }
                 if (grpcCode >= 0)
                 {
-                    w.IntAttr("rpc.grpc.status_code", grpcCode);
+                    w.IntAttr("rpc.grpc.status_code"u8, grpcCode);
                     n++;
                 }
             }
@@ -454,20 +458,20 @@ namespace Clrmux.Agent
                               : res == null ? "System.Net.Http.HttpRequestException" : null;
             string method = NormalMethod(req.Method.Method);
             SpanWriter w = SpanWriter.Begin();
-            Head(ref w, s, end, 3, errorType != null ? (byte)2 : (byte)0, method == "_OTHER" ? "HTTP" : method, errorType, ClientScope);
+            Head(ref w, s, end, 3, errorType != null ? (byte)2 : (byte)0, method == "_OTHER" ? "HTTP" : method, errorType, ClientScopeUtf8);
             int mark = w.Mark(), n = MethodAttrs(ref w, method, req.Method.Method);
             if (req.RequestUri is { IsAbsoluteUri: true } u)
             {
-                w.StrAttr("url.full", u.UserInfo.Length == 0 ? u.AbsoluteUri
+                w.StrAttr("url.full"u8, u.UserInfo.Length == 0 ? u.AbsoluteUri
                                       : new UriBuilder(u) { UserName = "REDACTED", Password = "REDACTED" }.Uri.AbsoluteUri);
-                w.StrAttr("server.address", u.Host);
-                w.IntAttr("server.port", u.Port);
+                w.StrAttr("server.address"u8, u.Host);
+                w.IntAttr("server.port"u8, u.Port);
                 n += 3;
             }
             if (res != null)
             {
-                w.IntAttr("http.response.status_code", code);
-                w.StrAttr("network.protocol.version", ProtocolOf(res.Version));
+                w.IntAttr("http.response.status_code"u8, code);
+                w.StrAttr("network.protocol.version"u8, ProtocolOf(res.Version));
                 n += 2;
             }
             Close(ref w, mark, n, errorType, e, end);

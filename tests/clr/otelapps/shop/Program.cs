@@ -5,11 +5,15 @@
 // Inventory service (which asks `back`'s); `back` serves /stock/{id}
 // and Inventory. Ports: SHOP_HTTP (HTTP/1.1), SHOP_GRPC (HTTP/2 cleartext). SHOP_DOWN_HTTP,
 // SHOP_DOWN_GRPC: back's. SHOP_OTEL=memory|otlp: the OpenTelemetry SDK configured by hand.
+// SHOP_ROLE=inproc (bench/web.sh part 2): the front's /bench in one process, with no socket:
+// requests through ASP.NET Core's TestServer, the call to `back` answered by an in-memory
+// connection (InMemoryConnection), CPU per request printed (InProcBench).
 using System.Diagnostics;
 using System.Net;
 using Grpc.Core;
 using Grpc.Net.Client;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.AspNetCore.TestHost;
 using Microsoft.Extensions.Logging;
 using OpenTelemetry;
 using OpenTelemetry.Trace;
@@ -19,7 +23,7 @@ namespace Shop;
 
 public static class Store
 {
-    public static readonly HttpClient Http = new();
+    public static HttpClient Http = new();
     public static string DownHttp = "";
     public static Inventory.InventoryClient DownGrpc;
     public static readonly ActivitySource Own = new("Shop.Own");
@@ -112,11 +116,14 @@ public static class Program
             b.Logging.AddConsole();
             b.Logging.SetMinimumLevel(LogLevel.Warning);
         }
-        b.WebHost.ConfigureKestrel(o =>
-        {
-            o.Listen(IPAddress.Loopback, http, l => l.Protocols = HttpProtocols.Http1);
-            o.Listen(IPAddress.Loopback, grpc, l => l.Protocols = HttpProtocols.Http2);
-        });
+        if (role == "inproc")
+            b.WebHost.UseTestServer();
+        else
+            b.WebHost.ConfigureKestrel(o =>
+            {
+                o.Listen(IPAddress.Loopback, http, l => l.Protocols = HttpProtocols.Http1);
+                o.Listen(IPAddress.Loopback, grpc, l => l.Protocols = HttpProtocols.Http2);
+            });
         b.Services.AddGrpc();
         var exported = new List<Activity>();
         if (otel.Length != 0)
@@ -131,6 +138,14 @@ public static class Program
             });
         }
         var app = b.Build();
+        if (role == "inproc")
+        {
+            Store.DownHttp = "http://back.invalid";
+            Store.Http = new HttpClient(new SocketsHttpHandler
+            {
+                ConnectCallback = (_, _) => ValueTask.FromResult<Stream>(new InMemoryConnection()),
+            });
+        }
         if (role == "front")
         {
             Store.DownHttp = Environment.GetEnvironmentVariable("SHOP_DOWN_HTTP") ?? "http://127.0.0.1:5101";
@@ -160,7 +175,137 @@ public static class Program
                 foreach (Activity a in exported)
                     Console.WriteLine($"sdk-span\t{a.Source.Name}\t{a.DisplayName}\t{a.TraceId}\t{a.SpanId}\t{a.ParentSpanId}");
         });
+        if (role == "inproc")
+        {
+            InProcBench.Run(app);
+            return;
+        }
         Console.WriteLine($"shop {role} on {http}/{grpc} (.NET {Environment.Version})");
         app.Run();
     }
+}
+
+/// <summary>SHOP_ROLE=inproc: GET /bench through TestServer by INPROC_TASKS concurrent loops,
+/// INPROC_WARMUP seconds, then INPROC_SECONDS timed; prints the requests and the process's CPU
+/// time per request (every thread: the app's, the runtime's, the exporter's).</summary>
+public static class InProcBench
+{
+    public static void Run(WebApplication app)
+    {
+        int tasks = int.Parse(Environment.GetEnvironmentVariable("INPROC_TASKS") ?? "4");
+        double warm = double.Parse(Environment.GetEnvironmentVariable("INPROC_WARMUP") ?? "10");
+        double secs = double.Parse(Environment.GetEnvironmentVariable("INPROC_SECONDS") ?? "8");
+        app.StartAsync().GetAwaiter().GetResult();
+        HttpClient client = app.GetTestClient();
+        if (client.GetStringAsync("/bench").GetAwaiter().GetResult() != "hello")
+            throw new InvalidOperationException("/bench did not answer hello");
+        Load(client, tasks, warm);
+        var p = Process.GetCurrentProcess();
+        TimeSpan c0 = p.TotalProcessorTime;
+        long e0 = ExporterTicks();
+        long n = Load(client, tasks, secs);
+        p.Refresh();
+        double us = (p.TotalProcessorTime - c0).TotalMicroseconds;
+        Console.WriteLine($"inproc requests={n} exporter_us_per_request={(ExporterTicks() - e0) * 1e6 / TicksPerSecond / Math.Max(n, 1):F2} cpu_us_per_request={us / Math.Max(n, 1):F2}");
+        app.StopAsync().GetAwaiter().GetResult();
+    }
+
+    private const double TicksPerSecond = 100; // USER_HZ: /proc's CPU times
+
+    /// <summary>The CPU time of the span exporter's threads (clrmux's clrmux-export, the SDK's
+    /// batch processor thread), in clock ticks; 0 where /proc is not there.</summary>
+    private static long ExporterTicks()
+    {
+        long t = 0;
+        if (!Directory.Exists("/proc/self/task"))
+            return 0;
+        foreach (string task in Directory.GetDirectories("/proc/self/task"))
+        {
+            try
+            {
+                string comm = File.ReadAllText(Path.Combine(task, "comm")).Trim();
+                if (comm != "clrmux-export" && !comm.StartsWith("OpenTelemetry-B", StringComparison.Ordinal))
+                    continue;
+                string stat = File.ReadAllText(Path.Combine(task, "stat"));
+                string[] f = stat.Substring(stat.LastIndexOf(')') + 2).Split(' ');
+                t += long.Parse(f[11]) + long.Parse(f[12]); // utime, stime
+            }
+            catch (IOException)
+            {
+                // the thread ended
+            }
+        }
+        return t;
+    }
+
+    private static long Load(HttpClient client, int tasks, double seconds)
+    {
+        long n = 0;
+        var until = Stopwatch.GetTimestamp() + (long)(seconds * Stopwatch.Frequency);
+        Task.WaitAll(Enumerable.Range(0, tasks).Select(_ => Task.Run(async () =>
+        {
+            while (Stopwatch.GetTimestamp() < until)
+            {
+                using HttpResponseMessage r = await client.GetAsync("/bench");
+                await r.Content.ReadAsStringAsync();
+                Interlocked.Increment(ref n);
+            }
+        })).ToArray());
+        return n;
+    }
+}
+
+/// <summary>One HTTP/1.1 connection to `back`, in memory: every request written to it (up to
+/// its blank line; these requests have no body) gets "hello" to read. A read waits for that.</summary>
+public sealed class InMemoryConnection : Stream
+{
+    private static readonly byte[] Response = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello"u8.ToArray();
+    private readonly SemaphoreSlim _answers = new(0);
+    private int _matched, _at; // bytes of "\r\n\r\n" seen at the end of what was written; read position in Response
+
+    public override ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancel = default)
+    {
+        foreach (byte c in buffer.Span)
+        {
+            _matched = c == (_matched % 2 == 0 ? '\r' : '\n') ? _matched + 1 : c == '\r' ? 1 : 0;
+            if (_matched == 4)
+            {
+                _matched = 0;
+                _answers.Release();
+            }
+        }
+        return default;
+    }
+
+    public override async ValueTask<int> ReadAsync(Memory<byte> buffer, CancellationToken cancel = default)
+    {
+        if (_at == 0)
+        {
+            await _answers.WaitAsync(cancel);
+            if (buffer.Length == 0)
+            {
+                // the pool's zero-byte read ahead: says that an answer is there, takes nothing
+                _answers.Release();
+                return 0;
+            }
+        }
+        int n = Math.Min(buffer.Length, Response.Length - _at);
+        Response.AsSpan(_at, n).CopyTo(buffer.Span);
+        _at = (_at + n) % Response.Length;
+        return n;
+    }
+
+    public override Task WriteAsync(byte[] b, int o, int n, CancellationToken c) => WriteAsync(b.AsMemory(o, n), c).AsTask();
+    public override Task<int> ReadAsync(byte[] b, int o, int n, CancellationToken c) => ReadAsync(b.AsMemory(o, n), c).AsTask();
+    public override void Write(byte[] b, int o, int n) => WriteAsync(b.AsMemory(o, n)).AsTask().GetAwaiter().GetResult();
+    public override int Read(byte[] b, int o, int n) => ReadAsync(b.AsMemory(o, n)).AsTask().GetAwaiter().GetResult();
+    public override Task FlushAsync(CancellationToken c) => Task.CompletedTask;
+    public override void Flush() { }
+    public override bool CanRead => true;
+    public override bool CanWrite => true;
+    public override bool CanSeek => false;
+    public override long Length => throw new NotSupportedException();
+    public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
+    public override long Seek(long o, SeekOrigin s) => throw new NotSupportedException();
+    public override void SetLength(long v) => throw new NotSupportedException();
 }
