@@ -427,15 +427,7 @@ namespace Clrmux.Agent
                 break;
             }
             string? tp = v switch { byte[] b => Encoding.UTF8.GetString(b), string s => s, _ => null };
-            // 00-<32 hex trace>-<16 hex span>-<2 hex flags>
-            if (tp == null || tp.Length < 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-')
-                return false;
-            for (int i = 0; i < 16; i++)
-                if (!byte.TryParse(tp.AsSpan(3 + 2 * i, 2), System.Globalization.NumberStyles.HexNumber, null, out c->TraceId[i]))
-                    return false;
-            if (!ulong.TryParse(tp.AsSpan(36, 16), System.Globalization.NumberStyles.HexNumber, null, out c->SpanId) || c->SpanId == 0)
-                return false;
-            return true;
+            return WebSpans.ParseTraceparent(tp, c); // W3C Trace Context, as for an HTTP request
         }
 
         private static object? Find(List<KeyValuePair<string, object?>> attrs, string key)
@@ -668,11 +660,7 @@ namespace Clrmux.Agent
 
         private static void Inject(object headers, SpanCtx* c)
         {
-            var b = new StringBuilder("00-", 55);
-            for (int i = 0; i < 16; i++)
-                b.Append(c->TraceId[i].ToString("x2"));
-            b.Append('-').Append(c->SpanId.ToString("x16")).Append(c->Sampled != 0 ? "-01" : "-00");
-            string tp = b.ToString();
+            string tp = WebSpans.Traceparent(*c);
             try
             {
                 switch (headers)
