@@ -108,7 +108,7 @@ $(BUILD)/asan/gen/opentelemetry/%.o: $(BUILD)/gen/opentelemetry/%.c $(OTLP_GEN_H
 
 # libclrmux_otlp.so: OTLP/HTTP protobuf bodies (protocol = http/protobuf), a companion library
 # that the tracer dlopens from its own folder only then (it links libprotobuf-c).
-OTLP_OBJS := $(BUILD)/pobj/src/tracer/pb/otlp_pb.o $(BUILD)/pobj/src/tracer/pb/otlp_xpb.o $(BUILD)/pobj/src/tracer/xspan.o $(OTLP_GEN_C:$(BUILD)/gen/%.c=$(BUILD)/pobj/gen/%.o)
+OTLP_OBJS := $(BUILD)/pobj/src/tracer/pb/otlp_pb.o $(BUILD)/pobj/src/tracer/pb/otlp_mspan.o $(BUILD)/pobj/src/tracer/pb/otlp_xpb.o $(BUILD)/pobj/src/tracer/xspan.o $(OTLP_GEN_C:$(BUILD)/gen/%.c=$(BUILD)/pobj/gen/%.o)
 all: $(BUILD)/libclrmux_otlp.so
 
 $(BUILD)/pobj/gen/opentelemetry/%.o: $(BUILD)/gen/opentelemetry/%.c $(OTLP_GEN_H)

@@ -122,6 +122,10 @@ static void put_xspan(struct buf *b, const struct clrmux_xspan *x, int first)
         }
         PUTS(b, "]");
     }
+    if (!x->status && (x->flags & CLRMUX_XSPAN_F_UNSET_OMITTED)) {
+        PUTS(b, "}");
+        return;
+    }
     PUTS(b, ",\"status\":{");
     if (x->status) {
         PUTS(b, "\"code\":");

@@ -29,6 +29,7 @@
 #define CLRMUX_XSPAN_HEADER 60
 #define CLRMUX_XSPAN_MAX (256 * 1024) /* bytes in one record */
 #define CLRMUX_XSPAN_F_REMOTE_PARENT 1u /* the parent came from another process (traceparent) */
+#define CLRMUX_XSPAN_F_UNSET_OMITTED 2u /* an UNSET status is left out, not written empty (method spans: pb/otlp_mspan.c) */
 
 enum { CLRMUX_XATTR_STRING = 1, CLRMUX_XATTR_BOOL = 2, CLRMUX_XATTR_INT = 3, CLRMUX_XATTR_DOUBLE = 4 };
 

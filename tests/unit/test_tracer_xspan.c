@@ -327,6 +327,92 @@ static void test_pb_fields(void **state)
     assert_int_equal(nout, 0);
 }
 
+/* method spans (the API's `traces`: pb/otlp_mspan.c through the direct encoder): every field
+ * the JSON lines give them, an UNSET status left out, an error's event and status */
+static const char *mname(void *ctx, uint32_t id)
+{
+    (void)ctx;
+    return id == 1 ? "Shop.Store.BenchAsync" : NULL;
+}
+static const char *tname(void *ctx, uint32_t id) { return (void)ctx, id == 77 ? "worker" : NULL; }
+static const char *ename(void *ctx, uint32_t id) { return (void)ctx, id == 5 ? "System.InvalidOperationException" : NULL; }
+static const char *emsg(void *ctx, uint32_t id) { return (void)ctx, id == 5 ? "kaput" : NULL; }
+
+static void test_pb_method_spans(void **state)
+{
+    (void)state;
+    struct clrmux_span sp[2] = {
+        {.span_id = 0x0102030405060708ull, .start_ns = 1000, .end_ns = 2500, .method = 1, .tid = 77},
+        {.span_id = 0xa1, .parent_id = 0x0102030405060708ull, .start_ns = 1100, .end_ns = 2000, .method = 2, .tid = 78,
+         .exc = 5, .flags = CLRMUX_SPAN_ERROR},
+    };
+    for (int i = 0; i < 16; i++)
+        sp[0].trace_id[i] = sp[1].trace_id[i] = (uint8_t)(i + 1);
+    struct clrmux_resource res = {0};
+    res.n = 2;
+    snprintf(res.attrs[0].key, sizeof res.attrs[0].key, "service.name");
+    snprintf(res.attrs[0].value, sizeof res.attrs[0].value, "shop");
+    snprintf(res.attrs[1].key, sizeof res.attrs[1].key, "process.pid");
+    snprintf(res.attrs[1].value, sizeof res.attrs[1].value, "4242");
+    res.attrs[1].is_int = 1;
+    struct clrmux_otlp_names names = {.method = mname, .exception = ename, .thread = tname, .exception_message = emsg};
+    uint8_t *out = NULL;
+    size_t len = 0;
+    assert_int_equal(clrmux_otlp_pb()->traces(&res, sp, 2, &names, &out, &len), 0);
+    Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest *r =
+        opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(NULL, len, out);
+    assert_non_null(r);
+    assert_int_equal(r->n_resource_spans, 1);
+    const Opentelemetry__Proto__Trace__V1__ResourceSpans *rs = r->resource_spans[0];
+    assert_int_equal(rs->resource->n_attributes, 2);
+    assert_string_equal(rs->resource->attributes[0]->value->string_value, "shop");
+    assert_int_equal(rs->resource->attributes[1]->value->int_value, 4242);
+    assert_int_equal(rs->n_scope_spans, 1);
+    assert_string_equal(rs->scope_spans[0]->scope->name, "clrmux");
+    assert_string_equal(rs->scope_spans[0]->scope->version, CLRMUX_VERSION);
+    assert_int_equal(rs->scope_spans[0]->n_spans, 2);
+    const Opentelemetry__Proto__Trace__V1__Span *a = rs->scope_spans[0]->spans[0], *b = rs->scope_spans[0]->spans[1];
+    static const uint8_t id[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    assert_int_equal(a->trace_id.len, 16);
+    assert_memory_equal(a->trace_id.data, sp[0].trace_id, 16);
+    assert_int_equal(a->span_id.len, 8);
+    assert_memory_equal(a->span_id.data, id, 8);
+    assert_int_equal(a->parent_span_id.len, 0);
+    assert_string_equal(a->name, "Shop.Store.BenchAsync");
+    assert_int_equal(a->kind, OPENTELEMETRY__PROTO__TRACE__V1__SPAN__SPAN_KIND__SPAN_KIND_INTERNAL);
+    assert_int_equal(a->start_time_unix_nano, 1000);
+    assert_int_equal(a->end_time_unix_nano, 2500);
+    assert_int_equal(a->n_attributes, 3);
+    assert_string_equal(a->attributes[0]->key, "code.function.name");
+    assert_string_equal(a->attributes[0]->value->string_value, "Shop.Store.BenchAsync");
+    assert_string_equal(a->attributes[1]->key, "thread.id");
+    assert_int_equal(a->attributes[1]->value->int_value, 77);
+    assert_string_equal(a->attributes[2]->key, "thread.name");
+    assert_string_equal(a->attributes[2]->value->string_value, "worker");
+    assert_int_equal(a->n_events, 0);
+    assert_null(a->status); /* UNSET: no Status at all, as the JSON line has none */
+    assert_memory_equal(b->parent_span_id.data, id, 8);
+    assert_string_equal(b->name, "method#2"); /* no name: no code.function.name */
+    assert_int_equal(b->n_attributes, 1);
+    assert_string_equal(b->attributes[0]->key, "thread.id");
+    assert_int_equal(b->n_events, 1);
+    assert_string_equal(b->events[0]->name, "exception");
+    assert_int_equal(b->events[0]->time_unix_nano, 2000);
+    assert_int_equal(b->events[0]->n_attributes, 2);
+    assert_string_equal(b->events[0]->attributes[0]->key, "exception.type");
+    assert_string_equal(b->events[0]->attributes[0]->value->string_value, "System.InvalidOperationException");
+    assert_string_equal(b->events[0]->attributes[1]->value->string_value, "kaput");
+    assert_non_null(b->status);
+    assert_int_equal(b->status->code, OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_ERROR);
+    assert_string_equal(b->status->message, "System.InvalidOperationException");
+    opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(r, NULL);
+    free(out);
+    /* no span: no body */
+    out = (uint8_t *)&len;
+    assert_int_equal(clrmux_otlp_pb()->traces(&res, sp, 0, &names, &out, &len), 0);
+    assert_null(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_pb_strings),
         cmocka_unit_test(test_pb_fields),
+        cmocka_unit_test(test_pb_method_spans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

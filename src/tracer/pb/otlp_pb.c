@@ -1,6 +1,6 @@
 /* The OTLP protobuf encoder of libclrmux_otlp.so (see tracer/otlp_pb.h): builds the
- * protobuf-c messages of a batch of method spans or metrics in an arena and packs them
- * (Activity span records: otlp_xpb.c). */
+ * protobuf-c messages of a batch of metrics in an arena and packs them (spans: the direct
+ * encoder, otlp_xpb.c; method spans as its records, otlp_mspan.c). */
 #include "tracer/otlp_pb.h"
 
 #include <pthread.h>
@@ -10,6 +10,7 @@
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb-c.h"
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
+#include "tracer/pb/otlp_mspan.h"
 #include "tracer/pb/otlp_xpb.h"
 
 typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
@@ -164,74 +165,9 @@ static Scope *scope(struct arena *a)
     return s;
 }
 
-static uint8_t *be64(struct arena *a, uint64_t v)
-{
-    uint8_t *b = alloc(a, 8);
-    if (b)
-        for (int i = 0; i < 8; i++)
-            b[i] = (uint8_t)(v >> (56 - 8 * i));
-    return b;
-}
-
 static const char *nm(clrmux_otlp_name_fn f, void *ctx, uint32_t id)
 {
     return f ? f(ctx, id) : NULL;
-}
-
-static Span *span(struct arena *a, const struct clrmux_span *s, const struct clrmux_otlp_names *names, char *fallback)
-{
-    Span *sp = alloc(a, sizeof *sp);
-    KeyValue **attrs = alloc(a, 3 * sizeof *attrs);
-    uint8_t *tid = alloc(a, 16);
-    if (!sp || !attrs || !tid)
-        return NULL;
-    opentelemetry__proto__trace__v1__span__init(sp);
-    memcpy(tid, s->trace_id, 16);
-    sp->trace_id = (ProtobufCBinaryData){16, tid};
-    sp->span_id = (ProtobufCBinaryData){8, be64(a, s->span_id)};
-    if (s->parent_id)
-        sp->parent_span_id = (ProtobufCBinaryData){8, be64(a, s->parent_id)};
-    const char *name = names ? nm(names->method, names->ctx, s->method) : NULL;
-    sp->name = (char *)(name ? name : fallback);
-    sp->kind = OPENTELEMETRY__PROTO__TRACE__V1__SPAN__SPAN_KIND__SPAN_KIND_INTERNAL;
-    sp->start_time_unix_nano = (uint64_t)s->start_ns;
-    sp->end_time_unix_nano = (uint64_t)s->end_ns;
-    size_t na = 0;
-    if (name)
-        attrs[na++] = kv_str(a, "code.function.name", name);
-    attrs[na++] = kv_int(a, "thread.id", s->tid);
-    const char *tname = names ? nm(names->thread, names->ctx, s->tid) : NULL;
-    if (tname)
-        attrs[na++] = kv_str(a, "thread.name", tname);
-    sp->n_attributes = na;
-    sp->attributes = attrs;
-    if (s->flags & CLRMUX_SPAN_ERROR) {
-        const char *exc = s->exc && names ? nm(names->exception, names->ctx, s->exc) : NULL;
-        const char *msg = exc && names ? nm(names->exception_message, names->ctx, s->exc) : NULL;
-        Event *ev = alloc(a, sizeof *ev);
-        Event **evs = alloc(a, sizeof *evs);
-        KeyValue **eattrs = alloc(a, 2 * sizeof *eattrs);
-        Status *st = alloc(a, sizeof *st); /* only an error has a status: UNSET is left out */
-        if (!ev || !evs || !eattrs || !st)
-            return NULL;
-        opentelemetry__proto__trace__v1__span__event__init(ev);
-        opentelemetry__proto__trace__v1__status__init(st);
-        ev->time_unix_nano = (uint64_t)s->end_ns;
-        ev->name = "exception";
-        eattrs[0] = kv_str(a, "exception.type", exc ? exc : "System.Exception");
-        ev->n_attributes = 1;
-        if (msg)
-            eattrs[ev->n_attributes++] = kv_str(a, "exception.message", msg);
-        ev->attributes = eattrs;
-        evs[0] = ev;
-        sp->n_events = 1;
-        sp->events = evs;
-        st->code = OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
-        if (exc)
-            st->message = (char *)exc;
-        sp->status = st;
-    } /* else no status: UNSET, the default, left out as in the JSON lines */
-    return sp;
 }
 
 static int pack(struct arena *a, const ProtobufCMessage *m, uint8_t **out, size_t *len)
@@ -245,38 +181,6 @@ static int pack(struct arena *a, const ProtobufCMessage *m, uint8_t **out, size_
     *len = protobuf_c_message_pack(m, buf);
     *out = buf;
     return 0;
-}
-
-static int traces(const struct clrmux_resource *res, const struct clrmux_span *spans, size_t n,
-                  const struct clrmux_otlp_names *names, uint8_t **out, size_t *len)
-{
-    struct arena a = {0};
-    Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest req;
-    Opentelemetry__Proto__Trace__V1__ResourceSpans rs;
-    Opentelemetry__Proto__Trace__V1__ScopeSpans ss;
-    opentelemetry__proto__collector__trace__v1__export_trace_service_request__init(&req);
-    opentelemetry__proto__trace__v1__resource_spans__init(&rs);
-    opentelemetry__proto__trace__v1__scope_spans__init(&ss);
-    Opentelemetry__Proto__Trace__V1__ResourceSpans *rsp = &rs;
-    Opentelemetry__Proto__Trace__V1__ScopeSpans *ssp = &ss;
-    req.n_resource_spans = 1;
-    req.resource_spans = &rsp;
-    rs.resource = resource(&a, res);
-    rs.n_scope_spans = 1;
-    rs.scope_spans = &ssp;
-    ss.scope = scope(&a);
-    Span **sps = alloc(&a, (n + 1) * sizeof *sps);
-    char (*fallback)[24] = alloc(&a, (n + 1) * sizeof *fallback);
-    for (size_t i = 0; sps && fallback && i < n; i++) {
-        snprintf(fallback[i], sizeof fallback[i], "method#%u", (unsigned)spans[i].method);
-        if (!(sps[i] = span(&a, &spans[i], names, fallback[i])))
-            a.failed = 1;
-    }
-    ss.n_spans = n;
-    ss.spans = sps;
-    int rc = pack(&a, &req.base, out, len);
-    arena_free(&a);
-    return rc;
 }
 
 static NumberDataPoint *number(struct arena *a, KeyValue **attrs, size_t nattrs, int64_t start, int64_t now,
@@ -410,6 +314,6 @@ static int metrics(const struct clrmux_resource *res, int64_t start_ns, int64_t 
 
 /* ---- Activity spans (tracer/xspan.h): otlp_xpb.c writes their wire format directly ---- */
 
-static const struct clrmux_otlp_pb_api api = {CLRMUX_OTLP_PB_ABI, traces, metrics, clrmux_xpb_traces};
+static const struct clrmux_otlp_pb_api api = {CLRMUX_OTLP_PB_ABI, clrmux_mpb_traces, metrics, clrmux_xpb_traces};
 
 __attribute__((visibility("default"))) const struct clrmux_otlp_pb_api *clrmux_otlp_pb(void) { return &api; }

@@ -220,10 +220,13 @@ static size_t status_sz(const struct clrmux_xspan *x)
     return osz(status_message(x)) + (x->status ? 1 + vsz(x->status) : 0);
 }
 
+/* the Status message is written (even empty: UNSET), unless an UNSET one is to be left out */
+static int has_status(const struct clrmux_xspan *x) { return x->status || !(x->flags & CLRMUX_XSPAN_F_UNSET_OMITTED); }
+
 static size_t span_sz(const struct clrmux_xspan *x)
 {
     size_t n = 18 + 10 + osz(x->trace_state) + (x->parent_id ? 10 : 0) + osz(x->name) + (x->kind ? 1 + vsz(x->kind) : 0) +
-               (x->start_ns ? 9 : 0) + (x->end_ns ? 9 : 0) + attrs_sz(x->attrs) + ldsz(status_sz(x));
+               (x->start_ns ? 9 : 0) + (x->end_ns ? 9 : 0) + attrs_sz(x->attrs) + (has_status(x) ? ldsz(status_sz(x)) : 0);
     const uint8_t *c = x->events;
     uint16_t left = x->nevents;
     struct clrmux_xevent e;
@@ -277,10 +280,12 @@ static uint8_t *span_put(uint8_t *p, const struct clrmux_xspan *x, size_t size)
         p = oput(p, 3, l.trace_state);
         p = attrs_put(p, 4, l.attrs);
     }
-    p = ldput(p, 15, status_sz(x));
-    p = oput(p, 2, status_message(x));
-    if (x->status)
-        p = vput(tag(p, 3, WT_VARINT), x->status);
+    if (has_status(x)) {
+        p = ldput(p, 15, status_sz(x));
+        p = oput(p, 2, status_message(x));
+        if (x->status)
+            p = vput(tag(p, 3, WT_VARINT), x->status);
+    }
     return p;
 }
 
