@@ -1,6 +1,7 @@
 /* OTLP/HTTP protobuf bodies (`protocol = http/protobuf`, Content-Type application/x-protobuf):
  * the interface of the companion library libclrmux_otlp.so (src/tracer/pb/otlp_pb.c), which
- * encodes with protobuf-c from the vendored opentelemetry-proto schema
+ * encodes spans straight into the wire format (pb/otlp_xpb.c; method spans through
+ * pb/otlp_mspan.c) and metrics with protobuf-c, from the vendored opentelemetry-proto schema
  * (src/tracer/proto). The tracer dlopens it from its own folder only when that protocol is
  * used, so libclrmux.so links no libprotobuf-c. The messages carry the same fields as the
  * JSON lines of tracer/otlp.h (ExportTraceServiceRequest, ExportMetricsServiceRequest). */
@@ -19,8 +20,9 @@
 
 struct clrmux_otlp_pb_api {
     int abi; /* CLRMUX_OTLP_PB_ABI */
-    /* spans[0..n) as an ExportTraceServiceRequest. *out: malloc'd, the caller frees.
-     * Returns 0, or -1 when out of memory. */
+    /* spans[0..n) as an ExportTraceServiceRequest (scope `clrmux`; an UNSET status left out,
+     * as in the JSON lines). *out: malloc'd, the caller frees; NULL when n is 0. Returns 0, or
+     * -1 when out of memory. */
     int (*traces)(const struct clrmux_resource *res, const struct clrmux_span *spans, size_t n,
                   const struct clrmux_otlp_names *names, uint8_t **out, size_t *len);
     /* An ExportMetricsServiceRequest with the metrics of clrmux_otlp_write_metrics from a
