@@ -14,7 +14,8 @@
 #     traceparent), and a caller with its own traceparent/tracestate is joined;
 #   - the profiler's samples in a continuation carry the async span's labels;
 #   - an app with its own OpenTelemetry SDK: the sources its SDK listens to are its own (not
-#     exported twice), clrmux's method spans join its traces; the app's own
+#     exported twice), clrmux's method spans join its traces; so are the requests and calls a
+#     tracer that listens through DiagnosticListener asks for (SHOP_DIAGLISTENER); the app's own
 #     System.Diagnostics.DiagnosticSource (10.x, newer than .NET 8's) is what the agent uses;
 #   - the keys: instrument = none, activity_sources patterns, agent = false.
 # Prints one line per check and "web: N passed, N failed". Without dotnet: a loud skip (CI: fail).
@@ -333,6 +334,56 @@ PYEOF
 else
     bad "front and back start with the app's own SDK" "$(tail -5 "$WORK"/sdk/*.out)"
     stop sdk front back
+fi
+
+# ---- an app whose tracer listens through DiagnosticListener (SHOP_DIAGLISTENER=1) ----------
+# as Application Insights and OpenTelemetry's first instrumentations do: it asks hosting and
+# HttpClient for their HttpRequestIn / HttpRequestOut Activities; clrmux leaves those requests
+# and calls to it (rule 3), its method spans join them, and back (no such tracer) continues them
+conf diag back
+conf diag front
+start diag back back "$P3" "$P4"
+start diag front front "$P1" "$P2" SHOP_DIAGLISTENER=1
+if ready "$BACK" && ready "$FRONT"; then
+    curl -s -o /dev/null "$FRONT/order/5"; curl -s -o /dev/null "$FRONT/order/6"
+    stop diag front back
+    out=$(python3 - "$WORK/diag" <<'PYEOF'
+import json, sys
+W = sys.argv[1]
+diag = [l.rstrip("\n").split("\t") for l in open(f"{W}/front.out") if l.startswith("diag-span\t")]
+def spans(svc):
+    out = []
+    for line in open(f"{W}/{svc}.jsonl"):
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for s in ss["spans"]:
+                    s["scope"] = ss["scope"]["name"]
+                    out.append(s)
+    return out
+def check(cond, msg, detail=""):
+    print(("ok   - " if cond else "FAIL - ") + msg)
+    if not cond and detail:
+        print("       " + str(detail)[:1500])
+front, back = spans("front"), spans("back")
+outs = {x[3] for x in diag if x[1] == "System.Net.Http.HttpRequestOut"}
+# front's /order requests (not the readiness checks): those whose trace has calls
+ins = {x[2]: x[3] for x in diag if x[1] == "Microsoft.AspNetCore.Hosting.HttpRequestIn" and x[4] == "0000000000000000"
+       and any(y[2] == x[2] and y[1] == "System.Net.Http.HttpRequestOut" for y in diag)}
+check(len(ins) == 2 and len(outs) >= 2, "the app's DiagnosticListener tracer records front's two requests and their HttpClient calls", diag[:6])
+dup = [(s["scope"], s["name"]) for s in front if s["scope"] in ("Microsoft.AspNetCore", "System.Net.Http")]
+check(not dup, "clrmux leaves the requests and calls that tracer asked for to it (no span twice)", dup)
+gs = [s for s in front if s["name"] == "Shop.Store.GetStockAsync"]
+check(len(gs) == 2 and all(g.get("parentSpanId") == ins.get(g["traceId"]) for g in gs),
+      "clrmux's method spans join its traces (GetStockAsync under its request's Activity)", [(g["traceId"], g.get("parentSpanId")) for g in gs] + [ins])
+bs = [s for s in back if s["scope"] == "Microsoft.AspNetCore" and s["name"].startswith("GET /stock")]
+check(len(bs) == 2 and all(b.get("parentSpanId") in outs and b["traceId"] in ins for b in bs),
+      "back's SERVER spans (clrmux) continue its traces, each under its call's HttpRequestOut Activity", [(b["traceId"], b.get("parentSpanId")) for b in bs])
+PYEOF
+)
+    count "$out"
+else
+    bad "front and back start, front with a DiagnosticListener tracer" "$(tail -5 "$WORK"/diag/*.out)"
+    stop diag front back
 fi
 
 # ---- OTLP/HTTP protobuf: the Activity spans decoded with the protobuf library ---------------

@@ -38,7 +38,7 @@ namespace Clrmux.Agent
                     if (l.Name == "Microsoft.AspNetCore" && Activities.InstrumentOn(Activities.AspNetCore))
                         SubscribeAspNetCore(l);
                     else if (l.Name == "HttpHandlerDiagnosticListener" && Activities.InstrumentOn(Activities.HttpClient))
-                        l.Subscribe(new ClientEvents(), ClientEvents.IsEnabled);
+                        l.Subscribe(new ClientEvents(l), ClientEvents.IsEnabled);
                 }
                 catch (Exception e)
                 {
@@ -52,7 +52,7 @@ namespace Clrmux.Agent
 
         // in its own method: the ASP.NET Core types are loaded only in an ASP.NET Core app
         [MethodImpl(MethodImplOptions.NoInlining)]
-        private static void SubscribeAspNetCore(DiagnosticListener l) => l.Subscribe(new ServerEvents(), ServerEvents.IsEnabled);
+        private static void SubscribeAspNetCore(DiagnosticListener l) => l.Subscribe(new ServerEvents(l), ServerEvents.IsEnabled);
 
         /// <summary>Sets key on a when it has no such tag.</summary>
         internal static void Fill(Activity a, string key, object? value)

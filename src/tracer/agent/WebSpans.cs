@@ -218,11 +218,14 @@ namespace Clrmux.Agent
 
         /// <summary>A request starts (hosting's BeginRequest, in the flow that runs it): its span
         /// becomes the flow's context.</summary>
-        internal static void BeginServer(HttpContext ctx)
+        internal static void BeginServer(HttpContext ctx, DiagnosticListener? hosting = null)
         {
             Activity? a = Activity.Current;
             if (a != null && a.Source.Name == ServerScope)
                 return; // made for another listener of ASP.NET Core's source: the app's SDK records the request
+            if (a != null && a.OperationName == HostingActivity && hosting != null && hosting.IsEnabled(HostingActivity, ctx))
+                return; // asked of hosting by another of its DiagnosticListener's subscribers (an SDK that listens
+                        // there: Application Insights, OpenTelemetry's first instrumentations): it records the request
             SpanContextBox? prev = AsyncSpans.Current.Value;
             while (prev is WebSpan { Server: true })
                 prev = prev.Prev; // a request whose end never came (its connection's flow kept it)
@@ -391,11 +394,14 @@ namespace Clrmux.Agent
         /// <summary>A call starts (HttpClient's Request event, before the runtime writes any
         /// header of its own): its span's traceparent goes into the request, and the span becomes
         /// the flow's context for the call.</summary>
-        internal static void BeginClient(HttpRequestMessage req)
+        internal static void BeginClient(HttpRequestMessage req, DiagnosticListener? handler = null)
         {
             Activity? a = Activity.Current;
             if (a != null && a.Source.Name == ClientScope)
                 return; // made for another listener of HttpClient's source: the app's SDK records the call
+            if (a != null && a.OperationName == ClientActivity && handler != null && handler.IsEnabled(ClientActivity, req))
+                return; // asked of HttpClient by another of its DiagnosticListener's subscribers (an SDK that
+                        // listens there): it records the call
             // the Activity HttpClient makes when one is current (no listener asked for it) is never a span
             Activity? around = a != null && a.Source.Name.Length == 0 && a.OperationName == ClientActivity ? a.Parent : a;
             SpanCtx c;
@@ -491,6 +497,9 @@ namespace Clrmux.Agent
             name == Begin || name == End || name == Unhandled || name == UnhandledDiag || name == HandledDiag;
 
         private static readonly PropertyFetcher s_ctx = new("httpContext", "HttpContext"), s_exc = new("exception", "Exception");
+        private readonly DiagnosticListener _listener;
+
+        public ServerEvents(DiagnosticListener listener) => _listener = listener;
 
         public void OnNext(KeyValuePair<string, object?> e)
         {
@@ -500,7 +509,7 @@ namespace Clrmux.Agent
                     return;
                 switch (e.Key)
                 {
-                case Begin: WebSpans.BeginServer(ctx); break;
+                case Begin: WebSpans.BeginServer(ctx, _listener); break;
                 case End: WebSpans.EndServer(ctx, null); break;
                 case Unhandled: WebSpans.EndServer(ctx, s_exc.Fetch(e.Value) as Exception); break;
                 default:
@@ -529,6 +538,9 @@ namespace Clrmux.Agent
 
         private static readonly PropertyFetcher s_request = new("Request"), s_response = new("Response"),
             s_taskStatus = new("RequestTaskStatus"), s_exception = new("Exception");
+        private readonly DiagnosticListener _listener;
+
+        public ClientEvents(DiagnosticListener listener) => _listener = listener;
 
         public void OnNext(KeyValuePair<string, object?> e)
         {
@@ -540,7 +552,7 @@ namespace Clrmux.Agent
                 {
                 case Request:
                     if (s_request.Fetch(e.Value) is HttpRequestMessage req)
-                        WebSpans.BeginClient(req);
+                        WebSpans.BeginClient(req, _listener);
                     break;
                 case Response:
                     WebSpans.EndClient(s_response.Fetch(e.Value) as HttpResponseMessage,

@@ -5,6 +5,7 @@
 // Inventory service (which asks `back`'s); `back` serves /stock/{id}
 // and Inventory. Ports: SHOP_HTTP (HTTP/1.1), SHOP_GRPC (HTTP/2 cleartext). SHOP_DOWN_HTTP,
 // SHOP_DOWN_GRPC: back's. SHOP_OTEL=memory|otlp: the OpenTelemetry SDK configured by hand.
+// SHOP_DIAGLISTENER=1: a tracer that listens through DiagnosticListener (DiagListening).
 // SHOP_ROLE=inproc (bench/web.sh part 2): the front's /bench in one process, with no socket:
 // requests through ASP.NET Core's TestServer, the call to `back` answered by an in-memory
 // connection (InMemoryConnection), CPU per request printed (InProcBench).
@@ -107,6 +108,8 @@ public static class Program
         int http = int.Parse(Environment.GetEnvironmentVariable("SHOP_HTTP") ?? "5100");
         int grpc = int.Parse(Environment.GetEnvironmentVariable("SHOP_GRPC") ?? "5200");
         string otel = Environment.GetEnvironmentVariable("SHOP_OTEL") ?? "";
+        if (Environment.GetEnvironmentVariable("SHOP_DIAGLISTENER") == "1")
+            DiagListening.Start();
         var b = WebApplication.CreateBuilder(args);
         b.Logging.ClearProviders();
         if (Environment.GetEnvironmentVariable("SHOP_LOGGING") == "1")
@@ -308,4 +311,31 @@ public sealed class InMemoryConnection : Stream
     public override long Position { get => throw new NotSupportedException(); set => throw new NotSupportedException(); }
     public override long Seek(long o, SeekOrigin s) => throw new NotSupportedException();
     public override void SetLength(long v) => throw new NotSupportedException();
+}
+
+/// <summary>SHOP_DIAGLISTENER=1: a tracer that listens through DiagnosticListener rather than an
+/// ActivitySource, as Application Insights and OpenTelemetry's first instrumentations do: it
+/// asks ASP.NET Core hosting and HttpClient for their HttpRequestIn / HttpRequestOut
+/// Activities and prints one line per Activity they stop (web.sh: clrmux leaves those requests
+/// and calls to it).</summary>
+public sealed class DiagListening : IObserver<DiagnosticListener>, IObserver<KeyValuePair<string, object>>
+{
+    public static void Start() => DiagnosticListener.AllListeners.Subscribe(new DiagListening());
+
+    public void OnNext(DiagnosticListener l)
+    {
+        if (l.Name is "Microsoft.AspNetCore" or "HttpHandlerDiagnosticListener")
+            l.Subscribe(this, (string name, object a1, object a2) => name.Contains(".HttpRequestIn") || name.Contains(".HttpRequestOut"));
+    }
+
+    public void OnNext(KeyValuePair<string, object> e)
+    {
+        if (e.Key.EndsWith(".Start", StringComparison.Ordinal) && Activity.Current is { } s)
+            s.ActivityTraceFlags |= ActivityTraceFlags.Recorded; // sampled, as those tracers mark what they record
+        else if (e.Key.EndsWith(".Stop", StringComparison.Ordinal) && Activity.Current is { } a)
+            Console.WriteLine($"diag-span\t{a.OperationName}\t{a.TraceId}\t{a.SpanId}\t{a.ParentSpanId}");
+    }
+
+    public void OnError(Exception error) { }
+    public void OnCompleted() { }
 }
