@@ -153,26 +153,12 @@ done
 
 out=$(python3 - "$WORK/main" <<'PYEOF'
 import json, sys
+sys.path.insert(0, "tests/clr")
+from webcheck import check, spans
 W = sys.argv[1]
-def load(svc):
-    spans = []
-    for line in open(f"{W}/{svc}.jsonl"):
-        for rs in json.loads(line)["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                for s in ss["spans"]:
-                    s["scope"] = ss["scope"]["name"]
-                    s["attrs"] = {a["key"]: next(iter(a["value"].values())) for a in s.get("attributes", [])}
-                    s["svc"] = svc
-                    s["dur"] = (int(s["endTimeUnixNano"]) - int(s["startTimeUnixNano"])) / 1e6
-                    spans.append(s)
-    return spans
-sp = {s: load(s) for s in ("client", "front", "back")}
+sp = {s: spans(f"{W}/{s}.jsonl", s) for s in ("client", "front", "back")}
 allsp = sp["client"] + sp["front"] + sp["back"]
 byid = {s["spanId"]: s for s in allsp}
-def check(cond, msg, detail=""):
-    print(("ok   - " if cond else "FAIL - ") + msg)
-    if not cond and detail:
-        print("       " + str(detail)[:1500])
 def named(svc, name):
     return [s for s in sp[svc] if s["name"] == name]
 def inside(c, p):
@@ -297,20 +283,12 @@ if ready "$BACK" && ready "$FRONT"; then
     curl -s -o /dev/null "$FRONT/order/3"; curl -s -o /dev/null "$FRONT/order/4"
     stop sdk front back
     out=$(python3 - "$WORK/sdk" <<'PYEOF'
-import json, sys
+import sys
+sys.path.insert(0, "tests/clr")
+from webcheck import check, spans
 W = sys.argv[1]
 sdk = [l.rstrip("\n").split("\t") for l in open(f"{W}/front.out") if l.startswith("sdk-span\t")]
-mine = []
-for line in open(f"{W}/front.jsonl"):
-    for rs in json.loads(line)["resourceSpans"]:
-        for ss in rs["scopeSpans"]:
-            for s in ss["spans"]:
-                s["scope"] = ss["scope"]["name"]
-                mine.append(s)
-def check(cond, msg, detail=""):
-    print(("ok   - " if cond else "FAIL - ") + msg)
-    if not cond and detail:
-        print("       " + str(detail)[:1500])
+mine = spans(f"{W}/front.jsonl")
 srcs = {x[1] for x in sdk}
 check({"Microsoft.AspNetCore", "System.Net.Http", "Shop.Own"} <= srcs, "the app's SDK exports its sources' spans (ASP.NET Core, HttpClient, Shop.Own)", srcs)
 dup = [s["scope"] for s in mine if s["scope"] in ("Microsoft.AspNetCore", "System.Net.Http", "Shop.Own")]
@@ -348,23 +326,12 @@ if ready "$BACK" && ready "$FRONT"; then
     curl -s -o /dev/null "$FRONT/order/5"; curl -s -o /dev/null "$FRONT/order/6"
     stop diag front back
     out=$(python3 - "$WORK/diag" <<'PYEOF'
-import json, sys
+import sys
+sys.path.insert(0, "tests/clr")
+from webcheck import check, spans
 W = sys.argv[1]
 diag = [l.rstrip("\n").split("\t") for l in open(f"{W}/front.out") if l.startswith("diag-span\t")]
-def spans(svc):
-    out = []
-    for line in open(f"{W}/{svc}.jsonl"):
-        for rs in json.loads(line)["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                for s in ss["spans"]:
-                    s["scope"] = ss["scope"]["name"]
-                    out.append(s)
-    return out
-def check(cond, msg, detail=""):
-    print(("ok   - " if cond else "FAIL - ") + msg)
-    if not cond and detail:
-        print("       " + str(detail)[:1500])
-front, back = spans("front"), spans("back")
+front, back = spans(f"{W}/front.jsonl"), spans(f"{W}/back.jsonl")
 outs = {x[3] for x in diag if x[1] == "System.Net.Http.HttpRequestOut"}
 # front's /order requests (not the readiness checks): those whose trace has calls
 ins = {x[2]: x[3] for x in diag if x[1] == "Microsoft.AspNetCore.Hosting.HttpRequestIn" and x[4] == "0000000000000000"
@@ -431,10 +398,8 @@ PYEOF
 import base64, json, sys
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-def check(cond, msg, detail=""):
-    print(("ok   - " if cond else "FAIL - ") + msg)
-    if not cond and detail:
-        print("       " + str(detail)[:1500])
+sys.path.insert(0, "tests/clr")
+from webcheck import check
 def norm(d):
     d = dict(d)
     for k in ("traceId", "spanId", "parentSpanId"):
