@@ -172,32 +172,12 @@ namespace Clrmux.Agent
         /// Integrations when one waits).</summary>
         internal static Action<Task?, ulong>? TaskDone;
 
-        /// <summary>A span waiting for its task: its completion action, run by the thread that
-        /// completes the task.</summary>
         private sealed class Pending
         {
             public AsyncSpan Span;
-            public Task? Task;
-
-            public void Run()
-            {
-                try
-                {
-                    Finish(Task!, ref Span);
-                }
-                catch (Exception e)
-                {
-                    // never into the thread that completed the app's task
-                    if (!s_endFailed)
-                    {
-                        s_endFailed = true;
-                        Native.Log(Native.LogWarn, $"an async span's end: {e.GetType().Name}: {e.Message} (logged once)");
-                    }
-                }
-            }
         }
 
-        private static bool s_endFailed;
+        private static readonly Action<Task, object?> s_done = (t, o) => Finish(t, ref ((Pending)o!).Span);
 
         /// <summary>The method returned `task`: span `slot` is detached from the thread and
         /// finished when the task completes.</summary>
@@ -217,10 +197,18 @@ namespace Clrmux.Agent
                 Finish(t, ref s);
                 return;
             }
-            var p = new Pending { Span = s, Task = t };
-            // a bare completion action: no continuation task, no ExecutionContext carried (it only
-            // ends the span), run where the task completes
-            t.ConfigureAwait(false).GetAwaiter().UnsafeOnCompleted(p.Run);
+            var p = new Pending { Span = s };
+            // no ExecutionContext to carry into the continuation: it only ends the span
+            AsyncFlowControl flow = ExecutionContext.SuppressFlow();
+            try
+            {
+                t.ContinueWith(s_done, p, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously,
+                               TaskScheduler.Default);
+            }
+            finally
+            {
+                flow.Undo();
+            }
         }
 
         /// <summary>The method returned a ValueTask or ValueTask&lt;T&gt; (boxed) that has not
