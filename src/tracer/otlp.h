@@ -14,6 +14,12 @@
  * NULL when unknown; the function pointers other than method may be NULL). */
 typedef const char *(*clrmux_otlp_name_fn)(void *ctx, uint32_t id);
 
+/* f's name for id, NULL when there is no f (or f knows none). */
+static inline const char *clrmux_otlp_name(clrmux_otlp_name_fn f, void *ctx, uint32_t id)
+{
+    return f ? f(ctx, id) : NULL;
+}
+
 struct clrmux_otlp_names {
     clrmux_otlp_name_fn method;
     clrmux_otlp_name_fn exception;

@@ -349,12 +349,8 @@ static void test_pb_method_spans(void **state)
     for (int i = 0; i < 16; i++)
         sp[0].trace_id[i] = sp[1].trace_id[i] = (uint8_t)(i + 1);
     struct clrmux_resource res = {0};
-    res.n = 2;
-    snprintf(res.attrs[0].key, sizeof res.attrs[0].key, "service.name");
-    snprintf(res.attrs[0].value, sizeof res.attrs[0].value, "shop");
-    snprintf(res.attrs[1].key, sizeof res.attrs[1].key, "process.pid");
-    snprintf(res.attrs[1].value, sizeof res.attrs[1].value, "4242");
-    res.attrs[1].is_int = 1;
+    clrmux_resource_set(&res, "service.name", "shop", 0);
+    clrmux_resource_set(&res, "process.pid", "4242", 1);
     struct clrmux_otlp_names names = {.method = mname, .exception = ename, .thread = tname, .exception_message = emsg};
     uint8_t *out = NULL;
     size_t len = 0;

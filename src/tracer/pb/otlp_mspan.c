@@ -65,20 +65,18 @@ static uint8_t *str_attr(uint8_t *p, const char *key, size_t klen, const char *v
 
 #define LIT(s) s, sizeof s - 1
 
-static const char *nm(clrmux_otlp_name_fn f, void *ctx, uint32_t id) { return f ? f(ctx, id) : NULL; }
-
 /* span s as one queue entry: its u32 length, the record, padded to 4 bytes (clrmux_xq_drain's);
  * its size reserved at once from the lengths of its strings */
 static void record(struct rbuf *b, const struct clrmux_span *s, const struct clrmux_otlp_names *names)
 {
-    const char *name = names ? nm(names->method, names->ctx, s->method) : NULL;
+    const char *name = names ? clrmux_otlp_name(names->method, names->ctx, s->method) : NULL;
     char fallback[24];
     if (!name)
         snprintf(fallback, sizeof fallback, "method#%u", (unsigned)s->method);
     int error = (s->flags & CLRMUX_SPAN_ERROR) != 0;
-    const char *exc = error && s->exc && names ? nm(names->exception, names->ctx, s->exc) : NULL;
-    const char *msg = exc && names ? nm(names->exception_message, names->ctx, s->exc) : NULL;
-    const char *tname = names ? nm(names->thread, names->ctx, s->tid) : NULL;
+    const char *exc = error && s->exc && names ? clrmux_otlp_name(names->exception, names->ctx, s->exc) : NULL;
+    const char *msg = exc && names ? clrmux_otlp_name(names->exception_message, names->ctx, s->exc) : NULL;
+    const char *tname = names ? clrmux_otlp_name(names->thread, names->ctx, s->tid) : NULL;
     size_t nlen = name ? slen(name) : strlen(fallback), elen = slen(exc), mlen = slen(msg), tlen = slen(tname);
     const char *etype = exc ? exc : "System.Exception";
     size_t etlen = exc ? elen : sizeof "System.Exception" - 1;

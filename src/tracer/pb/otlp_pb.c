@@ -17,9 +17,6 @@ typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
 typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
 typedef Opentelemetry__Proto__Resource__V1__Resource Resource;
 typedef Opentelemetry__Proto__Common__V1__InstrumentationScope Scope;
-typedef Opentelemetry__Proto__Trace__V1__Span Span;
-typedef Opentelemetry__Proto__Trace__V1__Span__Event Event;
-typedef Opentelemetry__Proto__Trace__V1__Status Status;
 typedef Opentelemetry__Proto__Metrics__V1__Metric Metric;
 typedef Opentelemetry__Proto__Metrics__V1__NumberDataPoint NumberDataPoint;
 typedef Opentelemetry__Proto__Metrics__V1__HistogramDataPoint HistogramDataPoint;
@@ -165,11 +162,6 @@ static Scope *scope(struct arena *a)
     return s;
 }
 
-static const char *nm(clrmux_otlp_name_fn f, void *ctx, uint32_t id)
-{
-    return f ? f(ctx, id) : NULL;
-}
-
 static int pack(struct arena *a, const ProtobufCMessage *m, uint8_t **out, size_t *len)
 {
     if (a->failed)
@@ -266,7 +258,7 @@ static int metrics(const struct clrmux_resource *res, int64_t start_ns, int64_t 
             for (uint32_t i = 0; i < nmethods; i++) {
                 if (!mm[i].calls)
                     continue;
-                const char *name = names ? nm(names->method, names->ctx, i) : NULL;
+                const char *name = names ? clrmux_otlp_name(names->method, names->ctx, i) : NULL;
                 KeyValue **attrs = alloc(&a, sizeof *attrs);
                 if (!attrs)
                     break;
