@@ -11,7 +11,7 @@ struct rd {
     int bad;
 };
 
-static int need(struct rd *r, size_t n)
+static inline int need(struct rd *r, size_t n)
 {
     if (r->bad || (size_t)(r->end - r->p) < n) {
         r->bad = 1;
@@ -20,13 +20,18 @@ static int need(struct rd *r, size_t n)
     return 1;
 }
 
-static uint64_t rd_u(struct rd *r, size_t n)
+/* an n-byte little-endian integer (n: 1, 2, 4 or 8); 0 past the end */
+static inline uint64_t rd_u(struct rd *r, size_t n)
 {
-    uint64_t v = 0;
     if (!need(r, n))
         return 0;
+    uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(&v, r->p, n); /* one load for a constant n */
+#else
     for (size_t i = 0; i < n; i++)
         v |= (uint64_t)r->p[i] << (8 * i);
+#endif
     r->p += n;
     return v;
 }

@@ -327,6 +327,62 @@ static void test_pb_fields(void **state)
     assert_int_equal(nout, 0);
 }
 
+/* a batch with more attributes than the encoder keeps from one batch to the next (its
+ * measured attributes, otlp_xpb.c's KEPT_MAX), then a small one: every span's attributes are
+ * its own, in order, both times */
+static void test_pb_many_attributes(void **state)
+{
+    (void)state;
+    enum { SPANS = 700, ATTRS = 100 };
+    size_t cap = (size_t)SPANS * 2048, at = 0;
+    uint8_t *recs = malloc(cap);
+    assert_non_null(recs);
+    struct xb x;
+    for (int i = 0; i < SPANS; i++) {
+        xb_head(&x, trace, (uint64_t)i + 1, 0, 1000, 2000, 1, 0, "work", "", i % 3 ? "A" : "B", "", "");
+        xb_u(&x, ATTRS, 2);
+        for (int k = 0; k < ATTRS; k++)
+            xb_attr_int(&x, k % 2 ? "n.odd" : "n.even", (int64_t)i * 1000 + k);
+        xb_u(&x, 0, 2), xb_u(&x, 0, 2);
+        at = put_rec(recs, at, &x);
+    }
+    struct clrmux_resource res = {0};
+    clrmux_resource_set(&res, "service.name", "many", 0);
+    for (int round = 0; round < 2; round++) {
+        size_t n = round ? 3 : SPANS, len = 0, nout = 0, nbad = 0, used = 0;
+        if (round) /* the first three records */
+            for (int i = 0; i < 3; i++) {
+                uint32_t l;
+                memcpy(&l, recs + used, 4);
+                used += 4 + ((l + 3) & ~3u);
+            }
+        uint8_t *out = NULL;
+        assert_int_equal(clrmux_otlp_pb()->xtraces(&res, recs, round ? used : at, &out, &len, &nout, &nbad), 0);
+        assert_int_equal(nout, n);
+        Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest *r =
+            opentelemetry__proto__collector__trace__v1__export_trace_service_request__unpack(NULL, len, out);
+        assert_non_null(r);
+        size_t seen = 0;
+        for (size_t s = 0; s < r->resource_spans[0]->n_scope_spans; s++) {
+            const Opentelemetry__Proto__Trace__V1__ScopeSpans *ss = r->resource_spans[0]->scope_spans[s];
+            for (size_t j = 0; j < ss->n_spans; j++, seen++) {
+                const Opentelemetry__Proto__Trace__V1__Span *sp = ss->spans[j];
+                int64_t i = (int64_t)be_id(sp->span_id) - 1;
+                assert_string_equal(ss->scope->name, i % 3 ? "A" : "B");
+                assert_int_equal(sp->n_attributes, ATTRS);
+                for (int k = 0; k < ATTRS; k++) {
+                    assert_string_equal(sp->attributes[k]->key, k % 2 ? "n.odd" : "n.even");
+                    assert_int_equal(sp->attributes[k]->value->int_value, i * 1000 + k);
+                }
+            }
+        }
+        assert_int_equal(seen, n);
+        opentelemetry__proto__collector__trace__v1__export_trace_service_request__free_unpacked(r, NULL);
+        free(out);
+    }
+    free(recs);
+}
+
 /* method spans (the API's `traces`: pb/otlp_mspan.c through the direct encoder): every field
  * the JSON lines give them, an UNSET status left out, an error's event and status */
 static const char *mname(void *ctx, uint32_t id)
@@ -418,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_pb_strings),
         cmocka_unit_test(test_pb_fields),
+        cmocka_unit_test(test_pb_many_attributes),
         cmocka_unit_test(test_pb_method_spans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

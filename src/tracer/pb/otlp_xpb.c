@@ -149,36 +149,40 @@ struct asz {
     size_t key, val, any, kv;
 };
 
+/* a's lengths into *z (in place: a struct returned through memory and copied stalled the
+ * store that followed it) */
+static void asz_fill(const struct clrmux_xattr *a, struct asz *z)
+{
+    z->key = a->key.len ? ssz(a->key) : 0;
+    z->val = 0;
+    switch (a->type) {
+    case CLRMUX_XATTR_STRING: z->val = ssz(a->s), z->any = ldsz(z->val); break;
+    case CLRMUX_XATTR_BOOL: z->any = 2; break;
+    case CLRMUX_XATTR_INT: z->any = 1 + vsz((uint64_t)a->i); break;
+    default: z->any = 9;
+    }
+    z->kv = (z->key ? ldsz(z->key) : 0) + ldsz(z->any);
+}
+
 static struct asz asz_of(const struct clrmux_xattr *a)
 {
-    struct asz z = {a->key.len ? ssz(a->key) : 0, 0, 0, 0};
-    switch (a->type) {
-    case CLRMUX_XATTR_STRING: z.val = ssz(a->s), z.any = ldsz(z.val); break;
-    case CLRMUX_XATTR_BOOL: z.any = 2; break;
-    case CLRMUX_XATTR_INT: z.any = 1 + vsz((uint64_t)a->i); break;
-    default: z.any = 9;
-    }
-    z.kv = (z.key ? ldsz(z.key) : 0) + ldsz(z.any);
+    struct asz z;
+    asz_fill(a, &z);
     return z;
 }
 
+/* an attribute and its lengths */
+struct cattr {
+    struct clrmux_xattr a;
+    struct asz z;
+};
+
+static uint8_t *kv_put_sized(uint8_t *p, unsigned field, const struct cattr *e);
+
 static uint8_t *kv_put(uint8_t *p, unsigned field, const struct clrmux_xattr *a)
 {
-    struct asz z = asz_of(a);
-    p = ldput(p, field, z.kv);
-    if (z.key)
-        p = sput(p, 1, a->key, z.key);
-    p = ldput(p, 2, z.any);
-    switch (a->type) {
-    case CLRMUX_XATTR_STRING: return sput(p, 1, a->s, z.val); /* a oneof member: even when empty */
-    case CLRMUX_XATTR_BOOL: return vput(tag(p, 2, WT_VARINT), a->i != 0);
-    case CLRMUX_XATTR_INT: return vput(tag(p, 3, WT_VARINT), (uint64_t)a->i);
-    default: {
-        uint64_t bits;
-        memcpy(&bits, &a->d, 8);
-        return f64put(p, 4, bits);
-    }
-    }
+    struct cattr e = {*a, asz_of(a)};
+    return kv_put_sized(p, field, &e);
 }
 
 static size_t attrs_sz(struct clrmux_xattrs l)
@@ -196,6 +200,61 @@ static uint8_t *attrs_put(uint8_t *p, unsigned field, struct clrmux_xattrs l)
     while (clrmux_xattr_next(&l, &a))
         p = kv_put(p, field, &a);
     return p;
+}
+
+/* The spans' own attributes as the size pass read and measured them, in the order it met
+ * them, for the write pass: each is read from its record and measured once (reading and
+ * measuring them again was a third of the export thread's time for a traced web service's
+ * spans, ~12 attributes each). Events' and links' attributes are read at each pass. */
+#define KEPT_MAX 65536 /* attributes kept from a batch to the next: 5.5 MB */
+
+struct acache {
+    struct cattr *v;
+    size_t n, cap, at; /* at: the write pass's next */
+    int oom;
+};
+
+static size_t attrs_sz_keep(struct clrmux_xattrs l, struct acache *c)
+{
+    size_t n = 0;
+    if (c->cap - c->n < l.n) {
+        size_t cap = c->cap ? c->cap : 256;
+        while (cap - c->n < l.n)
+            cap *= 2;
+        struct cattr *v = realloc(c->v, cap * sizeof *v);
+        if (!v) {
+            c->oom = 1;
+            return 0;
+        }
+        c->v = v, c->cap = cap;
+    }
+    struct cattr *e = c->v + c->n;
+    for (; clrmux_xattr_next(&l, &e->a); e++) { /* at most l.n of them */
+        asz_fill(&e->a, &e->z);
+        n += ldsz(e->z.kv);
+    }
+    c->n = (size_t)(e - c->v);
+    return n;
+}
+
+/* attribute e as field `field` (its lengths measured) */
+static uint8_t *kv_put_sized(uint8_t *p, unsigned field, const struct cattr *e)
+{
+    const struct clrmux_xattr *a = &e->a;
+    p = ldput(p, field, e->z.kv);
+    if (e->z.key)
+        p = sput(p, 1, a->key, e->z.key);
+    p = ldput(p, 2, e->z.any);
+    switch (a->type) {
+    case CLRMUX_XATTR_STRING: return sput(p, 1, a->s, e->z.val); /* a oneof member: even when empty */
+    case CLRMUX_XATTR_BOOL: return vput(tag(p, 2, WT_VARINT), a->i != 0);
+    case CLRMUX_XATTR_INT: return vput(tag(p, 3, WT_VARINT), (uint64_t)a->i);
+    default: {
+        uint64_t bits;
+        memcpy(&bits, &a->d, 8);
+        return f64put(p, 4, bits);
+    }
+    }
 }
 
 /* ---- Span ---- */
@@ -223,10 +282,11 @@ static size_t status_sz(const struct clrmux_xspan *x)
 /* the Status message is written (even empty: UNSET), unless an UNSET one is to be left out */
 static int has_status(const struct clrmux_xspan *x) { return x->status || !(x->flags & CLRMUX_XSPAN_F_UNSET_OMITTED); }
 
-static size_t span_sz(const struct clrmux_xspan *x)
+static size_t span_sz(const struct clrmux_xspan *x, struct acache *kept)
 {
     size_t n = 18 + 10 + osz(x->trace_state) + (x->parent_id ? 10 : 0) + osz(x->name) + (x->kind ? 1 + vsz(x->kind) : 0) +
-               (x->start_ns ? 9 : 0) + (x->end_ns ? 9 : 0) + attrs_sz(x->attrs) + (has_status(x) ? ldsz(status_sz(x)) : 0);
+               (x->start_ns ? 9 : 0) + (x->end_ns ? 9 : 0) + attrs_sz_keep(x->attrs, kept) +
+               (has_status(x) ? ldsz(status_sz(x)) : 0);
     const uint8_t *c = x->events;
     uint16_t left = x->nevents;
     struct clrmux_xevent e;
@@ -240,7 +300,8 @@ static size_t span_sz(const struct clrmux_xspan *x)
     return n;
 }
 
-static uint8_t *span_put(uint8_t *p, const struct clrmux_xspan *x, size_t size)
+/* span x, its size measured by span_sz (its attributes kept in c: next, c->at on) */
+static uint8_t *span_put(uint8_t *p, const struct clrmux_xspan *x, size_t size, struct acache *c, size_t nattrs)
 {
     p = ldput(p, 2, size); /* ScopeSpans.spans */
     p = ldput(p, 1, 16);
@@ -257,21 +318,22 @@ static uint8_t *span_put(uint8_t *p, const struct clrmux_xspan *x, size_t size)
         p = f64put(p, 7, (uint64_t)x->start_ns);
     if (x->end_ns)
         p = f64put(p, 8, (uint64_t)x->end_ns);
-    p = attrs_put(p, 9, x->attrs);
-    const uint8_t *c = x->events;
+    for (size_t i = 0; i < nattrs; i++)
+        p = kv_put_sized(p, 9, &c->v[c->at++]);
+    const uint8_t *cur = x->events;
     uint16_t left = x->nevents;
     struct clrmux_xevent e;
-    while (clrmux_xevent_next(&c, &left, &e)) {
+    while (clrmux_xevent_next(&cur, &left, &e)) {
         p = ldput(p, 11, event_sz(&e));
         if (e.time_ns)
             p = f64put(p, 1, (uint64_t)e.time_ns);
         p = oput(p, 2, e.name);
         p = attrs_put(p, 3, e.attrs);
     }
-    c = x->links;
+    cur = x->links;
     left = x->nlinks;
     struct clrmux_xlink l;
-    while (clrmux_xlink_next(&c, &left, &l)) {
+    while (clrmux_xlink_next(&cur, &left, &l)) {
         p = ldput(p, 13, link_sz(&l));
         p = ldput(p, 1, 16);
         memcpy(p, l.trace_id, 16);
@@ -331,10 +393,16 @@ int clrmux_xpb_traces(const struct clrmux_resource *res, const uint8_t *recs, si
     size_t *start = malloc((cap + 1) * sizeof *start);    /* each scope's first place in order[] */
     size_t *span_size = malloc(cap * sizeof *span_size);  /* by place in order[] */
     size_t *scope_size = malloc(cap * sizeof *scope_size); /* each ScopeSpans' */
+    size_t *span_nattrs = malloc(cap * sizeof *span_nattrs); /* by place in order[]: its attributes kept */
     char *done = calloc(cap, 1);
+    /* the thread's, kept from one call to the next (the export thread calls it every batch):
+     * its pages stay mapped; let go after a batch past KEPT_MAX */
+    static _Thread_local struct acache kept;
+    kept.n = kept.at = 0;
+    kept.oom = 0;
     uint8_t *b = NULL;
     int rc = -1;
-    if (!xs || !order || !start || !span_size || !scope_size || !done)
+    if (!xs || !order || !start || !span_size || !scope_size || !span_nattrs || !done)
         goto out;
     rc = 0;
     size_t n = clrmux_xspan_parse_run(recs, len, xs, cap, nbad), nscopes = 0, k = 0;
@@ -354,14 +422,16 @@ int clrmux_xpb_traces(const struct clrmux_resource *res, const uint8_t *recs, si
     for (size_t s = 0; s < nscopes; s++) {
         size_t ss = ldsz(scope_sz(&xs[order[start[s]]]));
         for (size_t q = start[s]; q < start[s + 1]; q++) {
-            span_size[q] = span_sz(&xs[order[q]]);
+            size_t first = kept.n;
+            span_size[q] = span_sz(&xs[order[q]], &kept);
+            span_nattrs[q] = kept.n - first;
             ss += ldsz(span_size[q]);
         }
         scope_size[s] = ss;
         rs += ldsz(ss);
     }
     size_t total = ldsz(rs);
-    uint8_t *p = b = malloc(total);
+    uint8_t *p = b = kept.oom ? NULL : malloc(total);
     if (!b) {
         rc = -1;
         goto out;
@@ -379,13 +449,18 @@ int clrmux_xpb_traces(const struct clrmux_resource *res, const uint8_t *recs, si
         p = oput(p, 1, sc->scope_name);
         p = oput(p, 2, sc->scope_version);
         for (size_t q = start[s]; q < start[s + 1]; q++)
-            p = span_put(p, &xs[order[q]], span_size[q]);
+            p = span_put(p, &xs[order[q]], span_size[q], &kept, span_nattrs[q]);
     }
     *out = b;
     *outlen = total;
     *nout = n;
     b = NULL;
 out:
-    free(b), free(xs), free(order), free(start), free(span_size), free(scope_size), free(done);
+    free(b), free(xs), free(order), free(start), free(span_size), free(scope_size), free(span_nattrs), free(done);
+    if (kept.cap > KEPT_MAX) {
+        free(kept.v);
+        kept.v = NULL;
+        kept.cap = 0;
+    }
     return rc;
 }
