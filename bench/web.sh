@@ -185,7 +185,7 @@ fi
 if [ "${WEB_INPROC:-1}" != 0 ]; then
     INSECS=${WEB_INPROC_SECONDS:-6} TASKS=${WEB_INPROC_TASKS:-4}
     echo "== 2. the same request in one process (the shop's SHOP_ROLE=inproc: GET /bench through ASP.NET Core's TestServer, its call to back answered by an in-memory connection: no socket, no second process), $TASKS loops, ${INSECS}s after ${WARMUP}s, $ROUNDS interleaved rounds"
-    declare -A INP INX
+    declare -A INP INX INB
     for r in $(seq "$ROUNDS"); do
         for cfg in $CONFIGS; do
             cfg_env "$cfg" front
@@ -194,22 +194,25 @@ if [ "${WEB_INPROC:-1}" != 0 ]; then
             us=$(sed -n 's/.*cpu_us_per_request=\([0-9.]*\).*/\1/p' <<<"$out")
             [ -n "$us" ] || { echo "$cfg (inproc) failed: $out"; exit 1; }
             ex=$(sed -n 's/.*exporter_us_per_request=\([0-9.]*\).*/\1/p' <<<"$out")
+            by=$(sed -n 's/.*bytes_per_request=\([0-9]*\).*/\1/p' <<<"$out")
             INP[$cfg]+="$us "
             INX[$cfg]+="${ex:-0} "
-            printf '   round %d %-14s %7.2f us CPU per request, %s of them the exporter thread (%s)\n' "$r" "$cfg" "$us" "${ex:-?}" "${out%% exporter*}"
+            INB[$cfg]+="${by:-0} "
+            printf '   round %d %-14s %7.2f us CPU per request, %s of them the exporter thread, %s bytes allocated (%s)\n' "$r" "$cfg" "$us" "${ex:-?}" "${by:-?}" "${out%% exporter*}"
         done
     done
     args=()
-    for cfg in $CONFIGS; do args+=("$cfg|${INP[$cfg]}|${INX[$cfg]}"); done
+    for cfg in $CONFIGS; do args+=("$cfg|${INP[$cfg]}|${INX[$cfg]}|${INB[$cfg]}"); done
     python3 - "${args[@]}" <<'PYEOF'
 import statistics, sys
-c, e = {}, {}
+c, e, b = {}, {}, {}
 for a in sys.argv[1:]:
-    k, cv, ev = a.split("|")
-    c[k], e[k] = statistics.median(map(float, cv.split())), statistics.median(map(float, ev.split()))
+    k, cv, ev, bv = a.split("|")
+    c[k], e[k], b[k] = (statistics.median(map(float, v.split())) for v in (cv, ev, bv))
 for k in c:
-    print("   %-14s median %7.2f us CPU/request%s, exporter thread %.2f us" % (
-        k, c[k], " (+%.2f over none)" % (c[k] - c["none"]) if "none" in c and k != "none" else "", e[k]))
+    print("   %-14s median %7.2f us CPU/request%s, exporter thread %.2f us, %.0f bytes allocated/request%s" % (
+        k, c[k], " (+%.2f over none)" % (c[k] - c["none"]) if "none" in c and k != "none" else "", e[k], b[k],
+        " (+%.0f)" % (b[k] - b["none"]) if "none" in c and k != "none" else ""))
 if "none" in c and "sdk" in c and c["sdk"] > c["none"]:
     for k in c:
         if k not in ("none", "sdk"):

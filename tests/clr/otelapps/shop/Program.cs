@@ -205,11 +205,13 @@ public static class InProcBench
         Load(client, tasks, warm);
         var p = Process.GetCurrentProcess();
         TimeSpan c0 = p.TotalProcessorTime;
-        long e0 = ExporterTicks();
+        long e0 = ExporterTicks(), a0 = GC.GetTotalAllocatedBytes(precise: true);
         long n = Load(client, tasks, secs);
+        long bytes = GC.GetTotalAllocatedBytes(precise: true) - a0; // every thread's, the load's own included
         p.Refresh();
         double us = (p.TotalProcessorTime - c0).TotalMicroseconds;
-        Console.WriteLine($"inproc requests={n} exporter_us_per_request={(ExporterTicks() - e0) * 1e6 / TicksPerSecond / Math.Max(n, 1):F2} cpu_us_per_request={us / Math.Max(n, 1):F2}");
+        Console.WriteLine($"inproc requests={n} exporter_us_per_request={(ExporterTicks() - e0) * 1e6 / TicksPerSecond / Math.Max(n, 1):F2} " +
+                          $"bytes_per_request={bytes / Math.Max(n, 1)} cpu_us_per_request={us / Math.Max(n, 1):F2}");
         app.StopAsync().GetAwaiter().GetResult();
     }
 
