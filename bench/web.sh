@@ -33,7 +33,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 ROUNDS=${WEB_ROUNDS:-3} SECS=${WEB_SECONDS:-8} CONNS=${WEB_CONNS:-16} WARMUP=${WEB_WARMUP:-20}
-command -v wrk >/dev/null || { echo "bench/web.sh: wrk is not installed (scripts/setup.sh bench)"; exit 1; }
+[ "${WEB_WRK:-1}" = 0 ] || command -v wrk >/dev/null || { echo "bench/web.sh: wrk is not installed (scripts/setup.sh bench; WEB_WRK=0 skips part 1, the one that needs it)"; exit 1; }
 command -v dotnet >/dev/null || { echo "bench/web.sh: dotnet is not on PATH"; exit 1; }
 for a in shop; do tests/clr/build-otelapp.sh $a; done
 tests/clr/build-apps.sh >/dev/null
