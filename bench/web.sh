@@ -17,13 +17,15 @@
 #      than part 1's (WEB_INPROC=0 skips it, WEB_WRK=0 part 1; WEB_INPROC_SECONDS 6, WEB_INPROC_TASKS 4)
 #   3. ns per call in-process (tests/clr/apps/asyncbench): a synchronous method, an async method
 #      that completes at once, one that awaits Task.Yield(), each untraced and traced.
+#   4. ns per span the export thread spends encoding such spans as OTLP protobuf (bench/xpb.c):
+#      libclrmux_otlp.so's direct encoder against the same spans built with protobuf-c by hand.
 # Each config is warmed up first (WEB_WARMUP seconds of the same load) until the JIT is quiet:
 # with 5 s, tier-1 compilation still took a fifth of the front's CPU in the timed run, for
 # every config (perf: libclrjit.so 19-28%; 3% after 25 s), and swamped the difference.
 # For steadier figures, export DOTNET_ThreadPool_UnfairSemaphoreSpinLimit=0 first (every process
 # then waits instead of spinning between requests: none's CPU per request moved by 1 us across rounds
 # instead of 15). Not a timed test. Knobs: WEB_ROUNDS (3), WEB_SECONDS (8), WEB_WARMUP (20), WEB_CONNS (16), WEB_RATE (paced load),
-# ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 3), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
+# ASYNC_CALLS (200000), WEB_ASYNC=0 (skip part 3), WEB_XPB=0 (skip part 4), WEB_CONFIGS ("none clrmux sdk"; a breakdown adds
 # clrmux-notrace: no method span, clrmux-noact: no request or call span, clrmux-noagent: agent = false,
 # clrmux-unsampled: sample_ratio = 0 (the requests' and calls' events, context and traceparent, nothing recorded),
 # clrmux-idle: the tracer loaded with nothing to record, clrmux-base: the build in WEB_BASE, a
@@ -220,7 +222,7 @@ if "none" in c and "sdk" in c and c["sdk"] > c["none"]:
 PYEOF
 fi
 
-[ "${WEB_ASYNC:-1}" = 0 ] && exit 0
+if [ "${WEB_ASYNC:-1}" != 0 ]; then # part 3 (WEB_ASYNC=0 skips it)
 echo "== 3. ns per call in-process (asyncbench, ${ASYNC_CALLS:-200000} calls x 5 rounds; medians)"
 cat >"$WORK/async.conf" <<EOF
 [child tracer]
@@ -248,3 +250,16 @@ print("   an async traced call costs %.1f ns more than a synchronous traced call
     (m["async-traced"] - m["async-untraced"]) - (m["sync-traced"] - m["sync-untraced"]),
     m["async-traced"] - m["async-untraced"], m["sync-traced"] - m["sync-untraced"]))
 PYEOF
+fi
+
+if [ "${WEB_XPB:-1}" != 0 ]; then # part 4 (WEB_XPB=0 skips it)
+    echo "== 4. the export thread's encoding of these spans as OTLP protobuf, ns per span (bench/xpb.c: 500 a batch, best of 5)"
+    G=build/gen/opentelemetry/proto
+    if gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Isrc -Ibuild/gen -o "$WORK/xpb" bench/xpb.c src/tracer/xspan.c \
+        $G/collector/trace/v1/trace_service.pb-c.c $G/trace/v1/trace.pb-c.c $G/common/v1/common.pb-c.c \
+        $G/resource/v1/resource.pb-c.c -lprotobuf-c -ldl; then
+        "$WORK/xpb" "$ROOT/build/libclrmux_otlp.so"
+    else
+        echo "   bench/xpb.c did not build (gcc, libprotobuf-c-dev, make all)"
+    fi
+fi
