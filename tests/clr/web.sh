@@ -142,6 +142,7 @@ codes=""
 for p in fail faulted cancelled work/300; do codes+="$p=$(curl -s -o /dev/null -w '%{http_code}' "$FRONT/$p") "; done
 curl -s -o "$WORK/main/w3c.out" -A "web-test/1.0" -H "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" \
     -H "tracestate: vendor=abc" "$FRONT/order/9"
+for h in shop.example "[::1]:8080" "shop.example:8081"; do curl -s -o /dev/null -H "Host: $h" "$FRONT/hello"; done # server.address's forms
 [ "$codes" = "fail=500 faulted=500 cancelled=500 work/300=200 " ] && ok "fail, faulted, cancelled answer 500, work 200" \
     || bad "fail, faulted, cancelled answer 500, work 200" "$codes"
 stop main front back
@@ -151,11 +152,11 @@ for s in back front client; do
     else bad "$s: the managed agent started, no error logged" "$(grep -E 'agent|ERROR|WARN' "$WORK/main/$s.log" | head)"; fi
 done
 
-out=$(python3 - "$WORK/main" <<'PYEOF'
+out=$(python3 - "$WORK/main" "$P1" <<'PYEOF'
 import json, sys
 sys.path.insert(0, "tests/clr")
 from webcheck import check, spans
-W = sys.argv[1]
+W, front_port = sys.argv[1], int(sys.argv[2])
 sp = {s: spans(f"{W}/{s}.jsonl", s) for s in ("client", "front", "back")}
 allsp = sp["client"] + sp["front"] + sp["back"]
 byid = {s["spanId"]: s for s in allsp}
@@ -195,6 +196,13 @@ need = ["http.request.method", "url.path", "url.scheme", "http.route", "http.res
         "server.port", "network.protocol.version"]
 miss = [(s["name"], k) for s in order for k in need if k not in s["attrs"]]
 check(not miss, "SERVER spans carry http.request.method, url.path, url.scheme, http.route, http.response.status_code, server.address, server.port, network.protocol.version", miss)
+addr = [(s["attrs"].get("server.address"), s["attrs"].get("server.port"), s["attrs"].get("client.address")) for s in order]
+check(all(a == "127.0.0.1" and int(p) == front_port and c == "127.0.0.1" for a, p, c in addr),
+      "SERVER spans: server.address and server.port from the Host header (127.0.0.1:%d), client.address the caller's" % front_port, addr)
+hosts = sorted((s["attrs"].get("server.address"), int(s["attrs"].get("server.port", 0))) for s in srv
+               if s["attrs"].get("http.route") == "/hello" and s["attrs"].get("server.address") != "127.0.0.1")
+check(hosts == [("[::1]", 8080), ("shop.example", 80), ("shop.example", 8081)],
+      "server.address and server.port of other Host headers: a name alone (port 80), an IPv6 address, a name and a port", hosts)
 ua = [s for s in order if s["attrs"].get("user_agent.original") == "web-test/1.0"]
 check(len(ua) == 1, "user_agent.original of the curl request", [s["attrs"].get("user_agent.original") for s in order])
 fail = [s for s in srv if s["attrs"].get("http.route") == "/fail"]

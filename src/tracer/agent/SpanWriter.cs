@@ -52,16 +52,18 @@ namespace Clrmux.Agent
         public void I64(long v) => U64((ulong)v);
 
         /// <summary>A string: u16 byte length, UTF-8 (cut at 16 KiB, on a character boundary).</summary>
-        public void Str(string? v)
+        public void Str(string? v) => Str((v ?? "").AsSpan());
+
+        /// <summary>Characters as a string (a part of one, written without a copy of its own).</summary>
+        public void Str(scoped ReadOnlySpan<char> v)
         {
-            v ??= "";
             int max = Encoding.UTF8.GetMaxByteCount(v.Length);
             if (max > 16384)
             {
                 int chars = Math.Min(v.Length, 5461); // 3 bytes a UTF-16 code unit at most
                 if (chars < v.Length && char.IsHighSurrogate(v[chars - 1]))
                     chars--;
-                v = v.Substring(0, chars);
+                v = v.Slice(0, chars);
                 max = Encoding.UTF8.GetMaxByteCount(v.Length);
             }
             int at = _n;
@@ -94,6 +96,7 @@ namespace Clrmux.Agent
         /// <summary>A string attribute (WebSpans: typed, nothing boxed; its key a u8 literal, not
         /// encoded again per span).</summary>
         public void StrAttr(ReadOnlySpan<byte> key, string? value) { U8(AttrString); Utf8(key); Str(value); }
+        public void StrAttr(ReadOnlySpan<byte> key, scoped ReadOnlySpan<char> value) { U8(AttrString); Utf8(key); Str(value); }
         public void IntAttr(ReadOnlySpan<byte> key, long value) { U8(AttrInt); Utf8(key); I64(value); }
 
         public void TraceId(ActivityTraceId id)

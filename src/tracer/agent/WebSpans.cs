@@ -317,11 +317,27 @@ namespace Clrmux.Agent
                 w.StrAttr("url.query"u8, r.QueryString.Value.Substring(1));
                 n++;
             }
-            HostString host = r.Host; // parsed from the header at each read
+            HostString host = r.Host; // the header's value
             if (host.HasValue)
             {
-                w.StrAttr("server.address"u8, host.Host);
-                w.IntAttr("server.port"u8, host.Port ?? (r.IsHttps ? 443 : 80));
+                // HostString's split, without its copy of the host: name:port, or a name alone (the
+                // other forms, IPv6 addresses, through HostString itself)
+                string hv = host.Value!;
+                int colon = hv.IndexOf(':');
+                int? port = null;
+                if (hv.Contains(']') || (colon >= 0 && hv.IndexOf(':', colon + 1) >= 0))
+                {
+                    w.StrAttr("server.address"u8, host.Host);
+                    port = host.Port;
+                }
+                else
+                {
+                    w.StrAttr("server.address"u8, colon >= 0 ? hv.AsSpan(0, colon) : hv.AsSpan());
+                    if (colon >= 0 && int.TryParse(hv.AsSpan(colon + 1), System.Globalization.NumberStyles.None,
+                                                   System.Globalization.CultureInfo.InvariantCulture, out int p))
+                        port = p;
+                }
+                w.IntAttr("server.port"u8, port ?? (r.IsHttps ? 443 : 80));
                 n += 2;
             }
             if (ProtocolOf(r.Protocol) is { } proto)
@@ -337,7 +353,11 @@ namespace Clrmux.Agent
             }
             if (ctx.Connection.RemoteIpAddress is { } ip)
             {
-                w.StrAttr("client.address"u8, ip.ToString());
+                Span<char> text = stackalloc char[128]; // an IPv6 address with its scope: 65 at most
+                if (ip.TryFormat(text, out int len))
+                    w.StrAttr("client.address"u8, text.Slice(0, len));
+                else
+                    w.StrAttr("client.address"u8, ip.ToString());
                 n++;
             }
             if (route != null)
