@@ -158,7 +158,8 @@ namespace Clrmux.Agent
             return 2;
         }
 
-        private static void Head(ref SpanWriter w, WebSpan s, long end, byte kind, byte status, string name, string? message, ReadOnlySpan<byte> scope)
+        private static void Head(ref SpanWriter w, WebSpan s, long end, byte kind, byte status, scoped ReadOnlySpan<char> name, string? message,
+                                 ReadOnlySpan<byte> scope)
         {
             w.U16(SpanWriter.Version);
             w.U16(SpanWriter.Header);
@@ -304,7 +305,10 @@ namespace Clrmux.Agent
                               : e != null ? e.GetType().FullName ?? e.GetType().Name : code.ToString();
 
             string method = NormalMethod(r.Method);
-            string name = grpcPath ?? (method == "_OTHER" ? "HTTP" : route != null ? method + " " + route : method);
+            // the name: "{method} {route}" put together on the stack (no string of its own), else as is
+            Span<char> buf = stackalloc char[256];
+            ReadOnlySpan<char> name = grpcPath ?? (method == "_OTHER" ? "HTTP" : route == null ? method
+                                      : method.Length + 1 + route.Length <= buf.Length ? Joined(buf, method, route) : method + " " + route);
             SpanWriter w = SpanWriter.Begin();
             Head(ref w, s, end, 2, error ? (byte)2 : (byte)0, name, errorType, ServerScopeUtf8);
             int mark = w.Mark(), n = MethodAttrs(ref w, method, r.Method);
@@ -387,6 +391,15 @@ namespace Clrmux.Agent
                 }
             }
             Close(ref w, mark, n, errorType, e, end);
+        }
+
+        /// <summary>"{a} {b}" into buf (which holds it).</summary>
+        private static ReadOnlySpan<char> Joined(Span<char> buf, string a, string b)
+        {
+            a.CopyTo(buf);
+            buf[a.Length] = ' ';
+            b.CopyTo(buf.Slice(a.Length + 1));
+            return buf.Slice(0, a.Length + 1 + b.Length);
         }
 
         private static int GrpcStatus(HttpContext ctx)
