@@ -152,11 +152,11 @@ for s in back front client; do
     else bad "$s: the managed agent started, no error logged" "$(grep -E 'agent|ERROR|WARN' "$WORK/main/$s.log" | head)"; fi
 done
 
-out=$(python3 - "$WORK/main" "$P1" <<'PYEOF'
+out=$(python3 - "$WORK/main" "$P1" "$P3" <<'PYEOF'
 import json, sys
 sys.path.insert(0, "tests/clr")
 from webcheck import check, spans
-W, front_port = sys.argv[1], int(sys.argv[2])
+W, front_port, back_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sp = {s: spans(f"{W}/{s}.jsonl", s) for s in ("client", "front", "back")}
 allsp = sp["client"] + sp["front"] + sp["back"]
 byid = {s["spanId"]: s for s in allsp}
@@ -219,6 +219,12 @@ hneed = ["http.request.method", "url.full", "server.address", "server.port", "ht
 miss = [(s["name"], k) for s in hc for k in hneed if k not in s["attrs"]]
 check(hc and not miss and all(s["name"] in ("GET", "POST") for s in hc),
       "CLIENT spans of HttpClient: named by method, with http.request.method, url.full, server.address, server.port, http.response.status_code, network.protocol.version", miss or hc[:1])
+def stock_url(u):
+    i = int(u.split("/stock/")[1].split("?")[0])
+    return "http://127.0.0.1:%d/stock/%d%s" % (back_port, i, "?from=order%%20%d" % i if i % 2 else "")
+urls = [s["attrs"].get("url.full", "") for s in hc if "/stock/" in s["attrs"].get("url.full", "")]
+check(len(urls) >= 3 and all(u == stock_url(u) for u in urls) and any("%20" in u for u in urls) and any("?" not in u for u in urls),
+      "url.full of HttpClient's calls: the URI as sent, an escaped query kept escaped", urls)
 gc = [s for s in sp["client"] if s["scope"] == "Grpc.Net.Client"]
 okc = [s for s in gc if s["attrs"].get("rpc.grpc.status_code") in ("0", 0)]
 nf = [s for s in gc if s["attrs"].get("rpc.grpc.status_code") in ("5", 5)]

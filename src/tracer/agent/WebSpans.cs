@@ -114,6 +114,11 @@ namespace Clrmux.Agent
 
         private const string HexDigits = "0123456789abcdef";
 
+        /// <summary>RFC 3986's unreserved and reserved characters: a URI's text made of these alone
+        /// has no escape to make or undo.</summary>
+        private static readonly System.Buffers.SearchValues<char> s_uriAsIs =
+            System.Buffers.SearchValues.Create("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=");
+
         internal static string Traceparent(in SpanCtx c) => string.Create(55, c, static (s, c) =>
         {
             s[0] = '0';
@@ -501,8 +506,16 @@ namespace Clrmux.Agent
             int mark = w.Mark(), n = MethodAttrs(ref w, method, req.Method.Method);
             if (req.RequestUri is { IsAbsoluteUri: true } u)
             {
-                w.StrAttr("url.full"u8, u.UserInfo.Length == 0 ? u.AbsoluteUri
-                                      : new UriBuilder(u) { UserName = "REDACTED", Password = "REDACTED" }.Uri.AbsoluteUri);
+                // the URI as written: AbsoluteUri (escaped) makes and keeps a string a request; its
+                // unescaped form (Uri.TryFormat) is the same text when it holds only the characters
+                // a URI may carry as they are, and needs none
+                Span<char> text = stackalloc char[512];
+                if (u.UserInfo.Length != 0)
+                    w.StrAttr("url.full"u8, new UriBuilder(u) { UserName = "REDACTED", Password = "REDACTED" }.Uri.AbsoluteUri);
+                else if (u.TryFormat(text, out int len) && text.Slice(0, len).IndexOfAnyExcept(s_uriAsIs) < 0)
+                    w.StrAttr("url.full"u8, text.Slice(0, len));
+                else
+                    w.StrAttr("url.full"u8, u.AbsoluteUri);
                 w.StrAttr("server.address"u8, u.Host);
                 w.IntAttr("server.port"u8, u.Port);
                 n += 3;

@@ -34,7 +34,8 @@ public static class Store
     {
         await Task.Delay(5);
         int n = Compute(id);
-        string s = await Http.GetStringAsync($"{DownHttp}/stock/{id}");
+        // an odd id's call carries an escaped query (web.sh: url.full as escaped, the others as they are)
+        string s = await Http.GetStringAsync($"{DownHttp}/stock/{id}" + (id % 2 == 1 ? $"?from=order%20{id}" : ""));
         CheckReply r = await DownGrpc.CheckAsync(new CheckRequest { Id = id });
         using (Activity a = Own.StartActivity("shop.own")) // the app's own source
             a?.SetTag("shop.id", id);
