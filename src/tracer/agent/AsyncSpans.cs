@@ -139,13 +139,16 @@ namespace Clrmux.Agent
                 Native.Api->Join(&c);
         }
 
-        /// <summary>The flow's context, skipping each async span context whose method an
+        /// <summary>The flow's context, skipping a call's span that ended (still the value of
+        /// the flow inside HttpClient that ended it) and each async span context whose method an
         /// exception left before it returned its task: the rewritten IL has no exception
         /// clause (other profilers would see it), so such a frame never gave its caller's
         /// context back (AsyncRestore); its span ended in the tracer's unwind callbacks, which
         /// remember its id (span_failed).</summary>
         internal static SpanContextBox? Live(SpanContextBox? box)
         {
+            while (box is WebSpan { Ended: true })
+                box = box.Prev; // a call's span whose end left it in place (WebSpans.EndClient)
             if (box == null || *Native.FailedAny == 0)
                 return box;
             for (int i = 0; box != null && i < 256 && Native.Api->SpanFailed(box.Ctx.SpanId) != 0; i++)

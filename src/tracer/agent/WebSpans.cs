@@ -30,6 +30,7 @@ namespace Clrmux.Agent
         public readonly string? TraceState;
         public readonly long StartNs;
         public Exception? Error; // an exception event's, kept for the end
+        public bool Ended;       // a call's span, written: not the flow's context any more (AsyncSpans.Live)
 
         public WebSpan(in SpanCtx c, object? activity, SpanContextBox? prev, object owner, bool server, ulong parentId,
                        bool remoteParent, string? traceState)
@@ -233,8 +234,8 @@ namespace Clrmux.Agent
                 return; // asked of hosting by another of its DiagnosticListener's subscribers (an SDK that listens
                         // there: Application Insights, OpenTelemetry's first instrumentations): it records the request
             SpanContextBox? prev = AsyncSpans.Current.Value;
-            while (prev is WebSpan { Server: true })
-                prev = prev.Prev; // a request whose end never came (its connection's flow kept it)
+            while (prev is WebSpan { Server: true } or WebSpan { Ended: true })
+                prev = prev.Prev; // a request whose end never came (its connection's flow kept it), a call's that ended
             SpanCtx c, remote = default;
             string? state = null;
             bool has = false;
@@ -473,23 +474,31 @@ namespace Clrmux.Agent
                 h.Remove("tracestate");
                 h.TryAddWithoutValidation("tracestate", state);
             }
-            AsyncSpans.Current.Value = new WebSpan(c, a, AsyncSpans.Current.Value, req, false, parent, false, state);
+            SpanContextBox? prev = AsyncSpans.Current.Value;
+            while (prev is WebSpan { Ended: true })
+                prev = prev.Prev; // a call's that ended in this flow: not kept in the chain
+            AsyncSpans.Current.Value = new WebSpan(c, a, prev, req, false, parent, false, state);
         }
 
         internal static void ClientException(HttpRequestMessage? req, Exception e)
         {
-            if (AsyncSpans.Current.Value is WebSpan { Server: false } w && (req == null || ReferenceEquals(w.Owner, req)))
+            if (AsyncSpans.Current.Value is WebSpan { Server: false, Ended: false } w && (req == null || ReferenceEquals(w.Owner, req)))
                 w.Error ??= e;
         }
 
         /// <summary>The call ended (HttpClient's Response event: a response, or none with the
-        /// task's status): its span is written, the flow's context goes back.</summary>
+        /// task's status): its span is written and marked ended (Live skips it).</summary>
         internal static void EndClient(HttpResponseMessage? res, TaskStatus status)
         {
-            if (AsyncSpans.Current.Value is not WebSpan { Server: false } s ||
+            if (AsyncSpans.Current.Value is not WebSpan { Server: false, Ended: false } s ||
                 (res?.RequestMessage != null && !ReferenceEquals(res.RequestMessage, s.Owner)))
                 return;
-            AsyncSpans.Current.Value = s.Prev;
+            // ended, and left as the flow's value: the events come from inside HttpClient's
+            // DiagnosticsHandler.SendAsyncCore, an async method, whose ExecutionContext changes
+            // never reach its caller (its builder puts the caller's back when it returns or
+            // awaits); setting the value back here cost a new ExecutionContext a call for the few
+            // instructions left to it
+            s.Ended = true;
             if (s.Ctx.Sampled == 0)
                 return;
             long end = Now();
