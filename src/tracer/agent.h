@@ -31,8 +31,8 @@ struct clrmux_agent_managed {
     uint32_t size; /* sizeof, as the agent knows it */
     uint32_t reserved;
     void *async_enter;   /* object AsyncEnter(int64 slot): the span's context becomes the
-                            AsyncLocal's; returns the previous value */
-    void *async_restore; /* void AsyncRestore(object previous) */
+                            AsyncLocal's; returns a token for AsyncRestore (opaque here) */
+    void *async_restore; /* void AsyncRestore(object token): the caller's context comes back */
     void *on_task;       /* void OnTask(object task, int64 slot): detaches span `slot` and
                             finishes it when the task completes */
     void *on_value_task; /* object OnValueTask(object boxed, int64 slot): the same for a

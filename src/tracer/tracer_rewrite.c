@@ -303,7 +303,7 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
     if (t->suppress_gc && !ps.suppressed)
         LOG_WARN("tracer: %s: the probes keep their GC transition: %s", t->methods[idx].name, swhy);
     uint32_t slot = first_new;
-    uint32_t prev = first_new + (ms.returns_void ? 1 : 2) + (join ? 1 : 0); /* am: the previous context */
+    uint32_t prev = first_new + (ms.returns_void ? 1 : 2) + (join ? 1 : 0); /* am: AsyncEnter's token */
     /* entry: slot = enter_fast(idx); if (slot < -1) slot = enter(idx) (the thread's first
      * span, or a deep recursion: the slow path allocates, with a GC transition) */
     uint32_t entered = clrmux_il_b_label(&be);
@@ -370,12 +370,12 @@ int tracer_rewrite(struct tracer *t, ModuleID mod, mdMethodDef tok, uint32_t idx
         clrmux_il_b_mark(&be, nested);
     }
     if (am) {
-        /* prev = AsyncEnter(slot): the span is the flow's context from here on */
+        /* token = AsyncEnter(slot): the span is the flow's context from here on */
         clrmux_il_b_var(&be, CLRMUX_IL_LDLOC, slot);
         b_fnptr(&be, am->async_enter);
         clrmux_il_b_token(&be, CLRMUX_IL_OP_CALLI, (uint32_t)as.async_enter);
         clrmux_il_b_var(&be, CLRMUX_IL_STLOC, prev);
-        /* returning: AsyncRestore(prev), the caller's flow gets its context back (left by an
+        /* returning: AsyncRestore(token), the caller's flow gets its context back (left by an
          * exception: the agent's next reader of the context restores it) */
         clrmux_il_b_var(&bn, CLRMUX_IL_LDLOC, prev);
         b_fnptr(&bn, am->async_restore);

@@ -33,6 +33,15 @@ namespace Clrmux.Agent
         }
     }
 
+    /// <summary>A traced method's async span as the flow's context, with the ExecutionContext
+    /// before AsyncEnter made it the flow's value and the one that made (AsyncRestore puts the
+    /// first back when the second is still current).</summary>
+    internal sealed class AsyncSpanBox : SpanContextBox
+    {
+        public ExecutionContext? Before, Entered;
+        public AsyncSpanBox(in SpanCtx c, object? activity, SpanContextBox? prev) : base(c, activity, prev) { }
+    }
+
     public static unsafe class AsyncSpans
     {
         /// <summary>The flow's async span. With the profiler's labels wanted (Native.FlagPush),
@@ -156,19 +165,41 @@ namespace Clrmux.Agent
             return box;
         }
 
-        /// <summary>Span `slot` (the entry probe's) becomes the flow's context; the previous one
-        /// is returned for AsyncRestore.</summary>
+        private static readonly object s_notEntered = new();
+
+        /// <summary>Span `slot` (the entry probe's) becomes the flow's context; returned for
+        /// AsyncRestore: that context, or a token that there is none (no span).</summary>
         public static object? AsyncEnter(long slot)
         {
-            SpanContextBox? prev = Current.Value;
             SpanCtx c;
-            if (Native.Api->SpanAsyncEnter(slot, &c) != 0)
-                Current.Value = new SpanContextBox(c, ActivityCurrent?.Invoke(), prev);
-            return prev;
+            if (Native.Api->SpanAsyncEnter(slot, &c) == 0)
+                return s_notEntered;
+            ExecutionContext? before = ExecutionContext.Capture(); // null: the flow is suppressed
+            var box = new AsyncSpanBox(c, ActivityCurrent?.Invoke(), Current.Value);
+            Current.Value = box;
+            if (before != null)
+            {
+                box.Before = before;
+                box.Entered = ExecutionContext.Capture();
+            }
+            return box;
         }
 
-        /// <summary>The method returned: its caller's context comes back.</summary>
-        public static void AsyncRestore(object? previous) => Current.Value = previous as SpanContextBox;
+        /// <summary>The method returned: its caller's context comes back. When the flow's
+        /// ExecutionContext is still the one AsyncEnter made (an async method's builder puts it
+        /// back when the method first awaits), the one before it is put back as it was, with no new
+        /// ExecutionContext; else the value alone is set back.</summary>
+        public static void AsyncRestore(object? entered)
+        {
+            if (entered is not AsyncSpanBox box)
+                return; // no span: nothing was changed
+            ExecutionContext? before = box.Before;
+            if (before != null && ReferenceEquals(ExecutionContext.Capture(), box.Entered))
+                ExecutionContext.Restore(before);
+            else
+                Current.Value = box.Prev;
+            box.Before = box.Entered = null;
+        }
 
         /// <summary>Called with a traced method's task and its span's id when the task has
         /// completed, before the span ends (a bytecode integration reads its result: set by
