@@ -7,7 +7,9 @@ namespace Clrmux.Agent
 {
     /// <summary>A property of an event payload (the runtime's internal types), read through a
     /// delegate bound to its getter: made once per payload type, read without a lock or
-    /// reflection afterwards.</summary>
+    /// reflection afterwards. It keeps the bindings of the last two payload types it read, so
+    /// that one fetcher serves two events of different payloads (a request's and a response's)
+    /// without binding again at each.</summary>
     internal sealed class PropertyFetcher
     {
         private sealed class Bound
@@ -18,7 +20,7 @@ namespace Clrmux.Agent
         }
 
         private readonly string _name, _alt;
-        private volatile Bound? _bound;
+        private volatile Bound? _bound, _older;
 
         /// <summary>Reads property name, or alt when the payload's type has no such property.</summary>
         public PropertyFetcher(string name, string? alt = null)
@@ -29,9 +31,21 @@ namespace Clrmux.Agent
 
         public object? Fetch(object payload)
         {
+            Type t = payload.GetType();
             Bound? b = _bound;
-            if (b == null || b.Type != payload.GetType())
-                _bound = b = Bind(payload.GetType());
+            if (b == null || b.Type != t)
+            {
+                Bound? o = _older;
+                if (o != null && o.Type == t)
+                {
+                    b = o; // read as it is: no write on a hit
+                }
+                else
+                {
+                    _older = b; // the newest two kept
+                    _bound = b = Bind(t);
+                }
+            }
             return b.Get?.Invoke(payload);
         }
 
